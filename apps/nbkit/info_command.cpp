@@ -1,0 +1,55 @@
+// nbkit info: what this build and this machine offer.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "nbkit/core/backend.hpp"
+#include "nbkit/core/memory.hpp"
+
+namespace nbkit::cli {
+
+Action setup_info(CLI::App& app) {
+  auto json = std::make_shared<bool>(false);
+  app.add_flag("--json", *json, "print the same facts as JSON");
+  return [json]() {
+    const BuildInfo build = build_info();
+    std::string why_no_gpu;
+    const auto gpus = list_gpus(&why_no_gpu);
+    if (*json) {
+      nlohmann::json out;
+      out["version"] = build.version;
+      out["compiler"] = build.compiler;
+      out["build_type"] = build.build_type;
+      out["simd_target"] = simd_target();
+      out["simd_targets_compiled"] = simd_targets_compiled();
+      out["cpu_threads"] = hardware_threads();
+      out["memory_available_bytes"] = available_memory_bytes();
+      out["cuda_compiled"] = build.cuda_compiled;
+      out["cuda_runtime"] = build.cuda_runtime;
+      out["gpus"] = nlohmann::json::array();
+      for (const auto& g : gpus)
+        out["gpus"].push_back({{"index", g.index}, {"name", g.name},
+                               {"compute_capability", fmt::format("{}.{}", g.compute_capability_major, g.compute_capability_minor)},
+                               {"multiprocessors", g.multiprocessors}, {"memory_gib", g.memory_gib}});
+      if (gpus.empty()) out["gpu_unavailable_reason"] = why_no_gpu;
+      fmt::print("{}\n", out.dump(2));
+      return 0;
+    }
+    fmt::print("nbkit {}\n", build.version);
+    fmt::print("build:        {} {}, {}\n", build.build_type, build.compiler,
+               build.cuda_compiled ? "CUDA " + build.cuda_runtime : std::string("CPU only (no CUDA)"));
+    fmt::print("SIMD target:  {} (compiled: {})\n", simd_target(), fmt::join(simd_targets_compiled(), " "));
+    fmt::print("CPU threads:  {}\n", hardware_threads());
+    fmt::print("memory:       {} available\n", format_bytes(available_memory_bytes()));
+    fmt::print("backends:     reference, cpu{}\n", gpus.empty() ? "" : ", cuda");
+    if (gpus.empty()) fmt::print("GPUs:         none ({})\n", why_no_gpu);
+    for (const auto& g : gpus)
+      fmt::print("GPU {}:        {} (compute capability {}.{}, {} SMs, {:.1f} GiB)\n", g.index, g.name,
+                 g.compute_capability_major, g.compute_capability_minor, g.multiprocessors, g.memory_gib);
+    return 0;
+  };
+}
+
+}  // namespace nbkit::cli

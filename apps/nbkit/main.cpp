@@ -1,0 +1,57 @@
+// nbkit: the command-line tool. Library code throws; here errors become one line on
+// stderr and a non-zero exit status.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <array>
+
+#include "command.hpp"
+#include "nbkit/core/backend.hpp"
+#include "nbkit/core/error.hpp"
+
+namespace {
+
+// The dispatch table: one entry per subcommand, with the line `nbkit --help` shows.
+constexpr std::array<nbkit::cli::Command, 2> kCommands{{
+    {"map", "electrostatic potential map of a molecule on a 3-D lattice (OpenDX, MRC, PNG)", nbkit::cli::setup_map},
+    {"info", "version, build, SIMD target, CPU threads and GPUs", nbkit::cli::setup_info},
+}};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"nbkit: fast sums of pairwise particle interactions on CPUs and NVIDIA GPUs.\n"
+               "Run 'nbkit COMMAND --help' for a command's options."};
+  app.set_version_flag("--version", std::string("nbkit ") + nbkit::build_info().version);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  std::vector<nbkit::cli::Action> actions(kCommands.size());
+  std::vector<CLI::App*> subcommands;
+  for (std::size_t i = 0; i < kCommands.size(); ++i) {
+    CLI::App* sub = app.add_subcommand(kCommands[i].name, kCommands[i].description);
+    actions[i] = kCommands[i].setup(*sub);
+    subcommands.push_back(sub);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  } catch (const nbkit::Error& error) {
+    fmt::print(stderr, "nbkit: error: {}\n", error.what());
+    return 2;
+  }
+  try {
+    for (std::size_t i = 0; i < subcommands.size(); ++i)
+      if (subcommands[i]->parsed()) return actions[i]();
+  } catch (const nbkit::Error& error) {
+    fmt::print(stderr, "nbkit: error: {}\n", error.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "nbkit: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "nbkit: error: {}\n", error.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,206 @@
+// nbkit map: electrostatic potential map of a molecule.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "command.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbkit/core/progress.hpp"
+#include "nbkit/io/atomic_file.hpp"
+#include "nbkit/io/map_files.hpp"
+#include "nbkit/io/png.hpp"
+#include "nbkit/io/structure.hpp"
+#include "nbkit/maps.hpp"
+#include "options.hpp"
+
+namespace nbkit::cli {
+
+namespace {
+
+struct MapArguments {
+  std::string input, output, png, slice, report, charges;
+  std::string method = "direct", units = "kT/e", backend = "auto", precision = "single";
+  double spacing = 0.5, padding = 10.0;
+  std::string origin, dims, center, length;
+  std::optional<double> dielectric;
+  double temperature = units::default_temperature;
+  double ionic_strength = 0.15;
+  int threads = 0;
+  bool quiet = false;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Lattice choose_lattice(const MapArguments& args, const Atoms& atoms) {
+  const bool explicit_box = !args.origin.empty() || !args.dims.empty();
+  const bool centered_box = !args.center.empty() || !args.length.empty();
+  if (explicit_box && centered_box) throw Error("--origin/--dims and --center/--length choose the lattice two ways: use one");
+  if (explicit_box) {
+    if (args.origin.empty() || args.dims.empty()) throw Error("--origin and --dims go together: give both");
+    Lattice lattice;
+    lattice.origin = parse_triple(args.origin, "--origin");
+    lattice.dims = parse_dims(args.dims, "--dims");
+    lattice.spacing = args.spacing;
+    validate(lattice);
+    return lattice;
+  }
+  if (centered_box) {
+    if (args.length.empty()) throw Error("--center needs --length (edge length in Angstrom, one number or x,y,z)");
+    const Vec3 length = parse_triple(args.length, "--length", true);
+    const BoundingBox box = bounding_box(atoms);
+    const Vec3 center = args.center.empty() ? 0.5 * (box.lower + box.upper) : parse_triple(args.center, "--center");
+    return lattice_centered(center, length, args.spacing);
+  }
+  return lattice_around(atoms, args.spacing, args.padding);
+}
+
+std::string default_output(const std::string& input) {
+  return std::filesystem::path(input).stem().string() + ".dx";
+}
+
+int run_map(const MapArguments& args) {
+  const auto start = std::chrono::steady_clock::now();
+  MapOptions options;
+  options.method = parse_map_method(args.method);
+  options.unit = units::parse_potential_unit(args.units);
+  options.backend = parse_backend(args.backend);
+  options.precision = parse_precision(args.precision);
+  // APBS's mdh is a boundary condition in water: default to water's dielectric there.
+  options.dielectric = args.dielectric.value_or(options.method == MapMethod::mdh ? 78.54 : 1.0);
+  options.temperature = args.temperature;
+  options.ionic_strength = args.ionic_strength;
+  options.threads = args.threads;
+  const double kappa = screening_kappa(options);  // validates dielectric, temperature, ionic strength
+  units::potential_prefactor(options.unit, options.dielectric, options.temperature);
+
+  const std::string output = args.output.empty() ? default_output(args.input) : args.output;
+  io::guess_map_format(output);
+  // Fail before the long computation, not after it.
+  io::check_writable(output);
+  if (!args.png.empty()) io::check_writable(args.png);
+  if (!args.report.empty()) io::check_writable(args.report);
+  const io::SliceSpec slice = io::parse_slice(args.slice);
+
+  io::ChargeOptions charge_options;
+  charge_options.force_field = args.charges;
+  const Atoms atoms = io::read_atoms(args.input, charge_options);
+  const double read_seconds = seconds_since(start);
+  const Lattice lattice = choose_lattice(args, atoms);
+
+  ProgressBar bar(fmt::format("{} map", to_string(options.method)), !args.quiet);
+  options.progress = [&bar](double fraction) { bar.update(fraction); };
+  MapStats stats;
+  const Map map = compute_map(atoms, lattice, options, &stats);
+  bar.finish();
+
+  const auto write_start = std::chrono::steady_clock::now();
+  const auto& n = lattice.dims;
+  std::vector<std::string> comments = {
+      fmt::format("Electrostatic potential in {} written by nbkit {}", units::to_string(options.unit), build_info().version),
+      fmt::format("input {} ({} atoms, net charge {:+.4f} e)", args.input, atoms.size(), atoms.net_charge()),
+      fmt::format("method {}, dielectric {}, temperature {} K{}", to_string(options.method), options.dielectric,
+                  options.temperature,
+                  options.method == MapMethod::mdh
+                      ? fmt::format(", ionic strength {} mol/L, kappa {:.6f} 1/A", options.ionic_strength, kappa)
+                      : ""),
+      "vertex-centred lattice: point (i,j,k) at origin + (i,j,k)*delta; x index slowest, z fastest",
+  };
+  io::write_map(output, map, comments);
+  std::optional<io::SliceInfo> slice_info;
+  if (!args.png.empty()) slice_info = io::write_slice_png(args.png, map, slice);
+  const double write_seconds = seconds_since(write_start);
+
+  double low = map.values[0], high = map.values[0];
+  for (double v : map.values) low = std::min(low, v), high = std::max(high, v);
+
+  if (!args.report.empty()) {
+    nlohmann::json report;
+    report["nbkit_version"] = build_info().version;
+    report["input"] = {{"file", args.input}, {"atoms", atoms.size()}, {"net_charge", atoms.net_charge()}};
+    report["lattice"] = {{"origin", {lattice.origin.x, lattice.origin.y, lattice.origin.z}},
+                         {"spacing", lattice.spacing},
+                         {"dims", {n[0], n[1], n[2]}},
+                         {"points", lattice.size()},
+                         {"convention", "vertex-centred, x slowest, z fastest"}};
+    report["parameters"] = {{"method", to_string(options.method)},
+                            {"units", units::to_string(options.unit)},
+                            {"dielectric", options.dielectric},
+                            {"temperature_K", options.temperature},
+                            {"precision", to_string(options.precision)}};
+    if (options.method == MapMethod::mdh) {
+      report["parameters"]["ionic_strength_molar"] = options.ionic_strength;
+      report["parameters"]["kappa_per_angstrom"] = kappa;
+      if (kappa > 0) report["parameters"]["debye_length_angstrom"] = 1.0 / kappa;
+    }
+    report["backend"] = {{"requested", args.backend}, {"used", to_string(stats.backend)}, {"detail", stats.detail}};
+    report["timing_seconds"] = {{"read", read_seconds}, {"compute", stats.seconds}, {"write", write_seconds},
+                                {"total", seconds_since(start)}};
+    report["rates"] = {{"evaluations", stats.evaluations}, {"evaluations_per_second", stats.evaluations_per_second()},
+                       {"lattice_points_per_second", stats.seconds > 0 ? lattice.size() / stats.seconds : 0.0}};
+    report["potential"] = {{"min", low}, {"max", high}};
+    report["outputs"] = {{"map", output}};
+    if (slice_info)
+      report["outputs"]["png"] = {{"file", args.png}, {"axis", std::string(1, "xyz"[slice_info->axis])},
+                                  {"coordinate", slice_info->coordinate}, {"color_range", slice_info->range}};
+    io::write_atomically(args.report, [&](const std::string& temporary) {
+      std::ofstream file(temporary);
+      file << report.dump(2) << "\n";
+      if (!file) throw Error(args.report + ": write failed");
+    });
+  }
+
+  if (!args.quiet) {
+    fmt::print("nbkit map: {} atoms, {}x{}x{} = {} lattice points, {:.3f} s, {:.3g} atom-lattice evaluations/s ({}: {})\n",
+               with_commas(static_cast<std::int64_t>(atoms.size())), n[0], n[1], n[2], with_commas(lattice.size()),
+               stats.seconds, stats.evaluations_per_second(), to_string(stats.backend), stats.detail);
+    fmt::print("  potential {:.4g} to {:.4g} {} -> {}{}\n", low, high, units::to_string(options.unit), output,
+               args.png.empty() ? "" : ", " + args.png);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action setup_map(CLI::App& app) {
+  auto args = std::make_shared<MapArguments>();
+  app.description(
+      "Electrostatic potential of a molecule on a 3-D lattice, as VMD's volmap coulomb or APBS's mdh boundary "
+      "condition. Writes OpenDX (.dx) or CCP4/MRC (.mrc, .map, .ccp4), optionally a PNG slice and a JSON report.\n"
+      "Example: nbkit map data/1a63.pqr -o 1a63.dx --png 1a63.png");
+  app.add_option("input", args->input, "PQR file (or PDB/mmCIF with --charges)")->required()->check(CLI::ExistingFile);
+  app.add_option("-o,--output", args->output, "map file: .dx, .mrc, .map or .ccp4 (default: INPUT's name with .dx)");
+  auto* group_method = app.add_option_group("method");
+  group_method->add_option("--method", args->method, "direct (Coulomb) or mdh (Debye-Hueckel with ion radii)")
+      ->capture_default_str();
+  group_method->add_option("--dielectric", args->dielectric, "relative permittivity (default 1; 78.54 for mdh)");
+  group_method->add_option("--temperature", args->temperature, "K, for kT/e and kappa")->capture_default_str();
+  group_method->add_option("--ionic-strength", args->ionic_strength, "mol/L of 1:1 salt, mdh only")->capture_default_str();
+  group_method->add_option("--units", args->units, "kT/e, kcal/mol/e or V")->capture_default_str();
+  group_method->add_option("--charges", args->charges, "for PDB/mmCIF input: run pdb2pqr with this force field (amber, charmm, parse, ...)");
+  auto* group_lattice = app.add_option_group("lattice");
+  group_lattice->add_option("--spacing", args->spacing, "distance between lattice points, Angstrom")->capture_default_str();
+  group_lattice->add_option("--padding", args->padding, "margin around the atoms' bounding box, Angstrom")->capture_default_str();
+  group_lattice->add_option("--origin", args->origin, "x,y,z of lattice point (0,0,0), Angstrom (with --dims)");
+  group_lattice->add_option("--dims", args->dims, "nx,ny,nz lattice points (with --origin)");
+  group_lattice->add_option("--center", args->center, "x,y,z centre of the lattice (default: the atoms' centre; with --length)");
+  group_lattice->add_option("--length", args->length, "edge length(s) of the lattice, Angstrom: L or Lx,Ly,Lz");
+  auto* group_run = app.add_option_group("run");
+  group_run->add_option("--backend", args->backend, "auto, cpu, cuda or reference (float64, slow)")->capture_default_str();
+  group_run->add_option("--precision", args->precision, "single (float32 arithmetic, float64 sums) or double")->capture_default_str();
+  group_run->add_option("--threads", args->threads, "CPU threads (0: all)")->capture_default_str();
+  group_run->add_flag("-q,--quiet", args->quiet, "no progress bar, no summary");
+  auto* group_out = app.add_option_group("outputs");
+  group_out->add_option("--png", args->png, "PNG picture of a slice through the map");
+  group_out->add_option("--slice", args->slice, "slice to draw: z=COORD (Angstrom), y=..., x=...; default: z through the centre");
+  group_out->add_option("--report", args->report, "JSON record of inputs, parameters, backend, timings and rates");
+  return [args]() { return run_map(*args); };
+}
+
+}  // namespace nbkit::cli

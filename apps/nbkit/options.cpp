@@ -1,0 +1,70 @@
+#include "options.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include "nbkit/core/error.hpp"
+
+namespace nbkit::cli {
+
+namespace {
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, ',')) parts.push_back(part);
+  if (!text.empty() && text.back() == ',') parts.emplace_back();
+  return parts;
+}
+
+double parse_double(const std::string& text, const std::string& option) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used != text.size() || !std::isfinite(v)) throw std::invalid_argument("");
+    return v;
+  } catch (const std::exception&) {
+    throw Error(option + ": expected a finite number, got '" + text + "'");
+  }
+}
+}  // namespace
+
+Vec3 parse_triple(const std::string& text, const std::string& option, bool allow_single) {
+  const auto parts = split_commas(text);
+  if (allow_single && parts.size() == 1) {
+    const double v = parse_double(parts[0], option);
+    return {v, v, v};
+  }
+  if (parts.size() != 3)
+    throw Error(option + ": expected three comma-separated numbers x,y,z" + (allow_single ? " or one number" : "") +
+                ", got '" + text + "'");
+  return {parse_double(parts[0], option), parse_double(parts[1], option), parse_double(parts[2], option)};
+}
+
+std::array<std::int64_t, 3> parse_dims(const std::string& text, const std::string& option) {
+  const auto parts = split_commas(text);
+  if (parts.size() != 3) throw Error(option + ": expected three comma-separated whole numbers nx,ny,nz, got '" + text + "'");
+  std::array<std::int64_t, 3> dims{};
+  for (int a = 0; a < 3; ++a) {
+    try {
+      std::size_t used = 0;
+      dims[a] = std::stoll(parts[a], &used);
+      if (used != parts[a].size() || dims[a] < 1) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw Error(option + ": expected three positive whole numbers nx,ny,nz, got '" + text + "'");
+    }
+  }
+  return dims;
+}
+
+std::string with_commas(std::int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+}  // namespace nbkit::cli

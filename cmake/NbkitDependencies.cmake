@@ -1,0 +1,38 @@
+# Every third-party library nbkit uses, found once, as imported targets.
+# Debian packages are listed in scripts/setup. Machines without Highway or gemmi
+# (the GPU machine) use a prefix made by scripts/vendor-deps in .deps/.
+list(APPEND CMAKE_PREFIX_PATH ${PROJECT_SOURCE_DIR}/.deps)
+
+find_package(fmt REQUIRED)
+find_package(CLI11 QUIET CONFIG)
+if(NOT TARGET CLI11::CLI11)
+  find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
+  add_library(CLI11::CLI11 INTERFACE IMPORTED)
+  target_include_directories(CLI11::CLI11 INTERFACE ${CLI11_INCLUDE_DIR})
+endif()
+find_package(nlohmann_json REQUIRED)
+find_package(PNG REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(Threads REQUIRED)
+
+# Google Highway: SIMD through one template over the vector type, dispatched at run time.
+find_package(hwy CONFIG QUIET)
+if(NOT TARGET hwy::hwy)
+  find_path(HWY_INCLUDE_DIR hwy/highway.h REQUIRED)
+  find_library(HWY_LIBRARY hwy REQUIRED)
+  add_library(hwy::hwy UNKNOWN IMPORTED)
+  set_target_properties(hwy::hwy PROPERTIES IMPORTED_LOCATION ${HWY_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${HWY_INCLUDE_DIR}
+    INTERFACE_COMPILE_DEFINITIONS HWY_SHARED_DEFINE)
+endif()
+
+# gemmi: PDB/mmCIF reading and CCP4/MRC writing; the parts used are header-only.
+find_path(GEMMI_INCLUDE_DIR gemmi/mmread.hpp REQUIRED)
+add_library(nbkit_gemmi INTERFACE)
+target_include_directories(nbkit_gemmi SYSTEM INTERFACE ${GEMMI_INCLUDE_DIR})
+target_link_libraries(nbkit_gemmi INTERFACE ZLIB::ZLIB)
+
+if(NBKIT_TESTS)
+  find_package(GTest REQUIRED)
+endif()

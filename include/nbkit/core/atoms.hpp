@@ -1,0 +1,29 @@
+#pragma once
+// Point charges as structure-of-arrays: positions (Angstrom), charges (e), radii
+// (Angstrom). Radii are the ion-exclusion radii of the Debye-Hueckel law.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "nbkit/core/vec3.hpp"
+
+namespace nbkit {
+
+struct Atoms {
+  std::vector<double> x, y, z, charge, radius;
+
+  std::size_t size() const { return x.size(); }
+  bool empty() const { return x.empty(); }
+  void reserve(std::size_t n);
+  void push_back(Vec3 position, double q, double r);
+  Vec3 position(std::size_t i) const { return {x[i], y[i], z[i]}; }
+  double net_charge() const;
+};
+
+// Smallest box holding every atom: {min corner, max corner}. Throws on empty input.
+struct BoundingBox {
+  Vec3 lower, upper;
+};
+BoundingBox bounding_box(const Atoms& atoms);
+
+}  // namespace nbkit

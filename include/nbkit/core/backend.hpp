@@ -1,0 +1,45 @@
+#pragma once
+// Where a sum runs and in what arithmetic, and what this build and machine offer.
+#include <string>
+#include <vector>
+
+namespace nbkit {
+
+enum class Backend {
+  automatic,  // the fastest available: cuda when a GPU is usable, else cpu
+  reference,  // float64 plain loops, one thread: the test oracle
+  cpu,        // all cores, SIMD
+  cuda,       // NVIDIA GPUs
+};
+enum class Precision { single, double_ };
+
+Backend parse_backend(const std::string& name);  // "auto", "reference", "cpu", "cuda"
+std::string to_string(Backend backend);
+Precision parse_precision(const std::string& name);  // "single" | "float", "double"
+std::string to_string(Precision precision);
+
+struct GpuInfo {
+  int index = 0;
+  std::string name;
+  int compute_capability_major = 0, compute_capability_minor = 0;
+  int multiprocessors = 0;
+  double memory_gib = 0;
+};
+
+struct BuildInfo {
+  std::string version;
+  std::string compiler;
+  std::string build_type;
+  bool cuda_compiled = false;
+  std::string cuda_runtime;  // empty when not compiled with CUDA
+};
+
+BuildInfo build_info();
+std::string simd_target();           // the SIMD instruction set chosen at run time, e.g. "AVX3"
+std::vector<std::string> simd_targets_compiled();
+int hardware_threads();
+// GPUs usable now; empty when the build has no CUDA. `why_none` says why (no driver, no
+// device, CPU-only build) when the list is empty.
+std::vector<GpuInfo> list_gpus(std::string* why_none = nullptr);
+
+}  // namespace nbkit

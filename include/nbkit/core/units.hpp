@@ -1,0 +1,42 @@
+#pragma once
+// Physical constants and unit conversions, all in one place.
+// Exact SI values and CODATA 2018 recommended values (Tiesinga et al., Rev. Mod. Phys. 93,
+// 025010 (2021)); the thermochemical calorie (4.184 J). Lengths in Angstrom, charges in e.
+#include <string>
+
+namespace nbkit::units {
+
+inline constexpr double elementary_charge = 1.602176634e-19;     // C, exact (SI 2019)
+inline constexpr double avogadro = 6.02214076e23;                // 1/mol, exact
+inline constexpr double boltzmann = 1.380649e-23;                // J/K, exact
+inline constexpr double vacuum_permittivity = 8.8541878128e-12;  // F/m, CODATA 2018
+inline constexpr double pi = 3.14159265358979323846;
+inline constexpr double joule_per_kcal = 4184.0;                 // thermochemical calorie
+inline constexpr double meter_per_angstrom = 1e-10;
+
+// e^2 / (4 pi eps0 * 1 Angstrom), per mole, in kcal/mol: 332.0637... kcal/mol*A/e^2.
+inline constexpr double coulomb_constant_kcal =
+    elementary_charge * elementary_charge / (4 * pi * vacuum_permittivity * meter_per_angstrom) *
+    avogadro / joule_per_kcal;
+// e / (4 pi eps0 * 1 Angstrom) in volts: 14.3996... V*A/e.
+inline constexpr double coulomb_constant_volt =
+    elementary_charge / (4 * pi * vacuum_permittivity * meter_per_angstrom);
+
+inline constexpr double default_temperature = 298.15;  // K, as APBS and VMD report kT/e
+
+// Units a potential map is reported in.
+enum class PotentialUnit { kT_per_e, kcal_per_mol_per_e, volt };
+
+PotentialUnit parse_potential_unit(const std::string& name);  // "kT/e", "kcal/mol/e", "V"
+std::string to_string(PotentialUnit unit);
+
+// Factor that turns sum_i q_i/r_i (e/Angstrom) into the potential in `unit` in a medium of
+// relative permittivity `dielectric` at `temperature` (K, used for kT/e only).
+double potential_prefactor(PotentialUnit unit, double dielectric, double temperature);
+
+// Debye-Hueckel screening constant kappa in 1/Angstrom for a 1:1 electrolyte of ionic
+// strength `ionic_strength` (mol/L) in a medium of relative permittivity `dielectric`:
+// kappa^2 = 2 N_A e^2 I / (eps0 eps_r k_B T)   (I in mol/m^3).  APBS, Vpbe: kappa.
+double debye_kappa(double ionic_strength, double dielectric, double temperature);
+
+}  // namespace nbkit::units

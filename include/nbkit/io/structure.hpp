@@ -1,0 +1,23 @@
+#pragma once
+// Reads atoms with charges and radii from a PQR file, or from a PDB/mmCIF file (through
+// gemmi) by running pdb2pqr with a force field, since PDB and mmCIF carry no partial charges.
+#include <string>
+
+#include "nbkit/core/atoms.hpp"
+
+namespace nbkit::io {
+
+enum class StructureFormat { pqr, pdb, mmcif };
+StructureFormat guess_structure_format(const std::string& path);  // by extension (.gz allowed)
+
+struct ChargeOptions {
+  std::string force_field;  // empty: PDB/mmCIF input is an error; else pdb2pqr's --ff (amber, charmm, parse, ...)
+  bool verbose = false;     // show pdb2pqr's output
+};
+
+Atoms read_atoms(const std::string& path, const ChargeOptions& charges = {});
+
+// The pdb2pqr executable on PATH ("pdb2pqr" or "pdb2pqr30"), or empty.
+std::string find_pdb2pqr();
+
+}  // namespace nbkit::io

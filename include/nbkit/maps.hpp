@@ -1,0 +1,79 @@
+#pragma once
+// Electrostatic potential maps on a 3-D lattice around a molecule (VMD's volmap coulomb,
+// APBS's mdh boundary condition). Plain C++: this header is the same for CPU-only and
+// CUDA builds.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "nbkit/core/atoms.hpp"
+#include "nbkit/core/backend.hpp"
+#include "nbkit/core/lattice.hpp"
+#include "nbkit/core/units.hpp"
+
+namespace nbkit {
+
+enum class MapMethod {
+  direct,  // Coulomb: V(r) = C/eps * sum_i q_i / |r - r_i|
+  mdh,     // Debye-Hueckel with ion-exclusion radii (APBS bcfl mdh):
+           // V(r) = C/eps * sum_i q_i exp(-kappa (d_i - a_i)) / ((1 + kappa a_i) d_i)
+};
+MapMethod parse_map_method(const std::string& name);
+std::string to_string(MapMethod method);
+
+// Atoms closer than this to a lattice point are left out of that point's sum, so a lattice
+// point on top of an atom gets the finite potential of all the other atoms (the potential
+// the atom itself feels), never inf or NaN. 1e-3 Angstrom is far below any lattice spacing
+// or interatomic distance in use and far above float32 rounding of coordinates.
+inline constexpr double singular_distance = 1e-3;  // Angstrom
+
+struct MapOptions {
+  MapMethod method = MapMethod::direct;
+  Backend backend = Backend::automatic;
+  Precision precision = Precision::single;
+  units::PotentialUnit unit = units::PotentialUnit::kT_per_e;
+  double dielectric = 1.0;                          // relative permittivity of the medium
+  double temperature = units::default_temperature;  // K (kT/e and kappa)
+  double ionic_strength = 0.15;                     // mol/L, mdh only
+  int threads = 0;                                  // 0: all hardware threads
+  // Called from one thread with the fraction done, 0..1; may be empty.
+  std::function<void(double)> progress;
+};
+
+struct Map {
+  Lattice lattice;
+  std::vector<double> values;  // lattice.size() values, x slowest, z fastest
+  units::PotentialUnit unit = units::PotentialUnit::kT_per_e;
+  double at(std::int64_t i, std::int64_t j, std::int64_t k) const {
+    return values[static_cast<std::size_t>(lattice.index(i, j, k))];
+  }
+};
+
+// What a computation did, for the summary line and --report.
+struct MapStats {
+  Backend backend = Backend::cpu;  // the backend that ran (never automatic)
+  std::string detail;              // e.g. SIMD target and threads, or GPU model
+  double seconds = 0;
+  double evaluations = 0;          // atom-lattice pair evaluations
+  double evaluations_per_second() const { return seconds > 0 ? evaluations / seconds : 0; }
+};
+
+// Bytes a map of this lattice needs in memory. compute_map checks it against what the
+// machine has before allocating and throws MemoryError naming both.
+std::uint64_t map_memory_bytes(const Lattice& lattice);
+
+Map compute_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
+                MapStats* stats = nullptr);
+
+// Lattice rows [row_begin, row_end) only (row r = i*ny + j holds the nz points along z),
+// written to out[(r - row_begin)*nz + k]. The building block of compute_map, slabs and
+// multi-device splits; lets a caller work on part of a lattice too large to hold.
+void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
+                      std::int64_t row_begin, std::int64_t row_end, double* out,
+                      MapStats* stats = nullptr);
+
+// The Debye-Hueckel kappa (1/Angstrom) these options imply; 0 for the direct method.
+double screening_kappa(const MapOptions& options);
+
+}  // namespace nbkit

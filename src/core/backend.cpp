@@ -1,0 +1,58 @@
+#include "nbkit/core/backend.hpp"
+
+#include <hwy/targets.h>
+
+#include <thread>
+
+#include "nbkit/core/error.hpp"
+
+namespace nbkit {
+
+Backend parse_backend(const std::string& name) {
+  if (name == "auto") return Backend::automatic;
+  if (name == "reference") return Backend::reference;
+  if (name == "cpu") return Backend::cpu;
+  if (name == "cuda" || name == "gpu") return Backend::cuda;
+  throw Error("unknown backend '" + name + "': expected auto, cpu, cuda or reference");
+}
+
+std::string to_string(Backend backend) {
+  switch (backend) {
+    case Backend::automatic: return "auto";
+    case Backend::reference: return "reference";
+    case Backend::cpu: return "cpu";
+    case Backend::cuda: return "cuda";
+  }
+  return "?";
+}
+
+Precision parse_precision(const std::string& name) {
+  if (name == "single" || name == "float" || name == "float32") return Precision::single;
+  if (name == "double" || name == "float64") return Precision::double_;
+  throw Error("unknown precision '" + name + "': expected single or double");
+}
+
+std::string to_string(Precision precision) {
+  return precision == Precision::single ? "single" : "double";
+}
+
+std::string simd_target() {
+  const std::int64_t supported = hwy::SupportedTargets() & HWY_TARGETS;
+  if (supported == 0) return "none";
+  // Lower bits are better targets in Highway's encoding.
+  return hwy::TargetName(supported & -supported);
+}
+
+std::vector<std::string> simd_targets_compiled() {
+  std::vector<std::string> names;
+  for (std::int64_t targets = HWY_TARGETS; targets != 0; targets &= targets - 1)
+    names.emplace_back(hwy::TargetName(targets & -targets));
+  return names;
+}
+
+int hardware_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+}  // namespace nbkit

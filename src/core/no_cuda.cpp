@@ -1,0 +1,16 @@
+// Compiled only into builds without CUDA: the same functions, saying so.
+#include <string>
+#include <vector>
+
+#include "nbkit/core/backend.hpp"
+
+namespace nbkit {
+
+std::vector<GpuInfo> list_gpus(std::string* why_none) {
+  if (why_none) *why_none = "this build of nbkit has no CUDA backend (nvcc was not found at build time)";
+  return {};
+}
+
+std::string cuda_runtime_version() { return ""; }
+
+}  // namespace nbkit

@@ -1,0 +1,45 @@
+#include "nbkit/core/progress.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace nbkit {
+
+ProgressBar::ProgressBar(std::string label, bool enabled)
+    : label_(std::move(label)),
+      active_(enabled && isatty(fileno(stderr)) == 1),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
+
+ProgressBar::~ProgressBar() { finish(); }
+
+void ProgressBar::update(double fraction) {
+  if (!active_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_draw_ < std::chrono::milliseconds(100) && fraction < 1.0) return;
+  last_draw_ = now;
+  draw(std::clamp(fraction, 0.0, 1.0));
+}
+
+void ProgressBar::draw(double fraction) {
+  constexpr int width = 40;
+  const int filled = static_cast<int>(fraction * width);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::string eta = "";
+  if (fraction > 0.01 && fraction < 1.0) eta = fmt::format(" ETA {:.0f} s", elapsed * (1 - fraction) / fraction);
+  fmt::print(stderr, "\r{} [{}{}] {:5.1f}% {:.1f} s{}\033[K", label_, std::string(filled, '#'),
+             std::string(width - filled, '.'), 100.0 * fraction, elapsed, eta);
+  std::fflush(stderr);
+}
+
+void ProgressBar::finish() {
+  if (!active_) return;
+  fmt::print(stderr, "\r\033[K");
+  std::fflush(stderr);
+  active_ = false;
+}
+
+}  // namespace nbkit

@@ -1,0 +1,41 @@
+// Which GPUs this process can use (nbkit info, --backend auto).
+#include <string>
+#include <vector>
+
+#include "cuda/check.hpp"
+#include "nbkit/core/backend.hpp"
+
+namespace nbkit {
+
+std::vector<GpuInfo> list_gpus(std::string* why_none) {
+  std::vector<GpuInfo> gpus;
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    if (why_none) *why_none = std::string("no usable CUDA device: ") + cudaGetErrorString(status);
+    cudaGetLastError();  // clear the sticky state of a failed query
+    return gpus;
+  }
+  for (int device = 0; device < count; ++device) {
+    cudaDeviceProp properties{};
+    NBKIT_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+    GpuInfo info;
+    info.index = device;
+    info.name = properties.name;
+    info.compute_capability_major = properties.major;
+    info.compute_capability_minor = properties.minor;
+    info.multiprocessors = properties.multiProcessorCount;
+    info.memory_gib = static_cast<double>(properties.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0);
+    gpus.push_back(info);
+  }
+  if (gpus.empty() && why_none) *why_none = "no CUDA device found";
+  return gpus;
+}
+
+std::string cuda_runtime_version() {
+  int version = 0;
+  if (cudaRuntimeGetVersion(&version) != cudaSuccess) return "unknown";
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+}  // namespace nbkit

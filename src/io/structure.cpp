@@ -1,0 +1,130 @@
+#include "nbkit/io/structure.hpp"
+
+#define GEMMI_WRITE_IMPLEMENTATION  // the one translation unit that compiles gemmi's PDB writer
+#include <fmt/format.h>
+#include <gemmi/gz.hpp>
+#include <gemmi/mmread.hpp>
+#include <gemmi/to_pdb.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "nbkit/core/error.hpp"
+#include "nbkit/io/pqr.hpp"
+
+namespace nbkit::io {
+
+namespace fs = std::filesystem;
+
+StructureFormat guess_structure_format(const std::string& path) {
+  std::string name = path;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (name.ends_with(".gz")) name.resize(name.size() - 3);
+  if (name.ends_with(".pdb") || name.ends_with(".ent")) return StructureFormat::pdb;
+  if (name.ends_with(".cif") || name.ends_with(".mmcif")) return StructureFormat::mmcif;
+  return StructureFormat::pqr;
+}
+
+std::string find_pdb2pqr() {
+  const char* path_env = std::getenv("PATH");
+  if (!path_env) return "";
+  std::stringstream dirs(path_env);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    for (const char* name : {"pdb2pqr", "pdb2pqr30"}) {
+      const fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    }
+  }
+  return "";
+}
+
+namespace {
+
+std::string shell_quote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+Atoms charges_from_pdb2pqr(const std::string& path, const gemmi::Structure& structure,
+                           const ChargeOptions& charges) {
+  const std::string pdb2pqr = find_pdb2pqr();
+  if (pdb2pqr.empty())
+    throw Error(fmt::format("{}: --charges {} needs pdb2pqr, which is not installed (Debian: apt-get install "
+                            "pdb2pqr)",
+                            path, charges.force_field));
+  char pattern[] = "/tmp/nbkit-pdb2pqr-XXXXXX";
+  if (!::mkdtemp(pattern)) throw Error("cannot create a temporary directory for pdb2pqr");
+  const fs::path work(pattern);
+  const fs::path input = work / "input.pdb", output = work / "output.pqr", log = work / "pdb2pqr.log";
+  try {
+    {
+      std::ofstream pdb(input);
+      gemmi::write_pdb(structure, pdb);  // gemmi normalises PDB or mmCIF input for pdb2pqr
+      if (!pdb) throw Error("cannot write a temporary PDB file for pdb2pqr");
+    }
+    std::string force_field = charges.force_field;
+    std::transform(force_field.begin(), force_field.end(), force_field.begin(),
+                   [](unsigned char c) { return std::toupper(c); });
+    const std::string command = fmt::format("{} --ff={} {} {} > {} 2>&1", shell_quote(pdb2pqr), shell_quote(force_field),
+                                            shell_quote(input.string()), shell_quote(output.string()),
+                                            shell_quote(log.string()));
+    const int status = std::system(command.c_str());
+    std::ifstream log_stream(log);
+    std::stringstream log_text;
+    log_text << log_stream.rdbuf();
+    if (charges.verbose) fmt::print(stderr, "{}", log_text.str());
+    if (status != 0 || !fs::exists(output)) {
+      std::string last_line, line;
+      while (std::getline(log_text, line))
+        if (!line.empty()) last_line = line;
+      throw Error(fmt::format("{}: pdb2pqr --ff={} failed: {}", path, force_field, last_line));
+    }
+    Atoms atoms = read_pqr(output.string());
+    fs::remove_all(work);
+    return atoms;
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(work, ignored);
+    throw;
+  }
+}
+
+}  // namespace
+
+Atoms read_atoms(const std::string& path, const ChargeOptions& charges) {
+  const StructureFormat format = guess_structure_format(path);
+  if (format == StructureFormat::pqr) {
+    if (!charges.force_field.empty())
+      throw Error(fmt::format("{}: --charges applies to PDB or mmCIF input; a PQR file has its charges already", path));
+    return read_pqr(path);
+  }
+  if (!fs::exists(path)) throw Error(path + ": no such file");
+  gemmi::Structure structure;
+  try {
+    structure = gemmi::read_structure(gemmi::MaybeGzipped(path));
+  } catch (const std::exception& error) {
+    throw Error(fmt::format("{}: {}", path, error.what()));
+  }
+  if (charges.force_field.empty()) {
+    std::size_t count = 0;
+    if (!structure.models.empty())
+      for (const auto& chain : structure.models[0].chains)
+        for (const auto& residue : chain.residues) count += residue.atoms.size();
+    const std::string stem = fs::path(path).stem().string();
+    throw Error(fmt::format(
+        "{}: a {} file ({} atoms) carries no partial charges or radii; make a PQR with "
+        "'pdb2pqr --ff=AMBER {} {}.pqr' and map that, or pass --charges amber (or another pdb2pqr force field) "
+        "to run pdb2pqr for you{}",
+        path, format == StructureFormat::pdb ? "PDB" : "mmCIF", count, path, stem,
+        find_pdb2pqr().empty() ? " (pdb2pqr is not installed: apt-get install pdb2pqr)" : ""));
+  }
+  return charges_from_pdb2pqr(path, structure, charges);
+}
+
+}  // namespace nbkit::io

@@ -1,0 +1,42 @@
+#pragma once
+// Small text helpers shared by the hand-written readers (PQR, OpenDX).
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nbkit::io {
+
+std::string read_file_text(const std::string& path);  // throws nbkit::Error naming the path
+
+inline std::vector<std::string_view> split_whitespace(std::string_view line) {
+  std::vector<std::string_view> fields;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
+    if (i > start) fields.push_back(line.substr(start, i - start));
+  }
+  return fields;
+}
+
+// The whole token as a number, or nothing (accepts a leading '+', as Fortran writers emit).
+inline std::optional<double> parse_number(std::string_view token) {
+  if (!token.empty() && token.front() == '+') token.remove_prefix(1);
+  double value = 0;
+  const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (error != std::errc() || end != token.data() + token.size()) return std::nullopt;
+  return value;
+}
+
+// Quote a token for an error message, cut short if long.
+inline std::string quoted(std::string_view token) {
+  std::string shown(token.substr(0, 40));
+  if (token.size() > 40) shown += "...";
+  return "'" + shown + "'";
+}
+
+}  // namespace nbkit::io

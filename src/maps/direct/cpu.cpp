@@ -1,0 +1,236 @@
+// Direct summation on the CPU: all cores (OpenMP over lattice rows) and SIMD over the
+// points of a row, through Google Highway with run-time dispatch, so one binary uses
+// AVX-512 where the CPU has it and SSE4 where it does not.
+//
+// The loop structure is the slides' CPU design (seed 000, "DCS Algorithm Design
+// Observations"; Stone et al., J Comp Chem 28:2618, 2007): atoms made relative to the
+// lattice origin; per lattice row, an array of (dx^2 + dy^2, z, coefficient) per atom
+// computed once and reused along the row; unroll-and-jam over the row's points, so each
+// atom, once loaded, serves NV vectors of points.
+//
+// Accuracy (float32): 1/r from the hardware's approximate reciprocal square root refined
+// by one Newton-Raphson step (relative error ~1e-7); terms are summed in float32 over
+// chunks of kChunk atoms and the chunk sums in float64, so rounding error does not grow
+// with the atom count (the slides' "double-precision accumulation").
+// Determinism: every row is summed by one thread in a fixed order, so the bits do not
+// depend on the thread count.
+#ifndef NBKIT_DIRECT_CPU_ONCE
+#define NBKIT_DIRECT_CPU_ONCE
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "maps/direct/direct.hpp"
+#include "nbkit/maps.hpp"
+
+namespace nbkit::maps {
+struct CpuJob {
+  const PreparedAtoms* atoms;
+  const MapLaw* law;
+  const RowRange* rows;
+  bool double_precision;
+  int threads;
+};
+}  // namespace nbkit::maps
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/maps/direct/cpu.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nbkit::maps::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#include "maps/law_terms-inl.hpp"
+
+template <class D>
+struct SimdMath {
+  D d;
+  HWY_INLINE hn::Vec<D> set(double v) const { return hn::Set(d, static_cast<hn::TFromD<D>>(v)); }
+  HWY_INLINE hn::Vec<D> exp(hn::Vec<D> v) const { return hn::Exp(d, v); }
+};
+
+// 1/sqrt(r2). float32: approximate rsqrt (12 to 14 bits) and one Newton-Raphson step,
+// y (3 - r2 y^2) / 2, which squares the relative error (to ~1e-7). float64: exact.
+template <class D>
+HWY_INLINE hn::Vec<D> reciprocal_sqrt(D d, hn::Vec<D> r2) {
+  using T = hn::TFromD<D>;
+  if constexpr (std::is_same_v<T, float>) {
+    const auto y = hn::ApproximateReciprocalSqrt(r2);
+    return hn::Mul(hn::Mul(y, hn::Set(d, 0.5f)), hn::NegMulAdd(r2, hn::Mul(y, y), hn::Set(d, 3.0f)));
+  } else {
+    return hn::Div(hn::Set(d, T(1)), hn::Sqrt(r2));
+  }
+}
+
+// Vectors of points per unroll-and-jam block: AVX-512 has 32 registers, others 16.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4
+constexpr int kMaxVectors = 8;
+#else
+constexpr int kMaxVectors = 4;
+#endif
+// Atoms per float32 partial sum before it is added to the float64 row sum.
+constexpr std::int64_t kChunk = 512;
+
+template <class Real>
+struct RowScratch {
+  std::vector<Real> dxy2, z, coefficient;  // atoms off the row's axis
+  std::vector<std::int64_t> on_axis;       // atoms within singular_distance of the row axis
+  std::vector<double> sum;                 // float64 sums along the row
+  HWY_ALIGN Real lanes[kMaxVectors * hn::MaxLanes(hn::ScalableTag<Real>())];
+};
+
+// Adds the atoms [begin, end) of the row scratch to NV vectors of points starting at k0.
+template <int NV, class Real, class Law>
+HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, std::int64_t begin,
+                                 std::int64_t end, std::int64_t k0, double spacing) {
+  const hn::ScalableTag<Real> d;
+  const SimdMath<hn::ScalableTag<Real>> math{d};
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  hn::Vec<decltype(d)> z[NV], acc[NV];
+  for (int u = 0; u < NV; ++u) {
+    const auto index = hn::Add(hn::Iota(d, 0), hn::Set(d, static_cast<Real>(k0 + u * lanes)));
+    z[u] = hn::Mul(index, hn::Set(d, static_cast<Real>(spacing)));
+    acc[u] = hn::Zero(d);
+  }
+  const Real* HWY_RESTRICT dxy2 = s.dxy2.data();
+  const Real* HWY_RESTRICT zatom = s.z.data();
+  const Real* HWY_RESTRICT coefficient = s.coefficient.data();
+  for (std::int64_t n = begin; n < end; ++n) {
+    const auto atom_dxy2 = hn::Set(d, dxy2[n]);
+    const auto atom_z = hn::Set(d, zatom[n]);
+    const auto atom_coefficient = hn::Set(d, coefficient[n]);
+    for (int u = 0; u < NV; ++u) {
+      const auto dz = hn::Sub(z[u], atom_z);
+      const auto r2 = hn::MulAdd(dz, dz, atom_dxy2);
+      const auto rinv = reciprocal_sqrt(d, r2);
+      acc[u] = hn::Add(acc[u], HWY_NAMESPACE::law_term(law, math, atom_coefficient, r2, rinv));
+    }
+  }
+  for (int u = 0; u < NV; ++u) hn::Store(acc[u], d, s.lanes + u * lanes);
+  const std::int64_t nz = static_cast<std::int64_t>(s.sum.size());
+  const std::int64_t last = std::min<std::int64_t>(nz, k0 + NV * lanes);
+  for (std::int64_t k = k0; k < last; ++k) s.sum[k] += static_cast<double>(s.lanes[k - k0]);
+}
+
+template <int NV, class Real, class Law>
+HWY_INLINE void sum_block(const Law& law, RowScratch<Real>& s, std::int64_t atoms,
+                          std::int64_t k0, double spacing) {
+  // float64 needs no chunks: one pass over all atoms.
+  const std::int64_t chunk = std::is_same_v<Real, float> ? kChunk : std::max<std::int64_t>(atoms, 1);
+  for (std::int64_t begin = 0; begin < atoms; begin += chunk)
+    accumulate_block<NV>(law, s, begin, std::min(atoms, begin + chunk), k0, spacing);
+}
+
+template <class Real, class Law>
+void sum_rows(const CpuJob& job, const Law& law) {
+  const PreparedAtoms& atoms = *job.atoms;
+  const RowRange& rows = *job.rows;
+  const Lattice& lattice = *rows.lattice;
+  const std::int64_t ny = lattice.dims[1], nz = lattice.dims[2];
+  const double h = lattice.spacing;
+  const std::int64_t natoms = atoms.size();
+  const double singular_r2 = singular_distance * singular_distance;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(hn::ScalableTag<Real>()));
+  const std::int64_t total = rows.row_end - rows.row_begin;
+  std::atomic<std::int64_t> done{0};
+  const bool report = rows.progress && *rows.progress;
+
+#pragma omp parallel num_threads(job.threads)
+  {
+    RowScratch<Real> s;
+    s.dxy2.resize(natoms);
+    s.z.resize(natoms);
+    s.coefficient.resize(natoms);
+    s.sum.resize(nz);
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t row = rows.row_begin; row < rows.row_end; ++row) {
+      const double x = static_cast<double>(row / ny) * h, y = static_cast<double>(row % ny) * h;
+      std::int64_t m = 0;
+      s.on_axis.clear();
+      for (std::int64_t n = 0; n < natoms; ++n) {
+        const double dx = x - atoms.x[n], dy = y - atoms.y[n];
+        const double dxy2 = dx * dx + dy * dy;
+        if (dxy2 <= singular_r2) {  // may sit on a lattice point of this row: handled below
+          s.on_axis.push_back(n);
+          continue;
+        }
+        s.dxy2[m] = static_cast<Real>(dxy2);
+        s.z[m] = static_cast<Real>(atoms.z[n]);
+        s.coefficient[m] = static_cast<Real>(atoms.coefficient[n]);
+        ++m;
+      }
+      std::fill(s.sum.begin(), s.sum.end(), 0.0);
+      for (std::int64_t k0 = 0; k0 < nz; k0 += kMaxVectors * lanes) {
+        const std::int64_t vectors = std::min<std::int64_t>(kMaxVectors, (nz - k0 + lanes - 1) / lanes);
+        switch (vectors) {
+          case 1: sum_block<1>(law, s, m, k0, h); break;
+          case 2: sum_block<2>(law, s, m, k0, h); break;
+          case 3: sum_block<3>(law, s, m, k0, h); break;
+          case 4: sum_block<4>(law, s, m, k0, h); break;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4
+          case 5: sum_block<5>(law, s, m, k0, h); break;
+          case 6: sum_block<6>(law, s, m, k0, h); break;
+          case 7: sum_block<7>(law, s, m, k0, h); break;
+          case 8: sum_block<8>(law, s, m, k0, h); break;
+#endif
+          default: break;
+        }
+      }
+      // Atoms on the row's axis, in float64, leaving out the one lattice point (if any)
+      // within singular_distance: see nbkit::singular_distance.
+      const ScalarMath<double> scalar_math;
+      for (const std::int64_t n : s.on_axis) {
+        const double dx = x - atoms.x[n], dy = y - atoms.y[n];
+        for (std::int64_t k = 0; k < nz; ++k) {
+          const double dz = static_cast<double>(k) * h - atoms.z[n];
+          const double r2 = dx * dx + dy * dy + dz * dz;
+          if (r2 <= singular_r2) continue;
+          s.sum[k] += maps::law_term(law, scalar_math, atoms.coefficient[n], r2, 1.0 / std::sqrt(r2));
+        }
+      }
+      double* out = rows.out + (row - rows.row_begin) * nz;
+      for (std::int64_t k = 0; k < nz; ++k) out[k] = rows.prefactor * s.sum[k];
+      const std::int64_t finished = done.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (report && omp_get_thread_num() == 0) (*rows.progress)(static_cast<double>(finished) / total);
+    }
+  }
+}
+
+void SumRows(const CpuJob& job) {
+  const MapLaw& law = *job.law;
+  if (const auto* coulomb = std::get_if<CoulombLaw>(&law)) {
+    job.double_precision ? sum_rows<double>(job, *coulomb) : sum_rows<float>(job, *coulomb);
+  } else {
+    const auto& mdh = std::get<DebyeHuckelLaw>(law);
+    job.double_precision ? sum_rows<double>(job, mdh) : sum_rows<float>(job, mdh);
+  }
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace nbkit::maps::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nbkit::maps {
+HWY_EXPORT(SumRows);
+HWY_EXPORT(TargetName);
+
+void direct_cpu(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& rows,
+                bool double_precision, int threads) {
+  const CpuJob job{&atoms, &law, &rows, double_precision, std::max(threads, 1)};
+  HWY_DYNAMIC_DISPATCH(SumRows)(job);
+}
+
+const char* direct_cpu_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+}  // namespace nbkit::maps
+#endif

@@ -1,0 +1,45 @@
+#pragma once
+// Direct summation over all atoms for every lattice point (seed 000, "Direct Coulomb
+// Summation"), for any law of laws.hpp. Internal to the library.
+#include <cstdint>
+#include <functional>
+#include <variant>
+#include <vector>
+
+#include "maps/laws.hpp"
+#include "nbkit/core/atoms.hpp"
+#include "nbkit/core/lattice.hpp"
+
+namespace nbkit::maps {
+
+using MapLaw = std::variant<CoulombLaw, DebyeHuckelLaw>;
+
+// Atoms relative to the lattice origin (removing the origin once, as the slides advise,
+// keeps float32 coordinates small) with each law's per-atom coefficient.
+struct PreparedAtoms {
+  std::vector<double> x, y, z, coefficient;
+  std::int64_t size() const { return static_cast<std::int64_t>(x.size()); }
+};
+PreparedAtoms prepare_atoms(const Atoms& atoms, const Lattice& lattice, const MapLaw& law);
+
+// One request: lattice rows [row_begin, row_end) into out (row-major, nz values per row),
+// each value the plain sum over atoms times `prefactor`.
+struct RowRange {
+  const Lattice* lattice = nullptr;
+  std::int64_t row_begin = 0, row_end = 0;
+  double* out = nullptr;
+  double prefactor = 1.0;
+  const std::function<void(double)>* progress = nullptr;  // may be null or empty
+};
+
+// float64 plain loops over the textbook formula: the oracle.
+void direct_reference(const Atoms& atoms, const MapLaw& law, const RowRange& rows);
+
+// All cores, SIMD over z, float32 (chunked float64 accumulation) or float64.
+void direct_cpu(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& rows,
+                bool double_precision, int threads);
+
+// Name of the SIMD target direct_cpu runs on this machine.
+const char* direct_cpu_target();
+
+}  // namespace nbkit::maps

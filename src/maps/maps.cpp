@@ -1,0 +1,110 @@
+// compute_map: checks the request, picks the backend and the law, runs it, times it.
+#include "nbkit/maps.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "maps/direct/direct.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbkit/core/memory.hpp"
+
+namespace nbkit {
+
+MapMethod parse_map_method(const std::string& name) {
+  if (name == "direct" || name == "coulomb") return MapMethod::direct;
+  if (name == "mdh" || name == "debye-huckel") return MapMethod::mdh;
+  throw Error("unknown method '" + name + "': expected direct or mdh");
+}
+
+std::string to_string(MapMethod method) { return method == MapMethod::direct ? "direct" : "mdh"; }
+
+double screening_kappa(const MapOptions& options) {
+  if (options.method != MapMethod::mdh) return 0;
+  return units::debye_kappa(options.ionic_strength, options.dielectric, options.temperature);
+}
+
+std::uint64_t map_memory_bytes(const Lattice& lattice) {
+  return static_cast<std::uint64_t>(lattice.size()) * sizeof(double);
+}
+
+namespace {
+
+void validate_atoms(const Atoms& atoms) {
+  if (atoms.empty()) throw Error("no atoms to compute a map from");
+  for (std::size_t i = 0; i < atoms.size(); ++i) {
+    if (!std::isfinite(atoms.x[i]) || !std::isfinite(atoms.y[i]) || !std::isfinite(atoms.z[i]) ||
+        !std::isfinite(atoms.charge[i]) || !std::isfinite(atoms.radius[i]))
+      throw Error(fmt::format("atom {} has a coordinate, charge or radius that is not a finite number", i + 1));
+  }
+}
+
+Backend resolve_backend(Backend requested) {
+  switch (requested) {
+    case Backend::automatic: return Backend::cpu;  // the CUDA map kernels arrive with issue 3
+    case Backend::cuda:
+      throw Error("the CUDA backend for maps is not available in this version; use --backend cpu");
+    default: return requested;
+  }
+}
+
+}  // namespace
+
+void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
+                      std::int64_t row_begin, std::int64_t row_end, double* out, MapStats* stats) {
+  validate(lattice);
+  validate_atoms(atoms);
+  if (row_begin < 0 || row_end > lattice.rows() || row_begin > row_end)
+    throw Error(fmt::format("rows [{}, {}) are outside the lattice's {} rows", row_begin, row_end, lattice.rows()));
+  if (options.threads < 0) throw Error("thread count must be zero (all) or positive");
+  const Backend backend = resolve_backend(options.backend);
+  const double kappa = screening_kappa(options);
+  const maps::MapLaw law = options.method == MapMethod::direct ? maps::MapLaw{maps::CoulombLaw{}}
+                                                               : maps::MapLaw{maps::DebyeHuckelLaw{kappa}};
+  maps::RowRange rows;
+  rows.lattice = &lattice;
+  rows.row_begin = row_begin;
+  rows.row_end = row_end;
+  rows.out = out;
+  rows.prefactor = units::potential_prefactor(options.unit, options.dielectric, options.temperature);
+  rows.progress = &options.progress;
+
+  const int threads = options.threads > 0 ? options.threads : hardware_threads();
+  const auto start = std::chrono::steady_clock::now();
+  std::string detail;
+  if (backend == Backend::reference) {
+    maps::direct_reference(atoms, law, rows);
+    detail = "float64 reference, 1 thread";
+  } else {
+    const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, law);
+    const bool double_precision = options.precision == Precision::double_;
+    maps::direct_cpu(prepared, law, rows, double_precision, threads);
+    detail = fmt::format("{} SIMD, {}, {} thread{}", maps::direct_cpu_target(),
+                         double_precision ? "float64" : "float32", threads, threads == 1 ? "" : "s");
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (options.progress) options.progress(1.0);
+  if (stats) {
+    stats->backend = backend;
+    stats->detail = detail;
+    stats->seconds = seconds;
+    stats->evaluations = static_cast<double>(row_end - row_begin) * static_cast<double>(lattice.dims[2]) *
+                         static_cast<double>(atoms.size());
+  }
+}
+
+Map compute_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, MapStats* stats) {
+  validate(lattice);
+  check_memory(map_memory_bytes(lattice),
+               fmt::format("a {}x{}x{} lattice ({} points)", lattice.dims[0], lattice.dims[1], lattice.dims[2],
+                           lattice.size()));
+  Map map;
+  map.lattice = lattice;
+  map.unit = options.unit;
+  map.values.resize(static_cast<std::size_t>(lattice.size()));
+  compute_map_rows(atoms, lattice, options, 0, lattice.rows(), map.values.data(), stats);
+  return map;
+}
+
+}  // namespace nbkit
