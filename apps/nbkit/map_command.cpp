@@ -174,7 +174,7 @@ Action setup_map(CLI::App& app) {
       "Electrostatic potential of a molecule on a 3-D lattice, as VMD's volmap coulomb or APBS's mdh boundary "
       "condition. Writes OpenDX (.dx) or CCP4/MRC (.mrc, .map, .ccp4), optionally a PNG slice and a JSON report.\n"
       "Example: nbkit map data/1a63.pqr -o 1a63.dx --png 1a63.png");
-  app.add_option("input", args->input, "PQR file (or PDB/mmCIF with --charges)")->required()->check(CLI::ExistingFile);
+  app.add_option("input", args->input, "PQR file (or PDB/mmCIF with --charges)")->required();
   app.add_option("-o,--output", args->output, "map file: .dx, .mrc, .map or .ccp4 (default: INPUT's name with .dx)");
   auto* group_method = app.add_option_group("method");
   group_method->add_option("--method", args->method, "direct (Coulomb) or mdh (Debye-Hueckel with ion radii)")

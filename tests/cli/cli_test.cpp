@@ -1,0 +1,148 @@
+// The nbkit binary, run as a user runs it: outputs, summary line, and error messages.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "nbkit/io/map_files.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+struct Result {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs the nbkit binary with `arguments` through the shell; stdout is a pipe, so no
+// progress bar may appear.
+Result run_nbkit(const std::string& arguments, const std::string& environment = "") {
+  const std::string command = environment + " " + NBKIT_BINARY + " " + arguments + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  std::string output;
+  std::array<char, 4096> buffer;
+  while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::string data(const std::string& name) { return nbkit::test::data_file(name); }
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(Cli, VersionAndHelp) {
+  const Result version = run_nbkit("--version");
+  EXPECT_EQ(version.status, 0);
+  EXPECT_TRUE(contains(version.output, "nbkit 0.")) << version.output;
+  const Result help = run_nbkit("--help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_TRUE(contains(help.output, "map")) << help.output;
+  EXPECT_TRUE(contains(help.output, "info")) << help.output;
+  const Result map_help = run_nbkit("map --help");
+  EXPECT_TRUE(contains(map_help.output, "--spacing")) << map_help.output;
+  EXPECT_TRUE(contains(map_help.output, "Example: nbkit map")) << map_help.output;
+  const Result none = run_nbkit("");
+  EXPECT_NE(none.status, 0);
+}
+
+TEST(Cli, InfoNamesSimdTargetAndGpus) {
+  const Result info = run_nbkit("info");
+  EXPECT_EQ(info.status, 0);
+  EXPECT_TRUE(contains(info.output, "SIMD target:")) << info.output;
+  EXPECT_TRUE(contains(info.output, "GPU")) << info.output;
+  const Result json = run_nbkit("info --json");
+  ASSERT_EQ(json.status, 0);
+  const auto parsed = nlohmann::json::parse(json.output);
+  EXPECT_TRUE(parsed.contains("simd_target"));
+  EXPECT_TRUE(parsed["gpus"].is_array());
+}
+
+TEST(Cli, MapOfARealProteinWithPictureAndReport) {
+  nbkit::test::ScratchDir dir;
+  const Result r = run_nbkit("map " + data("1a63.pqr") + " -o " + dir.file("m.dx") + " --spacing 1.5 --png " +
+                         dir.file("m.png") + " --report " + dir.file("m.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "nbkit map: 2,065 atoms")) << r.output;
+  EXPECT_TRUE(contains(r.output, "atom-lattice evaluations/s")) << r.output;
+  EXPECT_FALSE(contains(r.output, "\r")) << "a progress bar was drawn into a pipe";
+  const nbkit::Map map = nbkit::io::read_dx(dir.file("m.dx"));
+  const auto report = nlohmann::json::parse(std::ifstream(dir.file("m.json")));
+  EXPECT_EQ(report["input"]["atoms"], 2065);
+  EXPECT_EQ(report["lattice"]["points"], map.lattice.size());
+  EXPECT_EQ(report["backend"]["used"], "cpu");
+  EXPECT_GT(report["rates"]["evaluations_per_second"].get<double>(), 0);
+  EXPECT_TRUE(std::filesystem::file_size(dir.file("m.png")) > 1000);
+  // Nothing but the three outputs is left behind (no temporary files).
+  int files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++files;
+  EXPECT_EQ(files, 3);
+}
+
+TEST(Cli, ExplicitLatticeMdhAndMrc) {
+  nbkit::test::ScratchDir dir;
+  const Result r = run_nbkit("map " + data("hca.pqr") + " -o " + dir.file("m.mrc") +
+                         " --method mdh --ionic-strength 0.1 --origin -10,-10,-10 --dims 11,12,13 --spacing 2 -q");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output, "");  // --quiet
+  EXPECT_GT(std::filesystem::file_size(dir.file("m.mrc")), 11u * 12 * 13 * 4);
+  const Result centered = run_nbkit("map " + data("hca.pqr") + " -o " + dir.file("c.dx") +
+                                " --center 0,0,0 --length 10 --spacing 1 --units V -q");
+  ASSERT_EQ(centered.status, 0) << centered.output;
+  EXPECT_EQ(nbkit::io::read_dx(dir.file("c.dx")).lattice.dims, (std::array<std::int64_t, 3>{11, 11, 11}));
+}
+
+TEST(Cli, BadInputGetsOneClearLineAndNoOutput) {
+  nbkit::test::ScratchDir dir;
+  write_text(dir.file("bad.pqr"), "ATOM 1 N HIS 1 1.0 2.0 3.0 0.5 1.0\nATOM 2 C HIS 1 1.0 zz 3.0 0.5 1.0\n");
+  write_text(dir.file("empty.pqr"), "REMARK nothing\n");
+  write_text(dir.file("nan.pqr"), "ATOM 1 N HIS 1 1.0 2.0 nan 0.5 1.0\n");
+  struct Case {
+    std::string arguments, expected, environment = "";
+  };
+  const std::string out = " -o " + dir.file("out.dx");
+  const std::vector<Case> cases = {
+      {"map " + dir.file("bad.pqr") + out, "bad.pqr:2: y: expected a number, got 'zz'"},
+      {"map " + dir.file("empty.pqr") + out, "empty.pqr: no ATOM or HETATM records"},
+      {"map " + dir.file("nan.pqr") + out, "nan.pqr:1: z: expected a finite number, got 'nan'"},
+      {"map " + data("1a63.pqr") + out + " --spacing -1", "lattice spacing must be a positive number"},
+      {"map " + data("1a63.pqr") + out + " --spacing 0", "lattice spacing must be a positive number"},
+      {"map " + data("1a63.pqr") + " -o /nonexistent-dir/out.dx", "/nonexistent-dir/out.dx: cannot write here"},
+      {"map " + data("1a63.pqr") + " -o " + dir.file("out.txt"), "unknown map format"},
+      {"map " + data("1a63.pqr") + out + " --method fmm", "unknown method 'fmm'"},
+      {"map " + data("1a63.pqr") + out + " --origin 1,2", "--origin and --dims go together"},
+      {"map " + data("1a63.pqr") + out + " --origin 1,2 --dims 3,3,3", "--origin: expected three comma-separated"},
+      {"map " + data("1a63.pqr") + out, "needs 15.6 MiB of memory but only 1000 B are available",
+       "NBKIT_MEMORY_LIMIT=1000"},
+      {"map " + std::string(NBKIT_TEST_DATA_DIR) + "/tripeptide.pdb" + out, "carries no partial charges"},
+      {"map /nonexistent.pqr" + out, "nonexistent.pqr"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run_nbkit(c.arguments, c.environment);
+    EXPECT_NE(r.status, 0) << c.arguments;
+    EXPECT_TRUE(contains(r.output, c.expected)) << c.arguments << "\n  got: " << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "one line expected: " << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("out.dx"))) << c.arguments;
+  }
+}
+
+TEST(Cli, FailedRunLeavesAnExistingOutputUntouched) {
+  nbkit::test::ScratchDir dir;
+  write_text(dir.file("out.dx"), "previous");
+  write_text(dir.file("bad.pqr"), "ATOM 1 N HIS 1 1.0 2.0 3.0 0.5 -1.0\n");
+  const Result r = run_nbkit("map " + dir.file("bad.pqr") + " -o " + dir.file("out.dx"));
+  EXPECT_NE(r.status, 0);
+  std::ifstream in(dir.file("out.dx"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "previous");
+}

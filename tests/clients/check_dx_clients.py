@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Real clients read nbkit's OpenDX back with the same values.
+
+Usage: check_dx_clients.py NBKIT_BINARY PQR_FILE
+
+Computes a small map of a real protein with nbkit, then
+  1. GridDataFormats (Debian python3-griddataformats, used by MDAnalysis) reads it:
+     shape, origin, spacing and every value must match an independent float64 numpy sum;
+  2. APBS's own `multivalue` tool (Debian apbs) interpolates it at lattice points, which
+     must return the lattice values.
+Exit 77 (CTest's skip) when neither client is installed.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+COULOMB_KCAL = 332.0637133  # CODATA 2018, as include/nbkit/core/units.hpp
+KT_KCAL = 1.380649e-23 * 298.15 * 6.02214076e23 / 4184.0
+MULTIVALUE = "/usr/lib/apbs/tools/bin/multivalue"
+
+
+def read_pqr(path):
+    atoms = []
+    for line in open(path):
+        if line.startswith(("ATOM", "HETATM")):
+            f = line.split()
+            atoms.append([float(v) for v in f[-5:]])
+    return np.array(atoms)
+
+
+def main():
+    nbkit, pqr = sys.argv[1], sys.argv[2]
+    checked = []
+    with tempfile.TemporaryDirectory() as tmp:
+        dx = os.path.join(tmp, "map.dx")
+        origin, spacing, dims = (-12.0, -9.5, -7.25), 1.5, (9, 8, 7)
+        subprocess.run([nbkit, "map", pqr, "-o", dx, "--precision", "double", "-q",
+                        "--origin", ",".join(map(str, origin)), "--dims", ",".join(map(str, dims)),
+                        "--spacing", str(spacing)], check=True)
+        atoms = read_pqr(pqr)
+        axes = [origin[a] + spacing * np.arange(dims[a]) for a in range(3)]
+        gx, gy, gz = np.meshgrid(*axes, indexing="ij")
+        points = np.stack([gx.ravel(), gy.ravel(), gz.ravel()], axis=1)
+        d = np.linalg.norm(points[:, None, :] - atoms[None, :, :3], axis=2)
+        expected = (COULOMB_KCAL / KT_KCAL) * (atoms[None, :, 3] / d).sum(axis=1)
+        expected = expected.reshape(dims)
+
+        try:
+            from gridData import Grid
+        except ImportError:
+            print("GridDataFormats not installed: skipped")
+        else:
+            g = Grid(dx)
+            assert g.grid.shape == dims, g.grid.shape
+            assert np.allclose(g.origin, origin), g.origin
+            assert np.allclose(g.delta, spacing), g.delta
+            err = np.abs(g.grid - expected).max() / np.abs(expected).max()
+            assert err < 1e-7, f"GridDataFormats values differ: {err}"
+            checked.append(f"GridDataFormats {err:.1e}")
+
+        if os.access(MULTIVALUE, os.X_OK):
+            csv = os.path.join(tmp, "points.csv")
+            out = os.path.join(tmp, "values.csv")
+            sample = [(1, 2, 3), (0, 0, 0), (8, 7, 6), (4, 0, 5), (2, 6, 1)]
+            with open(csv, "w") as f:
+                for i, j, k in sample:
+                    f.write(f"{axes[0][i]},{axes[1][j]},{axes[2][k]}\n")
+            subprocess.run([MULTIVALUE, csv, dx, out], check=True, stdout=subprocess.DEVNULL)
+            rows = [line.strip().split(",") for line in open(out) if line.strip()]
+            assert len(rows) == len(sample), rows
+            for (i, j, k), row in zip(sample, rows):
+                got = float(row[3])
+                assert abs(got - expected[i, j, k]) <= 1e-6 * abs(expected).max(), (i, j, k, got, expected[i, j, k])
+            checked.append("APBS multivalue")
+        else:
+            print("APBS multivalue not installed: skipped")
+
+    if not checked:
+        sys.exit(77)
+    print("read back by: " + ", ".join(checked))
+
+
+if __name__ == "__main__":
+    main()
