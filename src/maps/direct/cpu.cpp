@@ -19,8 +19,9 @@
 // - Terms summed in float32 over chunks of kChunk atoms and the chunk sums in float64, so
 //   rounding error does not grow with the atom count (the slides' "double-precision
 //   accumulation").
-// The laws see r and 1/r in lattice units: the coefficient carries 1/spacing and kappa
-// is scaled by the spacing (scaled_law), so the result is unchanged.
+// The laws see r and 1/r in units of 2 lattice spacings (kLawUnit): the coefficient
+// carries 1/(2 spacing) and kappa is scaled by 2 spacing (scaled_law); the result is the
+// same.
 // Determinism: every row is summed by one thread in a fixed order, so the bits do not
 // depend on the thread count.
 #ifndef NBKIT_DIRECT_CPU_ONCE
@@ -67,23 +68,31 @@ struct SimdMath {
   HWY_INLINE hn::Vec<D> exp(hn::Vec<D> v) const { return hn::Exp(d, v); }
 };
 
-// 1/sqrt(r2). float32: approximate rsqrt (12 to 14 bits) and one Newton-Raphson step,
-// y (3 - r2 y^2) / 2, which squares the relative error (to ~1e-7). float64: exact.
+// 2/sqrt(r2): the reciprocal distance in units of twice the lattice spacing (see
+// kLawUnit). float32: approximate rsqrt y (12 to 14 bits) and one Newton-Raphson step,
+// 1/sqrt(r2) = y (3 - r2 y^2) / 2, which squares the relative error (to ~1e-7); working in
+// units of 2h drops the step's factor 1/2, one multiply fewer per evaluation.
+// float64: exact.
 template <class D>
-HWY_INLINE hn::Vec<D> reciprocal_sqrt(D d, hn::Vec<D> r2) {
+HWY_INLINE hn::Vec<D> two_over_sqrt(D d, hn::Vec<D> r2) {
   using T = hn::TFromD<D>;
   if constexpr (std::is_same_v<T, float>) {
     const auto y = hn::ApproximateReciprocalSqrt(r2);
-    return hn::Mul(hn::Mul(y, hn::Set(d, 0.5f)), hn::NegMulAdd(r2, hn::Mul(y, y), hn::Set(d, 3.0f)));
+    return hn::Mul(y, hn::NegMulAdd(r2, hn::Mul(y, y), hn::Set(d, 3.0f)));
   } else {
-    return hn::Div(hn::Set(d, T(1)), hn::Sqrt(r2));
+    return hn::Div(hn::Set(d, T(2)), hn::Sqrt(r2));
   }
 }
 
-// The law in lattice units (r measured in spacings): see the accuracy note at the top.
+// The laws are evaluated with lengths in units of kLawUnit lattice spacings: r2 is
+// computed in lattice units (exact integer z offsets) and handed to the law as r2/4,
+// with 1/r from two_over_sqrt.
+constexpr double kLawUnit = 2.0;
+
+// The law with lengths measured in units of `length_unit` Angstrom.
 inline CoulombLaw scaled_law(const CoulombLaw& law, double) { return law; }
-inline DebyeHuckelLaw scaled_law(const DebyeHuckelLaw& law, double spacing) {
-  return DebyeHuckelLaw{law.kappa * spacing};
+inline DebyeHuckelLaw scaled_law(const DebyeHuckelLaw& law, double length_unit) {
+  return DebyeHuckelLaw{law.kappa * length_unit};
 }
 
 // Vectors of points per unroll-and-jam block: AVX-512 has 32 registers, others 16.
@@ -95,19 +104,30 @@ constexpr int kMaxVectors = 4;
 // Atoms per float32 partial sum before it is added to the float64 row sum.
 constexpr std::int64_t kChunk = 512;
 
+// Per-atom values that do not change along the lattice: z split into the nearest lattice
+// index and a residual (lattice units), and the coefficient in law units.
+template <class Real>
+struct AtomColumns {
+  std::vector<Real> z_index, z_residual, coefficient;
+};
+
 template <class Real>
 struct RowScratch {
-  // atoms off the row's axis, lattice units: (dx^2 + dy^2), nearest z index, z residual
-  std::vector<Real> dxy2, z_index, z_residual, coefficient;
-  std::vector<std::int64_t> on_axis;       // atoms within singular_distance of the row axis
-  std::vector<double> sum;                 // float64 sums along the row
+  std::vector<Real> dxy2;              // (dx^2 + dy^2) of each atom from the row, lattice units
+  std::vector<std::int64_t> on_axis;   // atoms within singular_distance of the row's axis
+  std::vector<double> sum;             // float64 sums along the row
   HWY_ALIGN Real lanes[kMaxVectors * hn::MaxLanes(hn::ScalableTag<Real>())];
 };
 
-// Adds the atoms [begin, end) of the row scratch to NV vectors of points starting at k0.
+// An on-axis atom's dxy2 in the SIMD pass: 1e30 lattice units^2 (1e15 spacings away) makes
+// its term at most 1e-15 of a unit charge's at one spacing, far below float32 rounding; it
+// is summed exactly, in float64, afterwards.
+constexpr double kFarAway = 1e30;
+
+// Adds the atoms [begin, end) to NV vectors of points starting at k0.
 template <int NV, class Real, class Law>
-HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, std::int64_t begin,
-                                 std::int64_t end, std::int64_t k0) {
+HWY_INLINE void accumulate_block(const Law& law, const AtomColumns<Real>& columns, RowScratch<Real>& s,
+                                 std::int64_t begin, std::int64_t end, std::int64_t k0) {
   const hn::ScalableTag<Real> d;
   const SimdMath<hn::ScalableTag<Real>> math{d};
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
@@ -117,9 +137,9 @@ HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, std::int64
     acc[u] = hn::Zero(d);
   }
   const Real* HWY_RESTRICT dxy2 = s.dxy2.data();
-  const Real* HWY_RESTRICT z_index = s.z_index.data();
-  const Real* HWY_RESTRICT z_residual = s.z_residual.data();
-  const Real* HWY_RESTRICT coefficient = s.coefficient.data();
+  const Real* HWY_RESTRICT z_index = columns.z_index.data();
+  const Real* HWY_RESTRICT z_residual = columns.z_residual.data();
+  const Real* HWY_RESTRICT coefficient = columns.coefficient.data();
   for (std::int64_t n = begin; n < end; ++n) {
     const auto atom_dxy2 = hn::Set(d, dxy2[n]);
     const auto atom_z_index = hn::Set(d, z_index[n]);
@@ -127,9 +147,10 @@ HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, std::int64
     const auto atom_coefficient = hn::Set(d, coefficient[n]);
     for (int u = 0; u < NV; ++u) {
       const auto dz = hn::Sub(hn::Sub(z[u], atom_z_index), atom_z_residual);  // first Sub exact
-      const auto r2 = hn::MulAdd(dz, dz, atom_dxy2);
-      const auto rinv = reciprocal_sqrt(d, r2);
-      acc[u] = hn::Add(acc[u], HWY_NAMESPACE::law_term(law, math, atom_coefficient, r2, rinv));
+      const auto r2 = hn::MulAdd(dz, dz, atom_dxy2);  // lattice units
+      const auto rinv = two_over_sqrt(d, r2);            // law units
+      const auto law_r2 = hn::Mul(r2, hn::Set(d, static_cast<Real>(1.0 / (kLawUnit * kLawUnit))));
+      acc[u] = hn::Add(acc[u], HWY_NAMESPACE::law_term(law, math, atom_coefficient, law_r2, rinv));
     }
   }
   for (int u = 0; u < NV; ++u) hn::Store(acc[u], d, s.lanes + u * lanes);
@@ -139,11 +160,13 @@ HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, std::int64
 }
 
 template <int NV, class Real, class Law>
-HWY_INLINE void sum_block(const Law& law, RowScratch<Real>& s, std::int64_t atoms, std::int64_t k0) {
+HWY_INLINE void sum_block(const Law& law, const AtomColumns<Real>& columns, RowScratch<Real>& s,
+                          std::int64_t k0) {
+  const std::int64_t atoms = static_cast<std::int64_t>(s.dxy2.size());
   // float64 needs no chunks: one pass over all atoms.
   const std::int64_t chunk = std::is_same_v<Real, float> ? kChunk : std::max<std::int64_t>(atoms, 1);
   for (std::int64_t begin = 0; begin < atoms; begin += chunk)
-    accumulate_block<NV>(law, s, begin, std::min(atoms, begin + chunk), k0);
+    accumulate_block<NV>(law, columns, s, begin, std::min(atoms, begin + chunk), k0);
 }
 
 template <class Real, class Law>
@@ -159,48 +182,54 @@ void sum_rows(const CpuJob& job, const Law& law) {
   const std::int64_t total = rows.row_end - rows.row_begin;
   std::atomic<std::int64_t> done{0};
   const bool report = rows.progress && *rows.progress;
-  const Law scaled = scaled_law(law, h);
+  const Law scaled = scaled_law(law, kLawUnit * h);
+
+  AtomColumns<Real> columns;
+  columns.z_index.resize(natoms);
+  columns.z_residual.resize(natoms);
+  columns.coefficient.resize(natoms);
+  for (std::int64_t n = 0; n < natoms; ++n) {
+    const double z = atoms.z[n] / h, z_index = std::nearbyint(z);
+    columns.z_index[n] = static_cast<Real>(z_index);
+    columns.z_residual[n] = static_cast<Real>(z - z_index);
+    columns.coefficient[n] = static_cast<Real>(atoms.coefficient[n] / (kLawUnit * h));
+  }
+  const double singular_r2_lattice = singular_r2 / (h * h);
 
 #pragma omp parallel num_threads(job.threads)
   {
     RowScratch<Real> s;
     s.dxy2.resize(natoms);
-    s.z_index.resize(natoms);
-    s.z_residual.resize(natoms);
-    s.coefficient.resize(natoms);
     s.sum.resize(nz);
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t row = rows.row_begin; row < rows.row_end; ++row) {
-      const double x = static_cast<double>(row / ny) * h, y = static_cast<double>(row % ny) * h;
-      std::int64_t m = 0;
-      s.on_axis.clear();
+      // Row setup in lattice units: x, y of the row's points are integers.
+      const double x = static_cast<double>(row / ny), y = static_cast<double>(row % ny);
+      const double inv_h = 1.0 / h;
+      Real* HWY_RESTRICT dxy2 = s.dxy2.data();
       for (std::int64_t n = 0; n < natoms; ++n) {
-        const double dx = x - atoms.x[n], dy = y - atoms.y[n];
-        const double dxy2 = dx * dx + dy * dy;
-        if (dxy2 <= singular_r2) {  // may sit on a lattice point of this row: handled below
-          s.on_axis.push_back(n);
-          continue;
-        }
-        const double z = atoms.z[n] / h, z_index = std::nearbyint(z);
-        s.dxy2[m] = static_cast<Real>(dxy2 / (h * h));
-        s.z_index[m] = static_cast<Real>(z_index);
-        s.z_residual[m] = static_cast<Real>(z - z_index);
-        s.coefficient[m] = static_cast<Real>(atoms.coefficient[n] / h);
-        ++m;
+        const double dx = x - atoms.x[n] * inv_h, dy = y - atoms.y[n] * inv_h;
+        dxy2[n] = static_cast<Real>(dx * dx + dy * dy);
       }
+      s.on_axis.clear();
+      for (std::int64_t n = 0; n < natoms; ++n)
+        if (dxy2[n] <= singular_r2_lattice) {  // may sit on a lattice point of this row
+          s.on_axis.push_back(n);
+          dxy2[n] = static_cast<Real>(kFarAway);
+        }
       std::fill(s.sum.begin(), s.sum.end(), 0.0);
       for (std::int64_t k0 = 0; k0 < nz; k0 += kMaxVectors * lanes) {
         const std::int64_t vectors = std::min<std::int64_t>(kMaxVectors, (nz - k0 + lanes - 1) / lanes);
         switch (vectors) {
-          case 1: sum_block<1>(scaled, s, m, k0); break;
-          case 2: sum_block<2>(scaled, s, m, k0); break;
-          case 3: sum_block<3>(scaled, s, m, k0); break;
-          case 4: sum_block<4>(scaled, s, m, k0); break;
+          case 1: sum_block<1>(scaled, columns, s, k0); break;
+          case 2: sum_block<2>(scaled, columns, s, k0); break;
+          case 3: sum_block<3>(scaled, columns, s, k0); break;
+          case 4: sum_block<4>(scaled, columns, s, k0); break;
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4
-          case 5: sum_block<5>(scaled, s, m, k0); break;
-          case 6: sum_block<6>(scaled, s, m, k0); break;
-          case 7: sum_block<7>(scaled, s, m, k0); break;
-          case 8: sum_block<8>(scaled, s, m, k0); break;
+          case 5: sum_block<5>(scaled, columns, s, k0); break;
+          case 6: sum_block<6>(scaled, columns, s, k0); break;
+          case 7: sum_block<7>(scaled, columns, s, k0); break;
+          case 8: sum_block<8>(scaled, columns, s, k0); break;
 #endif
           default: break;
         }
@@ -209,7 +238,7 @@ void sum_rows(const CpuJob& job, const Law& law) {
       // within singular_distance: see nbkit::singular_distance.
       const ScalarMath<double> scalar_math;
       for (const std::int64_t n : s.on_axis) {
-        const double dx = x - atoms.x[n], dy = y - atoms.y[n];
+        const double dx = x * h - atoms.x[n], dy = y * h - atoms.y[n];
         for (std::int64_t k = 0; k < nz; ++k) {
           const double dz = static_cast<double>(k) * h - atoms.z[n];
           const double r2 = dx * dx + dy * dy + dz * dz;
