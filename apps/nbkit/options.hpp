@@ -1,6 +1,7 @@
 #pragma once
 // Option parsing shared by subcommands.
 #include <array>
+#include <cstdint>
 #include <string>
 
 #include "nbkit/core/vec3.hpp"
