@@ -43,7 +43,7 @@ Action setup_info(CLI::App& app) {
     fmt::print("SIMD target:  {} (compiled: {})\n", simd_target(), fmt::join(simd_targets_compiled(), " "));
     fmt::print("CPU threads:  {}\n", hardware_threads());
     fmt::print("memory:       {} available\n", format_bytes(available_memory_bytes()));
-    fmt::print("backends:     reference, cpu{}\n", gpus.empty() ? "" : " (GPUs found; the CUDA map kernels are not in this version)");
+    fmt::print("backends:     reference, cpu{}\n", gpus.empty() ? "" : ", cuda");
     if (gpus.empty()) fmt::print("GPUs:         none ({})\n", why_no_gpu);
     for (const auto& g : gpus)
       fmt::print("GPU {}:        {} (compute capability {}.{}, {} SMs, {:.1f} GiB)\n", g.index, g.name,

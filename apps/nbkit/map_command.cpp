@@ -24,7 +24,7 @@ namespace {
 
 struct MapArguments {
   std::string input, output, png, slice, report, charges;
-  std::string method = "direct", units = "kT/e", backend = "auto", precision = "single";
+  std::string method = "direct", units = "kT/e", backend = "auto", precision = "single", gpus = "all";
   double spacing = 0.5, padding = 10.0;
   std::string origin, dims, center, length;
   std::optional<double> dielectric;
@@ -77,6 +77,7 @@ int run_map(const MapArguments& args) {
   options.temperature = args.temperature;
   options.ionic_strength = args.ionic_strength;
   options.threads = args.threads;
+  options.gpus = parse_gpus(args.gpus);
   const double kappa = screening_kappa(options);  // validates dielectric, temperature, ionic strength
   units::potential_prefactor(options.unit, options.dielectric, options.temperature);
 
@@ -99,6 +100,7 @@ int run_map(const MapArguments& args) {
   MapStats stats;
   const Map map = compute_map(atoms, lattice, options, &stats);
   bar.finish();
+  if (!stats.notice.empty() && !args.quiet) fmt::print(stderr, "nbkit: notice: {}\n", stats.notice);
 
   const auto write_start = std::chrono::steady_clock::now();
   const auto& n = lattice.dims;
@@ -142,6 +144,8 @@ int run_map(const MapArguments& args) {
     report["backend"] = {{"requested", args.backend}, {"used", to_string(stats.backend)}, {"detail", stats.detail}};
     report["timing_seconds"] = {{"read", read_seconds}, {"compute", stats.seconds}, {"write", write_seconds},
                                 {"total", seconds_since(start)}};
+    if (stats.backend == Backend::cuda) report["timing_seconds"]["gpu_kernels"] = stats.kernel_seconds;
+    if (!stats.notice.empty()) report["backend"]["notice"] = stats.notice;
     report["rates"] = {{"evaluations", stats.evaluations}, {"evaluations_per_second", stats.evaluations_per_second()},
                        {"lattice_points_per_second", stats.seconds > 0 ? lattice.size() / stats.seconds : 0.0}};
     report["potential"] = {{"min", low}, {"max", high}};
@@ -195,6 +199,8 @@ Action setup_map(CLI::App& app) {
   group_run->add_option("--backend", args->backend, "auto, cpu, cuda or reference (float64, slow)")->capture_default_str();
   group_run->add_option("--precision", args->precision, "single (float32 arithmetic, float64 sums) or double")->capture_default_str();
   group_run->add_option("--threads", args->threads, "CPU threads (0: all)")->capture_default_str();
+  group_run->add_option("--gpus", args->gpus, "GPUs for --backend cuda/auto: all, a count N, or indices like 0,2")
+      ->capture_default_str();
   group_run->add_flag("-q,--quiet", args->quiet, "no progress bar, no summary");
   auto* group_out = app.add_option_group("outputs");
   group_out->add_option("--png", args->png, "PNG picture of a slice through the map");

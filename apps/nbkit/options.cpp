@@ -58,6 +58,37 @@ std::array<std::int64_t, 3> parse_dims(const std::string& text, const std::strin
   return dims;
 }
 
+std::vector<int> parse_gpus(const std::string& text) {
+  if (text.empty() || text == "all") return {};
+  const auto fail = [&]() -> std::vector<int> {
+    throw Error("--gpus: expected all, a count N, or a list of device indices like 0,2 (one device: 3,), got '" +
+                text + "'");
+  };
+  auto parse_int = [&](const std::string& part) {
+    std::size_t used = 0;
+    int value = -1;
+    try {
+      value = std::stoi(part, &used);
+    } catch (const std::exception&) {
+      fail();
+    }
+    if (used != part.size() || value < 0) fail();
+    return value;
+  };
+  if (text.find(',') == std::string::npos) {
+    const int count = parse_int(text);
+    if (count < 1) fail();
+    std::vector<int> devices;
+    for (int d = 0; d < count; ++d) devices.push_back(d);
+    return devices;
+  }
+  std::vector<int> devices;
+  for (const auto& part : split_commas(text))
+    if (!part.empty()) devices.push_back(parse_int(part));
+  if (devices.empty()) fail();
+  return devices;
+}
+
 std::string with_commas(std::int64_t n) {
   std::string digits = std::to_string(n < 0 ? -n : n), out;
   for (std::size_t i = 0; i < digits.size(); ++i) {

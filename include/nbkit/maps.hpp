@@ -37,6 +37,7 @@ struct MapOptions {
   double temperature = units::default_temperature;  // K (kT/e and kappa)
   double ionic_strength = 0.15;                     // mol/L, mdh only
   int threads = 0;                                  // 0: all hardware threads
+  std::vector<int> gpus;                            // CUDA device indices; empty: all
   // Called from one thread with the fraction done, 0..1; may be empty.
   std::function<void(double)> progress;
 };
@@ -54,7 +55,9 @@ struct Map {
 struct MapStats {
   Backend backend = Backend::cpu;  // the backend that ran (never automatic)
   std::string detail;              // e.g. SIMD target and threads, or GPU model
+  std::string notice;              // e.g. why --backend auto fell back to the CPU
   double seconds = 0;
+  double kernel_seconds = 0;       // GPU kernels alone (cuda backend)
   double evaluations = 0;          // atom-lattice pair evaluations
   double evaluations_per_second() const { return seconds > 0 ? evaluations / seconds : 0; }
 };

@@ -40,13 +40,13 @@ void validate_atoms(const Atoms& atoms) {
   }
 }
 
-Backend resolve_backend(Backend requested) {
-  switch (requested) {
-    case Backend::automatic: return Backend::cpu;  // the CUDA map kernels arrive with issue 3
-    case Backend::cuda:
-      throw Error("the CUDA backend for maps is not available in this version; use --backend cpu");
-    default: return requested;
-  }
+// --backend auto: the GPUs when one is usable, else the CPU with a notice saying why.
+Backend resolve_backend(Backend requested, std::string* notice) {
+  if (requested != Backend::automatic) return requested;
+  std::string why;
+  if (!list_gpus(&why).empty()) return Backend::cuda;
+  if (build_info().cuda_compiled) *notice = "no usable GPU (" + why + "): running on the CPU";
+  return Backend::cpu;
 }
 
 }  // namespace
@@ -58,7 +58,8 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
   if (row_begin < 0 || row_end > lattice.rows() || row_begin > row_end)
     throw Error(fmt::format("rows [{}, {}) are outside the lattice's {} rows", row_begin, row_end, lattice.rows()));
   if (options.threads < 0) throw Error("thread count must be zero (all) or positive");
-  const Backend backend = resolve_backend(options.backend);
+  std::string notice;
+  const Backend backend = resolve_backend(options.backend, &notice);
   const double kappa = screening_kappa(options);
   const maps::MapLaw law = options.method == MapMethod::direct ? maps::MapLaw{maps::CoulombLaw{}}
                                                                : maps::MapLaw{maps::DebyeHuckelLaw{kappa}};
@@ -73,9 +74,19 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
   const int threads = options.threads > 0 ? options.threads : hardware_threads();
   const auto start = std::chrono::steady_clock::now();
   std::string detail;
+  double kernel_seconds = 0;
   if (backend == Backend::reference) {
     maps::direct_reference(atoms, law, rows);
     detail = "float64 reference, 1 thread";
+  } else if (backend == Backend::cuda) {
+    const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, law);
+    const bool double_precision = options.precision == Precision::double_;
+    maps::CudaRunInfo info;
+    maps::direct_cuda(prepared, law, rows, double_precision, options.gpus, &info);
+    kernel_seconds = info.kernel_seconds;
+    detail = fmt::format("{}{}, {}", info.device_names.empty() ? "GPU" : info.device_names.front(),
+                         info.devices.size() > 1 ? fmt::format(" x{}", info.devices.size()) : "",
+                         double_precision ? "float64" : "float32");
   } else {
     const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, law);
     const bool double_precision = options.precision == Precision::double_;
@@ -88,7 +99,9 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
   if (stats) {
     stats->backend = backend;
     stats->detail = detail;
+    stats->notice = notice;
     stats->seconds = seconds;
+    stats->kernel_seconds = kernel_seconds;
     stats->evaluations = static_cast<double>(row_end - row_begin) * static_cast<double>(lattice.dims[2]) *
                          static_cast<double>(atoms.size());
   }

@@ -139,8 +139,10 @@ TEST(MapRequests, BadInputsAreRefused) {
   EXPECT_THROW(compute_map(nan_atoms, lattice, options), Error);
   lattice.spacing = -1;
   EXPECT_THROW(compute_map(atoms, lattice, options), Error);
-  options.backend = Backend::cuda;
-  EXPECT_THROW(compute_map(atoms, small_lattice(), options), Error);
+  if (list_gpus().empty()) {
+    options.backend = Backend::cuda;
+    EXPECT_THROW(compute_map(atoms, small_lattice(), options), Error);
+  }
 }
 
 TEST(MapRequests, MemoryNeedIsCheckedBeforeAllocating) {

@@ -3,6 +3,7 @@
 // Summation"), for any law of laws.hpp. Internal to the library.
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -38,6 +39,18 @@ void direct_reference(const Atoms& atoms, const MapLaw& law, const RowRange& row
 // All cores, SIMD over z, float32 (chunked float64 accumulation) or float64.
 void direct_cpu(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& rows,
                 bool double_precision, int threads);
+
+// What a GPU run did: devices used and the slowest device's kernel time.
+struct CudaRunInfo {
+  std::vector<int> devices;
+  std::vector<std::string> device_names;
+  double kernel_seconds = 0;
+};
+
+// NVIDIA GPUs (device indices; empty: all), float32 (float64 sums across atom tiles) or
+// float64. Throws nbkit::Error when no GPU is usable or the build has no CUDA.
+void direct_cuda(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& rows, bool double_precision,
+                 const std::vector<int>& devices, CudaRunInfo* info = nullptr);
 
 // Name of the SIMD target direct_cpu runs on this machine.
 const char* direct_cpu_target();

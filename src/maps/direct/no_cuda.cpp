@@ -1,0 +1,11 @@
+// Compiled only into builds without CUDA.
+#include "maps/direct/direct.hpp"
+#include "nbkit/core/error.hpp"
+
+namespace nbkit::maps {
+
+void direct_cuda(const PreparedAtoms&, const MapLaw&, const RowRange&, bool, const std::vector<int>&, CudaRunInfo*) {
+  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+}
+
+}  // namespace nbkit::maps
