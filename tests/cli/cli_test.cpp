@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "nbkit/core/backend.hpp"
 #include "nbkit/io/map_files.hpp"
 #include "test_support.hpp"
 
@@ -80,7 +81,7 @@ TEST(Cli, MapOfARealProteinWithPictureAndReport) {
   const auto report = nlohmann::json::parse(std::ifstream(dir.file("m.json")));
   EXPECT_EQ(report["input"]["atoms"], 2065);
   EXPECT_EQ(report["lattice"]["points"], map.lattice.size());
-  EXPECT_EQ(report["backend"]["used"], "cpu");
+  EXPECT_EQ(report["backend"]["used"], nbkit::list_gpus().empty() ? "cpu" : "cuda");
   EXPECT_GT(report["rates"]["evaluations_per_second"].get<double>(), 0);
   EXPECT_TRUE(std::filesystem::file_size(dir.file("m.png")) > 1000);
   // Nothing but the three outputs is left behind (no temporary files).

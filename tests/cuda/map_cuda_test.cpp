@@ -124,17 +124,25 @@ TEST_P(CudaMaps, RowsPastTwoTo32Points) {
   EXPECT_LT(test::relative_rms(gpu, reference), kSingleTolerance);
 }
 
-TEST_P(CudaMaps, PointsOnAtomsAreFinite) {
-  Atoms atoms;
+TEST_P(CudaMaps, PointsOnAtomsWithManyAtomsInSegments) {
+  // 6000 atoms on a tiny lattice: the atoms are split into segments; three atoms sit
+  // exactly on lattice points and take the checked pass.
+  Atoms atoms = test::random_atoms(6000, {-6, -5, -4}, {6, 5, 4}, 21);
   atoms.push_back({0, 0, 0}, 1.0, 1.0);
   atoms.push_back({1, 0, 0}, -2.0, 1.0);
+  atoms.push_back({-2, -1.5, -1}, 0.5, 1.2);  // the lattice origin
   Lattice lattice;
   lattice.origin = {-2, -1.5, -1};
   lattice.spacing = 0.5;
   lattice.dims = {9, 7, 5};
   const auto reference = run(atoms, lattice, with(GetParam(), Backend::reference));
   const auto gpu = run(atoms, lattice, with(GetParam(), Backend::cuda));
+  const auto dbl = run(atoms, lattice, with(GetParam(), Backend::cuda, Precision::double_));
   EXPECT_LT(test::relative_rms(gpu, reference), kSingleTolerance);
+  EXPECT_LT(test::relative_rms(dbl, reference), kDoubleTolerance);
+  lattice.dims = {9, 7, 24};  // eight points a thread
+  const auto reference8 = run(atoms, lattice, with(GetParam(), Backend::reference));
+  EXPECT_LT(test::relative_rms(run(atoms, lattice, with(GetParam(), Backend::cuda)), reference8), kSingleTolerance);
 }
 
 TEST_P(CudaMaps, BadDeviceIsAClearError) {

@@ -14,7 +14,13 @@
 //   split into an integer lattice index and a residual, so distances are exact to float32
 //   rounding of the distance itself; float32 sums over a tile of atoms, float64 across tiles.
 // - Padding instead of branches: a row's last thread computes up to P-1 points past the row
-//   end and does not store them.
+//   end and does not store them. No test for an atom on top of a lattice point in the hot
+//   loop: the few atoms within singular_distance of a lattice point go through a second,
+//   checked pass that adds their share.
+// - Small lattices with many atoms split the atoms into segments (a second grid dimension)
+//   so that the launch has enough blocks to keep every SM busy to the end; the segments'
+//   sums are added in a fixed order by a reduction kernel. The segment count depends only
+//   on the input, so results do not depend on slabs, devices or GPU model.
 // - Several GPUs: one host thread per device takes slabs of rows from a shared counter
 //   (the slides' dynamic distribution); every point is computed the same way on any device,
 //   so the result does not depend on how slabs fall.
@@ -45,6 +51,7 @@ namespace nbkit::maps {
 namespace {
 
 constexpr int kBlock = 128;  // threads per block = atoms per shared-memory tile
+constexpr int kPointsPerThread = 8;
 
 // One atom: {x index, x residual, y index, y residual} and {z index, z residual,
 // coefficient, unused}, lattice units.
@@ -56,14 +63,9 @@ struct alignas(4 * sizeof(Real)) Quad {
 template <class Real>
 struct DeviceMath {
   __host__ __device__ Real set(double v) const { return static_cast<Real>(v); }
-  __host__ __device__ Real exp(Real v) const {
-#ifdef __CUDA_ARCH__
-    if constexpr (std::is_same_v<Real, float>) return __expf(v);
-    else return ::exp(v);
-#else
-    return std::exp(v);
-#endif
-  }
+  // expf, not __expf: 2 ulp everywhere, where __expf's error grows with |x|; its extra
+  // float32 work fits in the FP32 pipe's idle slots of this MUFU-bound loop.
+  __host__ __device__ Real exp(Real v) const { return ::exp(v); }
 };
 
 __device__ __forceinline__ float reciprocal_sqrt(float x) {
@@ -73,11 +75,14 @@ __device__ __forceinline__ float reciprocal_sqrt(float x) {
 }
 __device__ __forceinline__ double reciprocal_sqrt(double x) { return ::rsqrt(x); }
 
-template <class Real, class Law, int P>
-__global__ void __launch_bounds__(kBlock) direct_sum_kernel(const Quad<Real>* __restrict__ atoms, int natoms,
-                                                            Law law, Real singular_r2, long long row_begin,
-                                                            long long row_end, int ny, int nz, int chunks_per_row,
-                                                            double prefactor, double* __restrict__ out) {
+// Sums atoms [segment * atoms_per_segment, ...) (segment = blockIdx.y) for P points of a
+// row per thread and stores scale * sum to out[segment * segment_stride + point] (or adds
+// it, kAccumulate). kCheckSingular leaves out atoms within singular distance of a point.
+template <class Real, class Law, int P, bool kCheckSingular, bool kAccumulate>
+__global__ void __launch_bounds__(kBlock)
+    direct_sum_kernel(const Quad<Real>* __restrict__ atoms, int natoms, int atoms_per_segment, Law law,
+                      Real singular_r2, long long row_begin, long long row_end, int ny, int nz, int chunks_per_row,
+                      double scale, double* __restrict__ out, long long segment_stride) {
   __shared__ Quad<Real> tile[2 * kBlock];
   const long long thread = static_cast<long long>(blockIdx.x) * kBlock + threadIdx.x;
   const long long row = row_begin + thread / chunks_per_row;
@@ -86,13 +91,15 @@ __global__ void __launch_bounds__(kBlock) direct_sum_kernel(const Quad<Real>* __
   const Real i = active ? static_cast<Real>(row / ny) : Real(0);
   const Real j = active ? static_cast<Real>(row % ny) : Real(0);
   const Real k = static_cast<Real>(k0);
+  const int first_atom = blockIdx.y * atoms_per_segment;
+  const int last_atom = min(natoms, first_atom + atoms_per_segment);
   const DeviceMath<Real> math;
   double sum[P];
 #pragma unroll
   for (int p = 0; p < P; ++p) sum[p] = 0;
 
-  for (int base = 0; base < natoms; base += kBlock) {
-    const int count = min(kBlock, natoms - base);
+  for (int base = first_atom; base < last_atom; base += kBlock) {
+    const int count = min(kBlock, last_atom - base);
     __syncthreads();  // the previous tile is no longer read
     if (threadIdx.x < count) {
       tile[2 * threadIdx.x] = atoms[2 * (base + threadIdx.x)];
@@ -112,8 +119,8 @@ __global__ void __launch_bounds__(kBlock) direct_sum_kernel(const Quad<Real>* __
       for (int p = 0; p < P; ++p) {
         const Real dz = dz0 + static_cast<Real>(p);
         const Real r2 = dz * dz + dxy2;
-        // An atom on top of the point is left out (nbkit::singular_distance).
-        const Real rinv = r2 > singular_r2 ? reciprocal_sqrt(r2) : Real(0);
+        Real rinv = reciprocal_sqrt(r2);
+        if constexpr (kCheckSingular) rinv = r2 > singular_r2 ? rinv : Real(0);  // nbkit::singular_distance
         acc[p] += maps::law_term(law, math, zc.c, r2, rinv);
       }
     }
@@ -121,10 +128,24 @@ __global__ void __launch_bounds__(kBlock) direct_sum_kernel(const Quad<Real>* __
     for (int p = 0; p < P; ++p) sum[p] += static_cast<double>(acc[p]);
   }
   if (!active) return;
-  double* row_out = out + (row - row_begin) * nz;
+  double* row_out = out + blockIdx.y * segment_stride + (row - row_begin) * nz;
 #pragma unroll
   for (int p = 0; p < P; ++p)
-    if (k0 + p < nz) row_out[k0 + p] = prefactor * sum[p];
+    if (k0 + p < nz) {
+      if constexpr (kAccumulate) row_out[k0 + p] += scale * sum[p];
+      else row_out[k0 + p] = scale * sum[p];
+    }
+}
+
+// out[i] = scale * sum over segments s of partial[s * count + i], s in order.
+__global__ void reduce_segments_kernel(const double* __restrict__ partial, int segments, long long count, double scale,
+                                       double* __restrict__ out) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    double total = 0;
+    for (int s = 0; s < segments; ++s) total += partial[s * count + i];
+    out[i] = scale * total;
+  }
 }
 
 // The law in lattice units (lengths measured in spacings).
@@ -133,65 +154,139 @@ DebyeHuckelLaw in_lattice_units(const DebyeHuckelLaw& law, double spacing) {
   return DebyeHuckelLaw{law.kappa * spacing};
 }
 
+// Atoms in lattice units, split into those that may sit on a lattice point (every
+// residual within singular_distance) and the rest.
 template <class Real>
-std::vector<Quad<Real>> atoms_in_lattice_units(const PreparedAtoms& atoms, double spacing) {
-  std::vector<Quad<Real>> quads(2 * static_cast<std::size_t>(atoms.size()));
+struct DeviceAtoms {
+  std::vector<Quad<Real>> regular, on_lattice;
+};
+
+template <class Real>
+DeviceAtoms<Real> atoms_in_lattice_units(const PreparedAtoms& atoms, double spacing) {
+  DeviceAtoms<Real> out;
+  out.regular.reserve(2 * static_cast<std::size_t>(atoms.size()));
+  const double singular_residual = singular_distance / spacing;
   for (std::int64_t n = 0; n < atoms.size(); ++n) {
     double index[3], residual[3];
     const double coordinate[3] = {atoms.x[n] / spacing, atoms.y[n] / spacing, atoms.z[n] / spacing};
+    bool on_lattice = true;
     for (int a = 0; a < 3; ++a) {
       index[a] = std::nearbyint(coordinate[a]);
       residual[a] = coordinate[a] - index[a];
+      on_lattice = on_lattice && std::fabs(residual[a]) <= singular_residual;
     }
-    quads[2 * n] = {static_cast<Real>(index[0]), static_cast<Real>(residual[0]), static_cast<Real>(index[1]),
-                    static_cast<Real>(residual[1])};
-    quads[2 * n + 1] = {static_cast<Real>(index[2]), static_cast<Real>(residual[2]),
-                        static_cast<Real>(atoms.coefficient[n] / spacing), Real(0)};
+    auto& list = on_lattice ? out.on_lattice : out.regular;
+    list.push_back({static_cast<Real>(index[0]), static_cast<Real>(residual[0]), static_cast<Real>(index[1]),
+                    static_cast<Real>(residual[1])});
+    list.push_back({static_cast<Real>(index[2]), static_cast<Real>(residual[2]),
+                    static_cast<Real>(atoms.coefficient[n] / spacing), Real(0)});
   }
-  return quads;
+  return out;
 }
 
-// Rows per slab: ~2e11 evaluations (tens of milliseconds on one GPU, so several GPUs balance
-// and progress moves), at least enough threads to fill the device, at most what fits.
-std::int64_t plan_slab_rows(std::int64_t total_rows, std::int64_t nz, std::int64_t natoms, int chunks_per_row,
-                            int device_count, std::size_t free_bytes) {
-  if (const char* forced = std::getenv("NBKIT_CUDA_SLAB_ROWS")) {  // tests: force many slabs
+// How the lattice is cut: points per thread, atom segments (from the input alone, so the
+// bits never depend on the device), and rows per slab.
+struct Plan {
+  int points_per_thread = kPointsPerThread;
+  int chunks_per_row = 1;
+  int segments = 1;
+  int atoms_per_segment = 1;
+};
+
+Plan plan_for(const Lattice& lattice, std::int64_t rows, std::int64_t natoms) {
+  Plan plan;
+  const std::int64_t nz = lattice.dims[2];
+  plan.points_per_thread = nz >= kPointsPerThread ? kPointsPerThread : 1;
+  plan.chunks_per_row = static_cast<int>((nz + plan.points_per_thread - 1) / plan.points_per_thread);
+  const std::int64_t blocks = (rows * plan.chunks_per_row + kBlock - 1) / kBlock;
+  // Aim for >= 32768 blocks (about 25 waves of a 132-SM GPU), segments of >= 2048 atoms.
+  const std::int64_t wanted = (32768 + blocks - 1) / blocks;
+  plan.segments = static_cast<int>(std::clamp<std::int64_t>(std::min<std::int64_t>(wanted, natoms / 2048), 1, 64));
+  const std::int64_t per_segment = (natoms + plan.segments - 1) / plan.segments;
+  plan.atoms_per_segment = static_cast<int>(((per_segment + kBlock - 1) / kBlock) * kBlock);  // whole tiles
+  plan.segments = static_cast<int>(std::max<std::int64_t>(1, (natoms + plan.atoms_per_segment - 1) / plan.atoms_per_segment));
+  return plan;
+}
+
+// Rows per slab: ~2e11 evaluations (tens of milliseconds, so several GPUs balance and the
+// progress bar moves), at least 8 waves of blocks, at most a third of free memory.
+std::int64_t plan_slab_rows(const Plan& plan, std::int64_t total_rows, std::int64_t nz, std::int64_t natoms,
+                            int device_count, int resident_blocks, std::size_t free_bytes) {
+  if (const char* forced = std::getenv("NBKIT_CUDA_SLAB_ROWS"))  // tests: force many slabs
     return std::clamp<std::int64_t>(std::atoll(forced), 1, total_rows);
-  }
-  const double target_evaluations = 2e11;
-  std::int64_t rows = static_cast<std::int64_t>(target_evaluations / (static_cast<double>(nz) * natoms));
-  const std::int64_t fill_rows = (132LL * 16 * kBlock) / chunks_per_row + 1;
-  rows = std::max(rows, fill_rows);
-  // Several devices balance better with at least 8 slabs each.
-  if (device_count > 1) rows = std::min(rows, std::max<std::int64_t>(1, total_rows / (8 * device_count)));
-  // Half of the free memory at most, and at most 4M rows (32 MiB per point along z).
-  const std::int64_t memory_rows =
-      static_cast<std::int64_t>(free_bytes / 2 / (sizeof(double) * static_cast<std::size_t>(nz)));
-  rows = std::min({rows, memory_rows, std::int64_t{1} << 22});
+  std::int64_t rows = static_cast<std::int64_t>(2e11 / (static_cast<double>(nz) * std::max<std::int64_t>(natoms, 1)));
+  const std::int64_t wave_rows =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(resident_blocks) * kBlock / plan.chunks_per_row / plan.segments);
+  rows = std::max(rows, 8 * wave_rows);
+  if (device_count > 1) rows = std::min(rows, std::max<std::int64_t>(wave_rows, total_rows / (8 * device_count)));
+  rows = (rows + wave_rows - 1) / wave_rows * wave_rows;  // whole waves
+  const std::size_t bytes_per_row = sizeof(double) * static_cast<std::size_t>(nz) * (plan.segments + 1);
+  rows = std::min<std::int64_t>(rows, static_cast<std::int64_t>(free_bytes / 3 / bytes_per_row));
   return std::clamp<std::int64_t>(rows, 1, total_rows);
 }
 
+template <class Real, class Law, int P, bool kCheckSingular, bool kAccumulate>
+void launch(const Plan& plan, int segments, const Quad<Real>* atoms, int natoms, const Law& law, Real singular_r2,
+            std::int64_t first, std::int64_t last, const Lattice& lattice, double scale, double* out,
+            std::int64_t segment_stride, cudaStream_t stream) {
+  const long long threads = static_cast<long long>(last - first) * plan.chunks_per_row;
+  const dim3 blocks(static_cast<unsigned>((threads + kBlock - 1) / kBlock), static_cast<unsigned>(segments));
+  direct_sum_kernel<Real, Law, P, kCheckSingular, kAccumulate><<<blocks, kBlock, 0, stream>>>(
+      atoms, natoms, segments == 1 ? natoms : plan.atoms_per_segment, law, singular_r2, first, last,
+      static_cast<int>(lattice.dims[1]), static_cast<int>(lattice.dims[2]), plan.chunks_per_row, scale, out,
+      segment_stride);
+  NBKIT_CUDA_CHECK_LAUNCH();
+}
+
+template <class Real, class Law, int P>
+void run_slab(const Plan& plan, const cuda::DeviceBuffer<Quad<Real>>& regular,
+              const cuda::DeviceBuffer<Quad<Real>>& on_lattice, const Law& law, Real singular_r2, std::int64_t first,
+              std::int64_t last, const Lattice& lattice, double prefactor, cuda::DeviceBuffer<double>& partial,
+              cuda::DeviceBuffer<double>& out, cudaStream_t stream) {
+  const int regular_atoms = static_cast<int>(regular.size() / 2);
+  const long long points = static_cast<long long>(last - first) * lattice.dims[2];
+  if (plan.segments == 1) {
+    launch<Real, Law, P, false, false>(plan, 1, regular.data(), regular_atoms, law, singular_r2, first, last, lattice,
+                                       prefactor, out.data(), 0, stream);
+  } else {
+    launch<Real, Law, P, false, false>(plan, plan.segments, regular.data(), regular_atoms, law, singular_r2, first,
+                                       last, lattice, 1.0, partial.data(), points, stream);
+    const int blocks = static_cast<int>(std::min<long long>((points + 255) / 256, 65535));
+    reduce_segments_kernel<<<blocks, 256, 0, stream>>>(partial.data(), plan.segments, points, prefactor, out.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+  if (on_lattice.size() > 0)
+    launch<Real, Law, P, true, true>(plan, 1, on_lattice.data(), static_cast<int>(on_lattice.size() / 2), law,
+                                     singular_r2, first, last, lattice, prefactor, out.data(), 0, stream);
+}
+
 template <class Real, class Law>
-void run_device(int device, const std::vector<Quad<Real>>& quads, const Law& law, const RowRange& rows,
+void run_device(int device, const DeviceAtoms<Real>& atoms, const Plan& plan, const Law& law, const RowRange& rows,
                 std::atomic<std::int64_t>& next_row, int device_count, std::mutex& progress_mutex,
                 std::atomic<std::int64_t>& rows_done, double& kernel_seconds) {
   NBKIT_CUDA_CHECK(cudaSetDevice(device));
   const Lattice& lattice = *rows.lattice;
-  const std::int64_t ny = lattice.dims[1], nz = lattice.dims[2];
-  const int natoms = static_cast<int>(quads.size() / 2);
-  const int points_per_thread = nz >= 8 ? 8 : 1;
-  const int chunks_per_row = static_cast<int>((nz + points_per_thread - 1) / points_per_thread);
+  const std::int64_t nz = lattice.dims[2];
+  cuda::DeviceBuffer<Quad<Real>> regular(atoms.regular.size()), on_lattice(atoms.on_lattice.size());
+  regular.upload(atoms.regular.data(), atoms.regular.size());
+  on_lattice.upload(atoms.on_lattice.data(), atoms.on_lattice.size());
 
-  cuda::DeviceBuffer<Quad<Real>> device_atoms(quads.size());
-  device_atoms.upload(quads.data(), quads.size());
+  int sms = 0, blocks_per_sm = 0;
+  NBKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  NBKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks_per_sm, direct_sum_kernel<Real, Law, kPointsPerThread, false, false>, kBlock, 0));
   std::size_t free_bytes = 0, total_bytes = 0;
   NBKIT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::int64_t total_rows = rows.row_end - rows.row_begin;
-  const std::int64_t slab_rows = plan_slab_rows(total_rows, nz, natoms, chunks_per_row, device_count, free_bytes);
-  if (static_cast<std::size_t>(slab_rows) * nz * sizeof(double) > free_bytes)
-    throw Error("GPU " + std::to_string(device) + ": a slab of one lattice row needs " +
-                format_bytes(nz * sizeof(double)) + " but only " + format_bytes(free_bytes) + " are free");
-  cuda::DeviceBuffer<double> device_out(static_cast<std::size_t>(slab_rows * nz));
+  const std::int64_t total = rows.row_end - rows.row_begin;
+  const std::int64_t slab_rows = plan_slab_rows(plan, total, nz, static_cast<std::int64_t>(atoms.regular.size() / 2),
+                                                device_count, sms * std::max(blocks_per_sm, 1), free_bytes);
+  const std::size_t slab_points = static_cast<std::size_t>(slab_rows * nz);
+  if (slab_points * sizeof(double) * (plan.segments + 1) > free_bytes)
+    throw Error("GPU " + std::to_string(device) + ": one lattice row needs " +
+                format_bytes(nz * sizeof(double) * (plan.segments + 1)) + " but only " + format_bytes(free_bytes) +
+                " are free");
+  cuda::DeviceBuffer<double> out(slab_points);
+  cuda::DeviceBuffer<double> partial(plan.segments > 1 ? slab_points * plan.segments : 0);
   cudaStream_t stream;
   NBKIT_CUDA_CHECK(cudaStreamCreate(&stream));
   cudaEvent_t start, stop;
@@ -200,27 +295,20 @@ void run_device(int device, const std::vector<Quad<Real>>& quads, const Law& law
   const Law lattice_law = in_lattice_units(law, lattice.spacing);
   const Real singular_r2 =
       static_cast<Real>(singular_distance * singular_distance / (lattice.spacing * lattice.spacing));
-  const std::int64_t total = rows.row_end - rows.row_begin;
   try {
     while (true) {
       const std::int64_t first = rows.row_begin + next_row.fetch_add(slab_rows);
       if (first >= rows.row_end) break;
       const std::int64_t last = std::min(rows.row_end, first + slab_rows);
-      const long long threads = static_cast<long long>(last - first) * chunks_per_row;
-      const unsigned blocks = static_cast<unsigned>((threads + kBlock - 1) / kBlock);
       NBKIT_CUDA_CHECK(cudaEventRecord(start, stream));
-      if (points_per_thread == 8)
-        direct_sum_kernel<Real, Law, 8><<<blocks, kBlock, 0, stream>>>(
-            device_atoms.data(), natoms, lattice_law, singular_r2, first, last, static_cast<int>(ny),
-            static_cast<int>(nz), chunks_per_row, rows.prefactor, device_out.data());
+      if (plan.points_per_thread == kPointsPerThread)
+        run_slab<Real, Law, kPointsPerThread>(plan, regular, on_lattice, lattice_law, singular_r2, first, last,
+                                              lattice, rows.prefactor, partial, out, stream);
       else
-        direct_sum_kernel<Real, Law, 1><<<blocks, kBlock, 0, stream>>>(
-            device_atoms.data(), natoms, lattice_law, singular_r2, first, last, static_cast<int>(ny),
-            static_cast<int>(nz), chunks_per_row, rows.prefactor, device_out.data());
-      NBKIT_CUDA_CHECK_LAUNCH();
+        run_slab<Real, Law, 1>(plan, regular, on_lattice, lattice_law, singular_r2, first, last, lattice,
+                               rows.prefactor, partial, out, stream);
       NBKIT_CUDA_CHECK(cudaEventRecord(stop, stream));
-      device_out.download(rows.out + (first - rows.row_begin) * nz, static_cast<std::size_t>((last - first) * nz),
-                          stream);
+      out.download(rows.out + (first - rows.row_begin) * nz, static_cast<std::size_t>((last - first) * nz), stream);
       NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
       float milliseconds = 0;
       NBKIT_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
@@ -243,9 +331,10 @@ void run_device(int device, const std::vector<Quad<Real>>& quads, const Law& law
 }
 
 template <class Real, class Law>
-void run_devices(const PreparedAtoms& atoms, const Law& law, const RowRange& rows, const std::vector<int>& devices,
+void run_devices(const PreparedAtoms& prepared, const Law& law, const RowRange& rows, const std::vector<int>& devices,
                  CudaRunInfo* info) {
-  const std::vector<Quad<Real>> quads = atoms_in_lattice_units<Real>(atoms, rows.lattice->spacing);
+  const DeviceAtoms<Real> atoms = atoms_in_lattice_units<Real>(prepared, rows.lattice->spacing);
+  const Plan plan = plan_for(*rows.lattice, rows.lattice->rows(), static_cast<std::int64_t>(atoms.regular.size() / 2));
   std::atomic<std::int64_t> next_row{0}, rows_done{0};
   std::mutex progress_mutex;
   std::vector<std::exception_ptr> errors(devices.size());
@@ -254,7 +343,7 @@ void run_devices(const PreparedAtoms& atoms, const Law& law, const RowRange& row
   for (std::size_t d = 0; d < devices.size(); ++d)
     workers.emplace_back([&, d] {
       try {
-        run_device<Real, Law>(devices[d], quads, law, rows, next_row, static_cast<int>(devices.size()),
+        run_device<Real, Law>(devices[d], atoms, plan, law, rows, next_row, static_cast<int>(devices.size()),
                               progress_mutex, rows_done, kernel_seconds[d]);
       } catch (...) {
         errors[d] = std::current_exception();
@@ -267,6 +356,7 @@ void run_devices(const PreparedAtoms& atoms, const Law& law, const RowRange& row
   if (info) {
     info->kernel_seconds = *std::max_element(kernel_seconds.begin(), kernel_seconds.end());
     info->devices = devices;
+    info->segments = plan.segments;
   }
 }
 

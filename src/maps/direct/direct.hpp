@@ -45,6 +45,7 @@ struct CudaRunInfo {
   std::vector<int> devices;
   std::vector<std::string> device_names;
   double kernel_seconds = 0;
+  int segments = 1;  // atom segments per launch
 };
 
 // NVIDIA GPUs (device indices; empty: all), float32 (float64 sums across atom tiles) or
