@@ -75,6 +75,7 @@ __device__ __forceinline__ float reciprocal_sqrt(float x) {
 }
 __device__ __forceinline__ double reciprocal_sqrt(double x) { return ::rsqrt(x); }
 
+
 // Sums atoms [segment * atoms_per_segment, ...) (segment = blockIdx.y) for P points of a
 // row per thread and stores scale * sum to out[segment * segment_stride + point] (or adds
 // it, kAccumulate). kCheckSingular leaves out atoms within singular distance of a point.
@@ -295,11 +296,27 @@ void run_device(int device, const DeviceAtoms<Real>& atoms, const Plan& plan, co
   const Law lattice_law = in_lattice_units(law, lattice.spacing);
   const Real singular_r2 =
       static_cast<Real>(singular_distance * singular_distance / (lattice.spacing * lattice.spacing));
+  // Guided self-scheduling: full slabs first, then smaller ones (never under one wave) as
+  // the end nears, so several GPUs finish together.
+  const std::int64_t wave_rows = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(sms) * std::max(blocks_per_sm, 1) * kBlock / plan.chunks_per_row / plan.segments);
+  auto take_rows = [&](std::int64_t& first, std::int64_t& last) {
+    std::int64_t taken = next_row.load();
+    while (taken < total) {
+      std::int64_t want = slab_rows;
+      if (device_count > 1)
+        want = std::min(want, std::max(wave_rows, (total - taken) / (2 * device_count) / wave_rows * wave_rows));
+      if (next_row.compare_exchange_weak(taken, taken + want)) {
+        first = rows.row_begin + taken;
+        last = std::min(rows.row_end, first + want);
+        return true;
+      }
+    }
+    return false;
+  };
   try {
-    while (true) {
-      const std::int64_t first = rows.row_begin + next_row.fetch_add(slab_rows);
-      if (first >= rows.row_end) break;
-      const std::int64_t last = std::min(rows.row_end, first + slab_rows);
+    std::int64_t first = 0, last = 0;
+    while (take_rows(first, last)) {
       NBKIT_CUDA_CHECK(cudaEventRecord(start, stream));
       if (plan.points_per_thread == kPointsPerThread)
         run_slab<Real, Law, kPointsPerThread>(plan, regular, on_lattice, lattice_law, singular_r2, first, last,
