@@ -41,6 +41,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/stream.hpp"
 #include "maps/direct/direct.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/memory.hpp"
@@ -221,7 +222,7 @@ std::int64_t plan_slab_rows(const Plan& plan, std::int64_t total_rows, std::int6
   rows = std::max(rows, 8 * wave_rows);
   if (device_count > 1) rows = std::min(rows, std::max<std::int64_t>(wave_rows, total_rows / (8 * device_count)));
   rows = (rows + wave_rows - 1) / wave_rows * wave_rows;  // whole waves
-  const std::size_t bytes_per_row = sizeof(double) * static_cast<std::size_t>(nz) * (plan.segments + 1);
+  const std::size_t bytes_per_row = sizeof(double) * static_cast<std::size_t>(nz) * (plan.segments + 2);
   rows = std::min<std::int64_t>(rows, static_cast<std::int64_t>(free_bytes / 3 / bytes_per_row));
   return std::clamp<std::int64_t>(rows, 1, total_rows);
 }
@@ -282,17 +283,11 @@ void run_device(int device, const DeviceAtoms<Real>& atoms, const Plan& plan, co
   const std::int64_t slab_rows = plan_slab_rows(plan, total, nz, static_cast<std::int64_t>(atoms.regular.size() / 2),
                                                 device_count, sms * std::max(blocks_per_sm, 1), free_bytes);
   const std::size_t slab_points = static_cast<std::size_t>(slab_rows * nz);
-  if (slab_points * sizeof(double) * (plan.segments + 1) > free_bytes)
+  if (slab_points * sizeof(double) * (plan.segments + 2) > free_bytes)
     throw Error("GPU " + std::to_string(device) + ": one lattice row needs " +
-                format_bytes(nz * sizeof(double) * (plan.segments + 1)) + " but only " + format_bytes(free_bytes) +
+                format_bytes(nz * sizeof(double) * (plan.segments + 2)) + " but only " + format_bytes(free_bytes) +
                 " are free");
-  cuda::DeviceBuffer<double> out(slab_points);
   cuda::DeviceBuffer<double> partial(plan.segments > 1 ? slab_points * plan.segments : 0);
-  cudaStream_t stream;
-  NBKIT_CUDA_CHECK(cudaStreamCreate(&stream));
-  cudaEvent_t start, stop;
-  NBKIT_CUDA_CHECK(cudaEventCreate(&start));
-  NBKIT_CUDA_CHECK(cudaEventCreate(&stop));
   const Law lattice_law = in_lattice_units(law, lattice.spacing);
   const Real singular_r2 =
       static_cast<Real>(singular_distance * singular_distance / (lattice.spacing * lattice.spacing));
@@ -314,37 +309,48 @@ void run_device(int device, const DeviceAtoms<Real>& atoms, const Plan& plan, co
     }
     return false;
   };
-  try {
+
+  // Two slab buffers: the kernels of one slab are queued before the previous slab's result
+  // is copied to the host (a copy to pageable memory holds the host thread until it is
+  // done), so the copy overlaps the next slab's computation.
+  struct Slot {
+    cuda::DeviceBuffer<double> out;
+    cuda::Event start, stop;
     std::int64_t first = 0, last = 0;
-    while (take_rows(first, last)) {
-      NBKIT_CUDA_CHECK(cudaEventRecord(start, stream));
-      if (plan.points_per_thread == kPointsPerThread)
-        run_slab<Real, Law, kPointsPerThread>(plan, regular, on_lattice, lattice_law, singular_r2, first, last,
-                                              lattice, rows.prefactor, partial, out, stream);
-      else
-        run_slab<Real, Law, 1>(plan, regular, on_lattice, lattice_law, singular_r2, first, last, lattice,
-                               rows.prefactor, partial, out, stream);
-      NBKIT_CUDA_CHECK(cudaEventRecord(stop, stream));
-      out.download(rows.out + (first - rows.row_begin) * nz, static_cast<std::size_t>((last - first) * nz), stream);
-      NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-      float milliseconds = 0;
-      NBKIT_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
-      kernel_seconds += milliseconds * 1e-3;
-      const std::int64_t done = rows_done.fetch_add(last - first) + (last - first);
-      if (rows.progress && *rows.progress) {
-        const std::lock_guard<std::mutex> lock(progress_mutex);
-        (*rows.progress)(static_cast<double>(done) / total);
-      }
+  };
+  Slot slots[2];
+  for (Slot& slot : slots) slot.out = cuda::DeviceBuffer<double>(slab_points);
+  const cuda::Stream compute, copy;
+  auto copy_out = [&](Slot& slot) {
+    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(copy, slot.stop, 0));
+    slot.out.download(rows.out + (slot.first - rows.row_begin) * nz,
+                      static_cast<std::size_t>((slot.last - slot.first) * nz), copy);
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(copy));
+    kernel_seconds += slot.stop.seconds_since(slot.start);
+    const std::int64_t done = rows_done.fetch_add(slot.last - slot.first) + (slot.last - slot.first);
+    if (rows.progress && *rows.progress) {
+      const std::lock_guard<std::mutex> lock(progress_mutex);
+      (*rows.progress)(static_cast<double>(done) / total);
     }
-  } catch (...) {
-    cudaStreamDestroy(stream);
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    throw;
+  };
+  Slot* pending = nullptr;  // computed or queued, not yet copied
+  std::int64_t first = 0, last = 0;
+  for (int n = 0; take_rows(first, last); ++n) {
+    Slot& slot = slots[n % 2];  // free: its last slab was copied one iteration ago
+    slot.first = first;
+    slot.last = last;
+    slot.start.record(compute);
+    if (plan.points_per_thread == kPointsPerThread)
+      run_slab<Real, Law, kPointsPerThread>(plan, regular, on_lattice, lattice_law, singular_r2, first, last, lattice,
+                                            rows.prefactor, partial, slot.out, compute);
+    else
+      run_slab<Real, Law, 1>(plan, regular, on_lattice, lattice_law, singular_r2, first, last, lattice,
+                             rows.prefactor, partial, slot.out, compute);
+    slot.stop.record(compute);
+    if (pending) copy_out(*pending);
+    pending = &slot;
   }
-  NBKIT_CUDA_CHECK(cudaEventDestroy(start));
-  NBKIT_CUDA_CHECK(cudaEventDestroy(stop));
-  NBKIT_CUDA_CHECK(cudaStreamDestroy(stream));
+  if (pending) copy_out(*pending);
 }
 
 template <class Real, class Law>
