@@ -264,20 +264,24 @@ int main(int argc, char** argv) {
                          {"relative_rms_error_float32", t.error},
                          {"gpu", gpus[0].name}});
     }
-  nlohmann::json multi;
+  nlohmann::json multi = nlohmann::json::array();
   if (gpus.size() >= 2) {
-    nbkit::Lattice lattice;
-    lattice.spacing = 0.5;
-    lattice.dims = {512, 512, 128};
-    const nbkit::Atoms atoms = nbkit::test::random_atoms(100000, {0, 0, 0}, lattice.extent(), 17);
     std::vector<int> all;
     for (const auto& g : gpus) all.push_back(g.index);
-    const Timing one = run_nbkit(atoms, lattice, {0}, 3, false);
-    const Timing several = run_nbkit(atoms, lattice, all, 3, false);
-    std::printf("\nmulti-GPU, 512x512x128, 100k atoms, end to end: 1 GPU %.3e /s, %zu GPUs %.3e /s, %.2f x\n",
-                one.wall_rate, gpus.size(), several.wall_rate, several.wall_rate / one.wall_rate);
-    multi = {{"gpus", gpus.size()}, {"one_gpu_per_second", one.wall_rate}, {"all_gpus_per_second", several.wall_rate},
-             {"speedup", several.wall_rate / one.wall_rate}};
+    std::printf("\nmulti-GPU, 512x512x128, end to end (upload, kernels, download):\n");
+    for (const std::size_t n : {std::size_t{100000}, std::size_t{1000000}}) {
+      nbkit::Lattice lattice;
+      lattice.spacing = 0.5;
+      lattice.dims = {512, 512, 128};
+      const nbkit::Atoms atoms = nbkit::test::random_atoms(n, {0, 0, 0}, lattice.extent(), 17);
+      const int repeats = n > 100000 ? 1 : 3;
+      const Timing one = run_nbkit(atoms, lattice, {0}, repeats, false);
+      const Timing several = run_nbkit(atoms, lattice, all, repeats, false);
+      std::printf("  %8zu atoms: 1 GPU %.3e /s, %zu GPUs %.3e /s, %.2f x\n", n, one.wall_rate, gpus.size(),
+                  several.wall_rate, several.wall_rate / one.wall_rate);
+      multi.push_back({{"atoms", n}, {"gpus", gpus.size()}, {"one_gpu_per_second", one.wall_rate},
+                       {"all_gpus_per_second", several.wall_rate}, {"speedup", several.wall_rate / one.wall_rate}});
+    }
   }
   std::printf("\nkernel/s: nbkit's kernels alone (CUDA events), end-to-end: compute_map_rows wall time including\n"
               "upload and download; ceil%%: kernel rate over the rsqrt ceiling; slides-1pt and slides-u8: the slides'\n"
