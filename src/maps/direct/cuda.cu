@@ -201,9 +201,14 @@ Plan plan_for(const Lattice& lattice, std::int64_t rows, std::int64_t natoms) {
   plan.points_per_thread = nz >= kPointsPerThread ? kPointsPerThread : 1;
   plan.chunks_per_row = static_cast<int>((nz + plan.points_per_thread - 1) / plan.points_per_thread);
   const std::int64_t blocks = (rows * plan.chunks_per_row + kBlock - 1) / kBlock;
-  // Aim for >= 32768 blocks (about 25 waves of a 132-SM GPU), segments of >= 2048 atoms.
-  const std::int64_t wanted = (32768 + blocks - 1) / blocks;
-  plan.segments = static_cast<int>(std::clamp<std::int64_t>(std::min<std::int64_t>(wanted, natoms / 2048), 1, 64));
+  // Enough blocks to fill the GPU to the end: >= 32768 (about 25 waves of a 132-SM GPU).
+  const std::int64_t for_fill = (32768 + blocks - 1) / blocks;
+  // Short blocks, so the last wave is short and several GPUs finish together: up to 8
+  // segments of >= 16384 atoms.
+  const std::int64_t for_balance = std::min<std::int64_t>(8, natoms / 16384);
+  // Segments of >= 2048 atoms, at most 64.
+  plan.segments = static_cast<int>(
+      std::clamp<std::int64_t>(std::min<std::int64_t>(std::max(for_fill, for_balance), natoms / 2048), 1, 64));
   const std::int64_t per_segment = (natoms + plan.segments - 1) / plan.segments;
   plan.atoms_per_segment = static_cast<int>(((per_segment + kBlock - 1) / kBlock) * kBlock);  // whole tiles
   plan.segments = static_cast<int>(std::max<std::int64_t>(1, (natoms + plan.atoms_per_segment - 1) / plan.atoms_per_segment));
