@@ -45,7 +45,7 @@ Backend resolve_backend(Backend requested, std::string* notice) {
   if (requested != Backend::automatic) return requested;
   std::string why;
   if (!list_gpus(&why).empty()) return Backend::cuda;
-  if (build_info().cuda_compiled) *notice = "no usable GPU (" + why + "): running on the CPU";
+  if (build_info().cuda_compiled) *notice = why + "; running on the CPU";
   return Backend::cpu;
 }
 
