@@ -17,6 +17,7 @@
 
 #include "nbkit/core/backend.hpp"
 #include "nbkit/maps.hpp"
+#include "bench_args.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -85,16 +86,10 @@ struct Case {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path;
-  bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
-    else if (!std::strcmp(argv[i], "--quick")) quick = true;
-    else {
-      fmt::print(stderr, "usage: bench_map_cpu [--json FILE] [--quick]\n");
-      return 2;
-    }
-  }
+  const auto parsed = nbkit::bench::parse_bench_args(argc, argv, "bench_map_cpu");
+  if (!parsed) return 2;
+  const std::string json_path = parsed->json_path;
+  const bool quick = parsed->quick;
   const int threads = nbkit::hardware_threads();
   const int repeats = quick ? 1 : 3;
   const std::vector<Case> cases = {{1000, {96, 96, 128}}, {10000, {48, 48, 128}}, {100000, {16, 16, 128}}};

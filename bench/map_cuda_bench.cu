@@ -22,6 +22,7 @@
 #include "cuda/device_buffer.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/maps.hpp"
+#include "bench_args.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -206,16 +207,10 @@ Timing run_nbkit(const nbkit::Atoms& atoms, const nbkit::Lattice& lattice, std::
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path;
-  bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
-    else if (!std::strcmp(argv[i], "--quick")) quick = true;
-    else {
-      std::fprintf(stderr, "usage: bench_map_cuda [--json FILE] [--quick]\n");
-      return 2;
-    }
-  }
+  const auto parsed = nbkit::bench::parse_bench_args(argc, argv, "bench_map_cuda");
+  if (!parsed) return 2;
+  const std::string json_path = parsed->json_path;
+  const bool quick = parsed->quick;
   std::string why;
   const auto gpus = nbkit::list_gpus(&why);
   if (gpus.empty()) {

@@ -38,7 +38,7 @@ struct MapOptions {
   double ionic_strength = 0.15;                     // mol/L, mdh only
   int threads = 0;                                  // 0: all hardware threads
   std::vector<int> gpus;                            // CUDA device indices; empty: all
-  // Called from one thread with the fraction done, 0..1; may be empty.
+  // Called with the fraction done, 0..1, never concurrently (calls are serialized); may be empty.
   std::function<void(double)> progress;
 };
 

@@ -1,0 +1,31 @@
+#pragma once
+// The command line every nbkit benchmark takes: [--json FILE] [--quick].
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+
+namespace nbkit::bench {
+
+struct BenchArgs {
+  std::string json_path;  // where to write the results as JSON; empty: nowhere
+  bool quick = false;     // fewer sizes and repeats
+};
+
+// Empty (after printing the usage line) when the arguments are not understood.
+inline std::optional<BenchArgs> parse_bench_args(int argc, char** argv, const char* name) {
+  BenchArgs args;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
+      args.json_path = argv[++i];
+    } else if (!std::strcmp(argv[i], "--quick")) {
+      args.quick = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--json FILE] [--quick]\n", name);
+      return std::nullopt;
+    }
+  }
+  return args;
+}
+
+}  // namespace nbkit::bench
