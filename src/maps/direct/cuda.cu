@@ -4,14 +4,12 @@
 // Design (seed 000, "DCS CUDA" slides; Stone et al., J Comp Chem 28:2618, 2007; then past
 // them on Hopper, ../shared/PERFORMANCE.md "Lessons"):
 // - The whole lattice in one launch per slab of rows (no plane-per-launch), so every SM is
-//   busy; a thread owns P = 16 consecutive points of one row (unroll-and-jam over z): each
-//   atom, once read, serves 16 evaluations, and dx^2 + dy^2 is computed once for them.
+//   busy; a thread owns P consecutive points of one row (unroll-and-jam over z): each atom,
+//   once read, serves P evaluations, and dx^2 + dy^2 is computed once per atom for them.
 // - Atoms stream through shared memory in tiles of one block's width, read as 16-byte
 //   broadcasts; any atom count works, with no constant-memory limit and no host stalls.
 // - One rsqrt.approx (the special-function unit, MUFU.RSQ) and three float32 operations
-//   per evaluation: the MUFU pipe is the only limit (~4.17e12/s on an H100/H200). One
-//   point in eight computes its rsqrt on the FP32 pipe instead (soft_reciprocal_sqrt, as
-//   accurate), to pass that limit.
+//   per evaluation: the MUFU pipe is the only limit (~4.17e12/s on an H100/H200).
 // - Accuracy as on the CPU (cpu.cpp): coordinates in lattice units with each atom's x, y, z
 //   split into an integer lattice index and a residual, so distances are exact to float32
 //   rounding of the distance itself; float32 sums over a tile of atoms, float64 across tiles.
@@ -54,7 +52,7 @@ namespace nbkit::maps {
 namespace {
 
 constexpr int kBlock = 128;  // threads per block = atoms per shared-memory tile
-constexpr int kPointsPerThread = 16;  // 8 and 1 for short rows
+constexpr int kPointsPerThread = 8;
 
 // One atom: {x index, x residual, y index, y residual} and {z index, z residual,
 // coefficient, unused}, lattice units.
@@ -77,22 +75,6 @@ __device__ __forceinline__ float reciprocal_sqrt(float x) {
   return y;
 }
 __device__ __forceinline__ double reciprocal_sqrt(double x) { return ::rsqrt(x); }
-
-// 1/sqrt(x) on the FP32 pipe, leaving the special-function unit (the loop's only limit)
-// free: the bit-trick seed (magic constant 0x5f375a86, C. Lomont, "Fast inverse square
-// root", 2003; relative error <= 1.75e-3) and three Newton-Raphson steps y (3/2 - x/2 y^2)
-// (error 1.75e-3 -> 4.6e-6 -> 3e-11, then float32 rounding): as accurate as MUFU.RSQ.
-// One point in eight takes it (kSoftEvery), which moves 1/8 of the work off the MUFU pipe.
-__device__ __forceinline__ float soft_reciprocal_sqrt(float x) {
-  float y = __int_as_float(0x5f375a86 - (__float_as_int(x) >> 1));
-  const float half_x = 0.5f * x;
-  y = y * fmaf(-half_x * y, y, 1.5f);
-  y = y * fmaf(-half_x * y, y, 1.5f);
-  y = y * fmaf(-half_x * y, y, 1.5f);
-  return y;
-}
-__device__ __forceinline__ double soft_reciprocal_sqrt(double x) { return ::rsqrt(x); }
-constexpr int kSoftEvery = 8;
 
 
 // Sums atoms [segment * atoms_per_segment, ...) (segment = blockIdx.y) for P points of a
@@ -139,7 +121,7 @@ __global__ void __launch_bounds__(kBlock)
       for (int p = 0; p < P; ++p) {
         const Real dz = dz0 + static_cast<Real>(p);
         const Real r2 = dz * dz + dxy2;
-        Real rinv = (P > 1 && p % kSoftEvery == kSoftEvery - 1) ? soft_reciprocal_sqrt(r2) : reciprocal_sqrt(r2);
+        Real rinv = reciprocal_sqrt(r2);
         if constexpr (kCheckSingular) rinv = r2 > singular_r2 ? rinv : Real(0);  // nbkit::singular_distance
         acc[p] += maps::law_term(law, math, zc.c, r2, rinv);
       }
@@ -216,7 +198,7 @@ struct Plan {
 Plan plan_for(const Lattice& lattice, std::int64_t rows, std::int64_t natoms) {
   Plan plan;
   const std::int64_t nz = lattice.dims[2];
-  plan.points_per_thread = nz >= kPointsPerThread ? kPointsPerThread : (nz >= 8 ? 8 : 1);
+  plan.points_per_thread = nz >= kPointsPerThread ? kPointsPerThread : 1;
   plan.chunks_per_row = static_cast<int>((nz + plan.points_per_thread - 1) / plan.points_per_thread);
   const std::int64_t blocks = (rows * plan.chunks_per_row + kBlock - 1) / kBlock;
   // Enough blocks to fill the GPU to the end: >= 32768 (about 25 waves of a 132-SM GPU).
@@ -366,9 +348,6 @@ void run_device(int device, const DeviceAtoms<Real>& atoms, const Plan& plan, co
     if (plan.points_per_thread == kPointsPerThread)
       run_slab<Real, Law, kPointsPerThread>(plan, regular, on_lattice, lattice_law, singular_r2, first, last, lattice,
                                             rows.prefactor, partial, slot.out, compute);
-    else if (plan.points_per_thread == 8)
-      run_slab<Real, Law, 8>(plan, regular, on_lattice, lattice_law, singular_r2, first, last, lattice,
-                             rows.prefactor, partial, slot.out, compute);
     else
       run_slab<Real, Law, 1>(plan, regular, on_lattice, lattice_law, singular_r2, first, last, lattice,
                              rows.prefactor, partial, slot.out, compute);
