@@ -21,6 +21,10 @@ struct BackendCase {
 
 class HandComputed : public ::testing::TestWithParam<BackendCase> {
  protected:
+  void SetUp() override {
+    std::string why;
+    if (GetParam().backend == Backend::cuda && list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  }
   MapOptions options(MapMethod method) const {
     MapOptions o;
     o.method = method;
@@ -123,9 +127,15 @@ TEST_P(HandComputed, LatticePointOnAnAtomIsFiniteAndFeelsTheOthers) {
 INSTANTIATE_TEST_SUITE_P(Backends, HandComputed,
                          ::testing::Values(BackendCase{Backend::reference, Precision::double_, 1e-13},
                                            BackendCase{Backend::cpu, Precision::double_, 1e-13},
-                                           BackendCase{Backend::cpu, Precision::single, 2e-6}),
+                                           BackendCase{Backend::cpu, Precision::single, 2e-6},
+                                           BackendCase{Backend::cuda, Precision::double_, 1e-13},
+                                           // MUFU rsqrt: 2^-22.9 relative, as the CPU's Newton step
+                                           BackendCase{Backend::cuda, Precision::single, 2e-6}),
                          [](const auto& info) {
-                           return to_string(info.param.backend) + "_" + to_string(info.param.precision);
+                           // "Cuda" capitalised: scripts/gpu-check runs '*Cuda*' under compute-sanitizer
+                           const std::string backend =
+                               info.param.backend == Backend::cuda ? "Cuda" : to_string(info.param.backend);
+                           return backend + "_" + to_string(info.param.precision);
                          });
 
 TEST(MapRequests, BadInputsAreRefused) {

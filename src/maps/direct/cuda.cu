@@ -209,6 +209,10 @@ Plan plan_for(const Lattice& lattice, std::int64_t rows, std::int64_t natoms) {
   // Segments of >= 2048 atoms, at most 64.
   plan.segments = static_cast<int>(
       std::clamp<std::int64_t>(std::min<std::int64_t>(std::max(for_fill, for_balance), natoms / 2048), 1, 64));
+  if (natoms == 0) {  // every atom sits on a lattice point: only the checked pass runs
+    plan.atoms_per_segment = kBlock;
+    return plan;
+  }
   const std::int64_t per_segment = (natoms + plan.segments - 1) / plan.segments;
   plan.atoms_per_segment = static_cast<int>(((per_segment + kBlock - 1) / kBlock) * kBlock);  // whole tiles
   plan.segments = static_cast<int>(std::max<std::int64_t>(1, (natoms + plan.atoms_per_segment - 1) / plan.atoms_per_segment));
