@@ -75,12 +75,12 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
   const auto start = std::chrono::steady_clock::now();
   std::string detail;
   double kernel_seconds = 0;
+  const bool double_precision = options.precision == Precision::double_;
   if (backend == Backend::reference) {
     maps::direct_reference(atoms, law, rows);
     detail = "float64 reference, 1 thread";
   } else if (backend == Backend::cuda) {
     const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, law);
-    const bool double_precision = options.precision == Precision::double_;
     maps::CudaRunInfo info;
     maps::direct_cuda(prepared, law, rows, double_precision, options.gpus, &info);
     kernel_seconds = info.kernel_seconds;
@@ -89,7 +89,6 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
                          double_precision ? "float64" : "float32");
   } else {
     const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, law);
-    const bool double_precision = options.precision == Precision::double_;
     maps::direct_cpu(prepared, law, rows, double_precision, threads);
     detail = fmt::format("{} SIMD, {}, {} thread{}", maps::direct_cpu_target(),
                          double_precision ? "float64" : "float32", threads, threads == 1 ? "" : "s");
