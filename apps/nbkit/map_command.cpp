@@ -30,6 +30,8 @@ struct MapArguments {
   std::optional<double> dielectric;
   double temperature = units::default_temperature;
   double ionic_strength = 0.15;
+  double cutoff = 12.0, bin_size = 0;
+  std::string smoothing = "cutcp";
   int threads = 0;
   bool quiet = false;
 };
@@ -76,6 +78,9 @@ int run_map(const MapArguments& args) {
   options.dielectric = args.dielectric.value_or(options.method == MapMethod::mdh ? 78.54 : 1.0);
   options.temperature = args.temperature;
   options.ionic_strength = args.ionic_strength;
+  options.cutoff = args.cutoff;
+  options.smoothing = parse_smoothing(args.smoothing);
+  options.bin_size = args.bin_size;
   options.threads = args.threads;
   options.gpus = parse_gpus(args.gpus);
   const double kappa = screening_kappa(options);  // validates dielectric, temperature, ionic strength
@@ -111,7 +116,9 @@ int run_map(const MapArguments& args) {
                   options.temperature,
                   options.method == MapMethod::mdh
                       ? fmt::format(", ionic strength {} mol/L, kappa {:.6f} 1/A", options.ionic_strength, kappa)
-                      : ""),
+                      : options.method == MapMethod::cutoff
+                            ? fmt::format(", cutoff {} A, smoothing {}", options.cutoff, to_string(options.smoothing))
+                            : ""),
       "vertex-centred lattice: point (i,j,k) at origin + (i,j,k)*delta; x index slowest, z fastest",
   };
   io::write_map(output, map, comments);
@@ -136,6 +143,10 @@ int run_map(const MapArguments& args) {
                             {"dielectric", options.dielectric},
                             {"temperature_K", options.temperature},
                             {"precision", to_string(options.precision)}};
+    if (options.method == MapMethod::cutoff) {
+      report["parameters"]["cutoff_angstrom"] = options.cutoff;
+      report["parameters"]["smoothing"] = to_string(options.smoothing);
+    }
     if (options.method == MapMethod::mdh) {
       report["parameters"]["ionic_strength_molar"] = options.ionic_strength;
       report["parameters"]["kappa_per_angstrom"] = kappa;
@@ -147,7 +158,7 @@ int run_map(const MapArguments& args) {
     if (stats.backend == Backend::cuda) report["timing_seconds"]["gpu_kernels"] = stats.kernel_seconds;
     if (!stats.notice.empty()) report["backend"]["notice"] = stats.notice;
     report["rates"] = {{"evaluations", stats.evaluations}, {"evaluations_per_second", stats.evaluations_per_second()},
-                       {"lattice_points_per_second", stats.seconds > 0 ? lattice.size() / stats.seconds : 0.0}};
+                       {"lattice_points_per_second", stats.points_per_second()}};
     report["potential"] = {{"min", low}, {"max", high}};
     report["outputs"] = {{"map", output}};
     if (slice_info)
@@ -161,9 +172,12 @@ int run_map(const MapArguments& args) {
   }
 
   if (!args.quiet) {
-    fmt::print("nbkit map: {} atoms, {}x{}x{} = {} lattice points, {:.3f} s, {:.3g} atom-lattice evaluations/s ({}: {})\n",
+    const std::string rate = stats.evaluations > 0
+                                 ? fmt::format("{:.3g} atom-lattice evaluations/s", stats.evaluations_per_second())
+                                 : fmt::format("{:.3g} lattice points/s", stats.points_per_second());
+    fmt::print("nbkit map: {} atoms, {}x{}x{} = {} lattice points, {:.3f} s, {} ({}: {})\n",
                with_commas(static_cast<std::int64_t>(atoms.size())), n[0], n[1], n[2], with_commas(lattice.size()),
-               stats.seconds, stats.evaluations_per_second(), to_string(stats.backend), stats.detail);
+               stats.seconds, rate, to_string(stats.backend), stats.detail);
     fmt::print("  potential {:.4g} to {:.4g} {} -> {}{}\n", low, high, units::to_string(options.unit), output,
                args.png.empty() ? "" : ", " + args.png);
   }
@@ -181,7 +195,14 @@ Action setup_map(CLI::App& app) {
   app.add_option("input", args->input, "PQR file (or PDB/mmCIF with --charges)")->required();
   app.add_option("-o,--output", args->output, "map file: .dx, .mrc, .map or .ccp4 (default: INPUT's name with .dx)");
   auto* group_method = app.add_option_group("method");
-  group_method->add_option("--method", args->method, "direct (Coulomb) or mdh (Debye-Hueckel with ion radii)")
+  group_method->add_option("--method", args->method,
+                           "direct (Coulomb), mdh (Debye-Hueckel with ion radii) or cutoff (short-range, linear time)")
+      ->capture_default_str();
+  group_method->add_option("--cutoff", args->cutoff, "cutoff distance, Angstrom (cutoff method)")->capture_default_str();
+  group_method->add_option("--smoothing", args->smoothing,
+                           "cutoff method: none, cutcp (q/r (1-r^2/c^2)^2), taylor1..3 (multilevel splitting)")
+      ->capture_default_str();
+  group_method->add_option("--bin-size", args->bin_size, "cutoff method: atom bin edge, Angstrom (0: cutoff/3)")
       ->capture_default_str();
   group_method->add_option("--dielectric", args->dielectric, "relative permittivity (default 1; 78.54 for mdh)");
   group_method->add_option("--temperature", args->temperature, "K, for kT/e and kappa")->capture_default_str();

@@ -18,7 +18,19 @@ enum class MapMethod {
   direct,  // Coulomb: V(r) = C/eps * sum_i q_i / |r - r_i|
   mdh,     // Debye-Hueckel with ion-exclusion radii (APBS bcfl mdh):
            // V(r) = C/eps * sum_i q_i exp(-kappa (d_i - a_i)) / ((1 + kappa a_i) d_i)
+  cutoff,  // short-range Coulomb within a cutoff, smoothed (see Smoothing), in linear time
 };
+
+// How the cutoff method's Coulomb law goes to zero at the cutoff c (src/maps/laws.hpp):
+enum class Smoothing {
+  none,     // q/r, truncated
+  cutcp,    // q/r (1 - r^2/c^2)^2, as Parboil's cutcp
+  taylor1,  // q (1/r - gamma(r/c)/c), the multilevel summation splitting, C1 at c
+  taylor2,  // ... C2
+  taylor3,  // ... C3
+};
+Smoothing parse_smoothing(const std::string& name);  // none, cutcp, taylor1..3 (or c1..c3)
+std::string to_string(Smoothing smoothing);
 MapMethod parse_map_method(const std::string& name);
 std::string to_string(MapMethod method);
 
@@ -36,6 +48,9 @@ struct MapOptions {
   double dielectric = 1.0;                          // relative permittivity of the medium
   double temperature = units::default_temperature;  // K (kT/e and kappa)
   double ionic_strength = 0.15;                     // mol/L, mdh only
+  double cutoff = 12.0;                             // Angstrom, cutoff only
+  Smoothing smoothing = Smoothing::cutcp;           // cutoff only
+  double bin_size = 0;                              // Angstrom, cutoff only; 0: cutoff / 3
   int threads = 0;                                  // 0: all hardware threads
   std::vector<int> gpus;                            // CUDA device indices; empty: all
   // Called with the fraction done, 0..1, never concurrently (calls are serialized); may be empty.
@@ -58,8 +73,10 @@ struct MapStats {
   std::string notice;              // e.g. why --backend auto fell back to the CPU
   double seconds = 0;
   double kernel_seconds = 0;       // GPU kernels alone (cuda backend)
-  double evaluations = 0;          // atom-lattice pair evaluations
+  double lattice_points = 0;       // points computed
+  double evaluations = 0;          // atom-lattice pair evaluations (direct summation; 0 for cutoff)
   double evaluations_per_second() const { return seconds > 0 ? evaluations / seconds : 0; }
+  double points_per_second() const { return seconds > 0 ? lattice_points / seconds : 0; }
 };
 
 // Bytes a map of this lattice needs in memory. compute_map checks it against what the

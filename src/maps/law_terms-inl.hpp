@@ -1,5 +1,6 @@
 // The distance-dependent term of each law in laws.hpp, generic over the arithmetic type V
-// (float, double, a SIMD vector) and a math policy M (set: broadcast a constant, exp).
+// (float, double, a SIMD vector) and a math policy M (set: broadcast a constant, exp,
+// below: keep a value where r2 < limit, else 0).
 // No include guard, on purpose: laws.hpp includes it into nbkit::maps for scalar and CUDA
 // code, and each Highway target includes it into its own namespace (Highway's per-target
 // compilation needs the SIMD instantiations compiled inside the target's region).
@@ -14,4 +15,32 @@ NBKIT_HOST_DEVICE V law_term(const DebyeHuckelLaw& law, const M& math, V coeffic
                              V rinv) {
   const V distance = r2 * rinv;
   return coefficient * math.exp(math.set(-law.kappa) * distance) * rinv;
+}
+
+// gamma_N of CutoffLaw as a polynomial in s = rho^2, Horner's form.
+template <Smoothing S, class M, class V>
+NBKIT_HOST_DEVICE V taylor_gamma(const M& math, V s) {
+  if constexpr (S == Smoothing::taylor1) {
+    return math.set(1.5) - math.set(0.5) * s;
+  } else if constexpr (S == Smoothing::taylor2) {
+    return math.set(15.0 / 8) + s * (math.set(-5.0 / 4) + s * math.set(3.0 / 8));
+  } else {
+    return math.set(35.0 / 16) + s * (math.set(-35.0 / 16) + s * (math.set(21.0 / 16) + s * math.set(-5.0 / 16)));
+  }
+}
+
+template <class M, class V, Smoothing S>
+NBKIT_HOST_DEVICE V law_term(const CutoffLaw<S>& law, const M& math, V coefficient, V r2, V rinv) {
+  const double cutoff2 = law.cutoff * law.cutoff;
+  V value;
+  if constexpr (S == Smoothing::none) {
+    value = coefficient * rinv;
+  } else if constexpr (S == Smoothing::cutcp) {
+    const V t = math.set(1.0) - r2 * math.set(1.0 / cutoff2);
+    value = coefficient * rinv * (t * t);
+  } else {
+    const V s = r2 * math.set(1.0 / cutoff2);
+    value = coefficient * (rinv - taylor_gamma<S>(math, s) * math.set(1.0 / law.cutoff));
+  }
+  return math.below(r2, cutoff2, value);
 }

@@ -36,12 +36,25 @@
 #include <vector>
 
 #include "maps/direct/direct.hpp"
+#include "nbkit/core/error.hpp"
 #include "nbkit/maps.hpp"
 
 namespace nbkit::maps {
+// Atoms hashed into cubic bins (cutoff summation): atom indices sorted by bin, x fastest.
+struct AtomBins {
+  Vec3 lower;                  // corner of bin (0,0,0), Angstrom from the lattice origin
+  double size = 0;             // bin edge, Angstrom
+  std::int64_t dims[3] = {1, 1, 1};
+  std::vector<std::int64_t> start;  // bin b holds atoms[start[b] .. start[b+1])
+  std::vector<std::int64_t> atoms;
+  double cutoff = 0;           // Angstrom
+};
+
 struct CpuJob {
   const PreparedAtoms* atoms;
-  const MapLaw* law;
+  const MapLaw* law;              // direct summation, or
+  const CutoffMapLaw* cutoff_law; // cutoff summation over `bins`
+  const AtomBins* bins;
   const RowRange* rows;
   bool double_precision;
   int threads;
@@ -66,6 +79,9 @@ struct SimdMath {
   D d;
   HWY_INLINE hn::Vec<D> set(double v) const { return hn::Set(d, static_cast<hn::TFromD<D>>(v)); }
   HWY_INLINE hn::Vec<D> exp(hn::Vec<D> v) const { return hn::Exp(d, v); }
+  HWY_INLINE hn::Vec<D> below(hn::Vec<D> r2, double limit, hn::Vec<D> value) const {
+    return hn::IfThenElseZero(hn::Lt(r2, set(limit)), value);
+  }
 };
 
 // 2/sqrt(r2): the reciprocal distance in units of twice the lattice spacing (see
@@ -94,6 +110,10 @@ inline CoulombLaw scaled_law(const CoulombLaw& law, double) { return law; }
 inline DebyeHuckelLaw scaled_law(const DebyeHuckelLaw& law, double length_unit) {
   return DebyeHuckelLaw{law.kappa * length_unit};
 }
+template <Smoothing S>
+inline CutoffLaw<S> scaled_law(const CutoffLaw<S>& law, double length_unit) {
+  return CutoffLaw<S>{law.cutoff / length_unit};
+}
 
 // Vectors of points per unroll-and-jam block: AVX-512 has 32 registers, others 16.
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4
@@ -111,11 +131,15 @@ struct AtomColumns {
   std::vector<Real> z_index, z_residual, coefficient;
 };
 
+// The atoms one lattice row sums over (all of them, or those of the bins within the cutoff
+// of the row, grouped by z bin), with their row-dependent dx^2 + dy^2.
 template <class Real>
 struct RowScratch {
-  std::vector<Real> dxy2;              // (dx^2 + dy^2) of each atom from the row, lattice units
-  std::vector<std::int64_t> on_axis;   // atoms within singular_distance of the row's axis
-  std::vector<double> sum;             // float64 sums along the row
+  std::vector<Real> dxy2, z_index, z_residual, coefficient;  // gathered atoms, lattice units
+  std::int64_t count = 0;
+  std::vector<std::int64_t> z_bin_start;  // cutoff: gathered atoms of z bin b from z_bin_start[b]
+  std::vector<std::int64_t> on_axis;      // atoms within singular_distance of the row's axis
+  std::vector<double> sum;                // float64 sums along the row
   HWY_ALIGN Real lanes[kMaxVectors * hn::MaxLanes(hn::ScalableTag<Real>())];
 };
 
@@ -126,8 +150,8 @@ constexpr double kFarAway = 1e30;
 
 // Adds the atoms [begin, end) to NV vectors of points starting at k0.
 template <int NV, class Real, class Law>
-HWY_INLINE void accumulate_block(const Law& law, const AtomColumns<Real>& columns, RowScratch<Real>& s,
-                                 std::int64_t begin, std::int64_t end, std::int64_t k0) {
+HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, std::int64_t begin, std::int64_t end,
+                                 std::int64_t k0) {
   const hn::ScalableTag<Real> d;
   const SimdMath<hn::ScalableTag<Real>> math{d};
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
@@ -137,9 +161,9 @@ HWY_INLINE void accumulate_block(const Law& law, const AtomColumns<Real>& column
     acc[u] = hn::Zero(d);
   }
   const Real* HWY_RESTRICT dxy2 = s.dxy2.data();
-  const Real* HWY_RESTRICT z_index = columns.z_index.data();
-  const Real* HWY_RESTRICT z_residual = columns.z_residual.data();
-  const Real* HWY_RESTRICT coefficient = columns.coefficient.data();
+  const Real* HWY_RESTRICT z_index = s.z_index.data();
+  const Real* HWY_RESTRICT z_residual = s.z_residual.data();
+  const Real* HWY_RESTRICT coefficient = s.coefficient.data();
   for (std::int64_t n = begin; n < end; ++n) {
     const auto atom_dxy2 = hn::Set(d, dxy2[n]);
     const auto atom_z_index = hn::Set(d, z_index[n]);
@@ -159,19 +183,20 @@ HWY_INLINE void accumulate_block(const Law& law, const AtomColumns<Real>& column
   for (std::int64_t k = k0; k < last; ++k) s.sum[k] += static_cast<double>(s.lanes[k - k0]);
 }
 
+// Adds the gathered atoms [first, last) to NV vectors of points starting at k0.
 template <int NV, class Real, class Law>
-HWY_INLINE void sum_block(const Law& law, const AtomColumns<Real>& columns, RowScratch<Real>& s,
+HWY_INLINE void sum_block(const Law& law, RowScratch<Real>& s, std::int64_t first, std::int64_t last,
                           std::int64_t k0) {
-  const std::int64_t atoms = static_cast<std::int64_t>(s.dxy2.size());
-  // float64 needs no chunks: one pass over all atoms.
-  const std::int64_t chunk = std::is_same_v<Real, float> ? kChunk : std::max<std::int64_t>(atoms, 1);
-  for (std::int64_t begin = 0; begin < atoms; begin += chunk)
-    accumulate_block<NV>(law, columns, s, begin, std::min(atoms, begin + chunk), k0);
+  // float64 needs no chunks: one pass over the atoms.
+  const std::int64_t chunk = std::is_same_v<Real, float> ? kChunk : std::max<std::int64_t>(last - first, 1);
+  for (std::int64_t begin = first; begin < last; begin += chunk)
+    accumulate_block<NV>(law, s, begin, std::min(last, begin + chunk), k0);
 }
 
 template <class Real, class Law>
 void sum_rows(const CpuJob& job, const Law& law) {
   const PreparedAtoms& atoms = *job.atoms;
+  const AtomBins* bins = job.bins;
   const RowRange& rows = *job.rows;
   const Lattice& lattice = *rows.lattice;
   const std::int64_t ny = lattice.dims[1], nz = lattice.dims[2];
@@ -195,41 +220,90 @@ void sum_rows(const CpuJob& job, const Law& law) {
     columns.coefficient[n] = static_cast<Real>(atoms.coefficient[n] / (kLawUnit * h));
   }
   const double singular_r2_lattice = singular_r2 / (h * h);
+  const double inv_h = 1.0 / h;
 
 #pragma omp parallel num_threads(job.threads)
   {
     RowScratch<Real> s;
     s.dxy2.resize(natoms);
+    s.z_index.resize(natoms);
+    s.z_residual.resize(natoms);
+    s.coefficient.resize(natoms);
     s.sum.resize(nz);
+    if (bins) s.z_bin_start.resize(bins->dims[2] + 1);
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t row = rows.row_begin; row < rows.row_end; ++row) {
       // Row setup in lattice units: x, y of the row's points are integers.
       const double x = static_cast<double>(row / ny), y = static_cast<double>(row % ny);
-      const double inv_h = 1.0 / h;
-      Real* HWY_RESTRICT dxy2 = s.dxy2.data();
-      for (std::int64_t n = 0; n < natoms; ++n) {
-        const double dx = x - atoms.x[n] * inv_h, dy = y - atoms.y[n] * inv_h;
-        dxy2[n] = static_cast<Real>(dx * dx + dy * dy);
-      }
+      s.count = 0;
       s.on_axis.clear();
-      for (std::int64_t n = 0; n < natoms; ++n)
-        if (dxy2[n] <= singular_r2_lattice) {  // may sit on a lattice point of this row
+      auto gather = [&](std::int64_t n, double dxy2) {
+        const std::int64_t m = s.count++;
+        if (dxy2 <= singular_r2_lattice) {  // may sit on a lattice point of this row
           s.on_axis.push_back(n);
-          dxy2[n] = static_cast<Real>(kFarAway);
+          dxy2 = kFarAway;
         }
+        s.dxy2[m] = static_cast<Real>(dxy2);
+        s.z_index[m] = columns.z_index[n];
+        s.z_residual[m] = columns.z_residual[n];
+        s.coefficient[m] = columns.coefficient[n];
+      };
+      if (!bins) {
+        for (std::int64_t n = 0; n < natoms; ++n) {
+          const double dx = x - atoms.x[n] * inv_h, dy = y - atoms.y[n] * inv_h;
+          gather(n, dx * dx + dy * dy);
+        }
+      } else {
+        // The bins whose x, y range comes within the cutoff of the row's axis, z bin by z
+        // bin, keeping the atoms within the cutoff of the axis.
+        const double cutoff = bins->cutoff, cutoff2_lattice = (cutoff * inv_h) * (cutoff * inv_h);
+        auto bin_range = [&](double coordinate, int axis, std::int64_t& lo, std::int64_t& hi) {
+          lo = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor((coordinate - cutoff - bins->lower[axis]) / bins->size)));
+          hi = std::min<std::int64_t>(bins->dims[axis] - 1,
+                                      static_cast<std::int64_t>(std::floor((coordinate + cutoff - bins->lower[axis]) / bins->size)));
+        };
+        std::int64_t bx_lo, bx_hi, by_lo, by_hi;
+        bin_range(x * h, 0, bx_lo, bx_hi);
+        bin_range(y * h, 1, by_lo, by_hi);
+        for (std::int64_t bz = 0; bz < bins->dims[2]; ++bz) {
+          s.z_bin_start[bz] = s.count;
+          for (std::int64_t by = by_lo; by <= by_hi; ++by)
+            for (std::int64_t bx = bx_lo; bx <= bx_hi; ++bx) {
+              const std::int64_t b = (bz * bins->dims[1] + by) * bins->dims[0] + bx;
+              for (std::int64_t i = bins->start[b]; i < bins->start[b + 1]; ++i) {
+                const std::int64_t n = bins->atoms[i];
+                const double dx = x - atoms.x[n] * inv_h, dy = y - atoms.y[n] * inv_h;
+                const double dxy2 = dx * dx + dy * dy;
+                if (dxy2 < cutoff2_lattice) gather(n, dxy2);
+              }
+            }
+        }
+        s.z_bin_start[bins->dims[2]] = s.count;
+      }
       std::fill(s.sum.begin(), s.sum.end(), 0.0);
       for (std::int64_t k0 = 0; k0 < nz; k0 += kMaxVectors * lanes) {
         const std::int64_t vectors = std::min<std::int64_t>(kMaxVectors, (nz - k0 + lanes - 1) / lanes);
+        std::int64_t first = 0, last = s.count;
+        if (bins) {  // the z bins within the cutoff of this block's points
+          std::int64_t bz_lo, bz_hi;
+          const double z_first = static_cast<double>(k0) * h;
+          const double z_last = static_cast<double>(std::min(nz - 1, k0 + vectors * lanes - 1)) * h;
+          bz_lo = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor((z_first - bins->cutoff - bins->lower.z) / bins->size)));
+          bz_hi = std::min<std::int64_t>(bins->dims[2] - 1, static_cast<std::int64_t>(std::floor((z_last + bins->cutoff - bins->lower.z) / bins->size)));
+          if (bz_lo > bz_hi) continue;
+          first = s.z_bin_start[bz_lo];
+          last = s.z_bin_start[bz_hi + 1];
+        }
         switch (vectors) {
-          case 1: sum_block<1>(scaled, columns, s, k0); break;
-          case 2: sum_block<2>(scaled, columns, s, k0); break;
-          case 3: sum_block<3>(scaled, columns, s, k0); break;
-          case 4: sum_block<4>(scaled, columns, s, k0); break;
+          case 1: sum_block<1>(scaled, s, first, last, k0); break;
+          case 2: sum_block<2>(scaled, s, first, last, k0); break;
+          case 3: sum_block<3>(scaled, s, first, last, k0); break;
+          case 4: sum_block<4>(scaled, s, first, last, k0); break;
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4
-          case 5: sum_block<5>(scaled, columns, s, k0); break;
-          case 6: sum_block<6>(scaled, columns, s, k0); break;
-          case 7: sum_block<7>(scaled, columns, s, k0); break;
-          case 8: sum_block<8>(scaled, columns, s, k0); break;
+          case 5: sum_block<5>(scaled, s, first, last, k0); break;
+          case 6: sum_block<6>(scaled, s, first, last, k0); break;
+          case 7: sum_block<7>(scaled, s, first, last, k0); break;
+          case 8: sum_block<8>(scaled, s, first, last, k0); break;
 #endif
           default: break;
         }
@@ -255,13 +329,20 @@ void sum_rows(const CpuJob& job, const Law& law) {
 }
 
 void SumRows(const CpuJob& job) {
-  const MapLaw& law = *job.law;
-  if (const auto* coulomb = std::get_if<CoulombLaw>(&law)) {
-    job.double_precision ? sum_rows<double>(job, *coulomb) : sum_rows<float>(job, *coulomb);
-  } else {
-    const auto& mdh = std::get<DebyeHuckelLaw>(law);
-    job.double_precision ? sum_rows<double>(job, mdh) : sum_rows<float>(job, mdh);
+  auto run = [&](const auto& law) {
+    job.double_precision ? sum_rows<double>(job, law) : sum_rows<float>(job, law);
+  };
+  if (job.law) {
+    if (const auto* coulomb = std::get_if<CoulombLaw>(job.law)) run(*coulomb);
+    else run(std::get<DebyeHuckelLaw>(*job.law));
+    return;
   }
+  const CutoffMapLaw& law = *job.cutoff_law;
+  if (const auto* l0 = std::get_if<CutoffLaw<Smoothing::none>>(&law)) run(*l0);
+  else if (const auto* l1 = std::get_if<CutoffLaw<Smoothing::cutcp>>(&law)) run(*l1);
+  else if (const auto* l2 = std::get_if<CutoffLaw<Smoothing::taylor1>>(&law)) run(*l2);
+  else if (const auto* l3 = std::get_if<CutoffLaw<Smoothing::taylor2>>(&law)) run(*l3);
+  else run(std::get<CutoffLaw<Smoothing::taylor3>>(law));
 }
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
@@ -276,7 +357,46 @@ HWY_EXPORT(TargetName);
 
 void direct_cpu(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& rows,
                 bool double_precision, int threads) {
-  const CpuJob job{&atoms, &law, &rows, double_precision, std::max(threads, 1)};
+  const CpuJob job{&atoms, &law, nullptr, nullptr, &rows, double_precision, std::max(threads, 1)};
+  HWY_DYNAMIC_DISPATCH(SumRows)(job);
+}
+
+void cutoff_cpu(const PreparedAtoms& atoms, const CutoffMapLaw& law, const RowRange& rows, bool double_precision,
+                int threads, double bin_size) {
+  AtomBins bins;
+  bins.cutoff = std::visit([](const auto& l) { return l.cutoff; }, law);
+  // Bins of a third of the cutoff by default: a row then gathers atoms from a square of
+  // 7 x 7 bin columns around it, little more than the cylinder of the cutoff.
+  bins.size = bin_size > 0 ? bin_size : bins.cutoff / 3;
+  Vec3 upper{-1e300, -1e300, -1e300};
+  bins.lower = {1e300, 1e300, 1e300};
+  for (std::int64_t n = 0; n < atoms.size(); ++n) {
+    const Vec3 p{atoms.x[n], atoms.y[n], atoms.z[n]};
+    for (int a = 0; a < 3; ++a) bins.lower[a] = std::min(bins.lower[a], p[a]), upper[a] = std::max(upper[a], p[a]);
+  }
+  std::int64_t count = 1;
+  for (int a = 0; a < 3; ++a) {
+    bins.dims[a] = static_cast<std::int64_t>((upper[a] - bins.lower[a]) / bins.size) + 1;
+    count *= bins.dims[a];
+  }
+  if (count > (std::int64_t{1} << 28))
+    throw Error("cutoff summation: " + std::to_string(count) + " bins of " + std::to_string(bins.size) +
+                " A are too many; pass a larger bin size");
+  auto bin_of = [&](std::int64_t n) {
+    const double p[3] = {atoms.x[n], atoms.y[n], atoms.z[n]};
+    std::int64_t b[3];
+    for (int a = 0; a < 3; ++a)
+      b[a] = std::min(bins.dims[a] - 1, static_cast<std::int64_t>((p[a] - bins.lower[a]) / bins.size));
+    return (b[2] * bins.dims[1] + b[1]) * bins.dims[0] + b[0];
+  };
+  bins.start.assign(count + 1, 0);
+  for (std::int64_t n = 0; n < atoms.size(); ++n) ++bins.start[bin_of(n) + 1];
+  for (std::int64_t b = 0; b < count; ++b) bins.start[b + 1] += bins.start[b];
+  bins.atoms.resize(atoms.size());
+  std::vector<std::int64_t> fill(bins.start.begin(), bins.start.end() - 1);
+  for (std::int64_t n = 0; n < atoms.size(); ++n) bins.atoms[fill[bin_of(n)]++] = n;  // atom order kept per bin
+
+  const CpuJob job{&atoms, nullptr, &law, &bins, &rows, double_precision, std::max(threads, 1)};
   HWY_DYNAMIC_DISPATCH(SumRows)(job);
 }
 

@@ -13,7 +13,12 @@
 
 namespace nbkit::maps {
 
+// Laws of direct summation over all atoms (CPU and GPU).
 using MapLaw = std::variant<CoulombLaw, DebyeHuckelLaw>;
+// Short-range laws of cutoff summation (CPU; atoms in spatial bins, cutoff/cpu.cpp).
+using CutoffMapLaw = std::variant<CutoffLaw<Smoothing::none>, CutoffLaw<Smoothing::cutcp>,
+                                  CutoffLaw<Smoothing::taylor1>, CutoffLaw<Smoothing::taylor2>,
+                                  CutoffLaw<Smoothing::taylor3>>;
 
 // Atoms relative to the lattice origin (removing the origin once, as the slides advise,
 // keeps float32 coordinates small) with each law's per-atom coefficient.
@@ -21,7 +26,8 @@ struct PreparedAtoms {
   std::vector<double> x, y, z, coefficient;
   std::int64_t size() const { return static_cast<std::int64_t>(x.size()); }
 };
-PreparedAtoms prepare_atoms(const Atoms& atoms, const Lattice& lattice, const MapLaw& law);
+template <class LawVariant>
+PreparedAtoms prepare_atoms(const Atoms& atoms, const Lattice& lattice, const LawVariant& law);
 
 // One request: lattice rows [row_begin, row_end) into out (row-major, nz values per row),
 // each value the plain sum over atoms times `prefactor`.
@@ -33,12 +39,20 @@ struct RowRange {
   const std::function<void(double)>* progress = nullptr;  // may be null or empty
 };
 
-// float64 plain loops over the textbook formula: the oracle.
+// float64 plain loops over the textbook formula, every atom for every point: the oracle
+// (for cutoff laws too: the law is zero beyond the cutoff).
 void direct_reference(const Atoms& atoms, const MapLaw& law, const RowRange& rows);
+void direct_reference(const Atoms& atoms, const CutoffMapLaw& law, const RowRange& rows);
 
 // All cores, SIMD over z, float32 (chunked float64 accumulation) or float64.
 void direct_cpu(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& rows,
                 bool double_precision, int threads);
+
+// Cutoff summation on the CPU: atoms hashed into cubic bins of `bin_size` Angstrom (0:
+// chosen from the cutoff), each lattice row gathering only the bins within the cutoff.
+// Same arithmetic and guarantees as direct_cpu.
+void cutoff_cpu(const PreparedAtoms& atoms, const CutoffMapLaw& law, const RowRange& rows, bool double_precision,
+                int threads, double bin_size = 0);
 
 // What a GPU run did: devices used and the slowest device's kernel time.
 struct CudaRunInfo {

@@ -8,7 +8,9 @@
 
 namespace nbkit::maps {
 
-void direct_reference(const Atoms& atoms, const MapLaw& law, const RowRange& rows) {
+namespace {
+template <class LawVariant>
+void reference_sum(const Atoms& atoms, const LawVariant& law, const RowRange& rows) {
   const Lattice& lattice = *rows.lattice;
   const std::int64_t nz = lattice.dims[2];
   const std::int64_t total = rows.row_end - rows.row_begin;
@@ -33,7 +35,15 @@ void direct_reference(const Atoms& atoms, const MapLaw& law, const RowRange& row
       law);
 }
 
-PreparedAtoms prepare_atoms(const Atoms& atoms, const Lattice& lattice, const MapLaw& law) {
+}  // namespace
+
+void direct_reference(const Atoms& atoms, const MapLaw& law, const RowRange& rows) { reference_sum(atoms, law, rows); }
+void direct_reference(const Atoms& atoms, const CutoffMapLaw& law, const RowRange& rows) {
+  reference_sum(atoms, law, rows);
+}
+
+template <class LawVariant>
+PreparedAtoms prepare_atoms(const Atoms& atoms, const Lattice& lattice, const LawVariant& law) {
   PreparedAtoms prepared;
   const std::size_t n = atoms.size();
   prepared.x.resize(n);
@@ -52,5 +62,7 @@ PreparedAtoms prepare_atoms(const Atoms& atoms, const Lattice& lattice, const Ma
       law);
   return prepared;
 }
+template PreparedAtoms prepare_atoms(const Atoms&, const Lattice&, const MapLaw&);
+template PreparedAtoms prepare_atoms(const Atoms&, const Lattice&, const CutoffMapLaw&);
 
 }  // namespace nbkit::maps

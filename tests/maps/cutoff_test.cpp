@@ -1,0 +1,181 @@
+// Cutoff summation (atoms in bins, linear time) against the float64 reference of the same
+// truncated and smoothed sum (every atom at every point; the law is zero beyond the cutoff).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "maps/laws.hpp"
+#include "maps/map_test_support.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbkit/io/pqr.hpp"
+#include "nbkit/maps.hpp"
+#include "test_support.hpp"
+
+namespace nbkit {
+
+namespace {
+
+MapOptions cutoff_options(Smoothing smoothing, double cutoff, Backend backend,
+                          Precision precision = Precision::single, double bin_size = 0, int threads = 0) {
+  MapOptions o = test::with(MapMethod::cutoff, backend, precision, threads);
+  o.smoothing = smoothing;
+  o.cutoff = cutoff;
+  o.bin_size = bin_size;
+  return o;
+}
+
+class CutoffSum : public ::testing::TestWithParam<Smoothing> {};
+
+// Error bounds for cutoff sums, and why:
+// - A smoothed term is small near the cutoff by cancellation (1 - r^2/c^2, or 1/r - gamma/c),
+//   so float32 rounding of r^2 (~1e-7) is large relative to the term itself there, but stays
+//   ~1e-7 of the unsmoothed q/r. The bound's scale is therefore sum_i |q_i|/r_i over the
+//   atoms within the cutoff (plain truncation with |q|).
+// - Plain truncation jumps by q/c at the cutoff: float32 and float64 can disagree about an
+//   atom within ~1e-7 of the cutoff (seen: r = 11.9999996 A for c = 12 A). Points with an
+//   atom within 1e-6 c of the cutoff are left out of the comparison for `none`.
+std::vector<double> unsmoothed_magnitude(const Atoms& atoms, const Lattice& lattice, double cutoff) {
+  return test::run(test::with_absolute_charges(atoms), lattice, cutoff_options(Smoothing::none, cutoff, Backend::reference));
+}
+
+std::vector<bool> truncation_boundary(const Atoms& atoms, const Lattice& lattice, double cutoff) {
+  std::vector<bool> near(static_cast<std::size_t>(lattice.size()), false);
+  for (std::int64_t i = 0; i < lattice.dims[0]; ++i)
+    for (std::int64_t j = 0; j < lattice.dims[1]; ++j)
+      for (std::int64_t k = 0; k < lattice.dims[2]; ++k)
+        for (std::size_t n = 0; n < atoms.size(); ++n)
+          if (std::fabs(norm(lattice.point(i, j, k) - atoms.position(n)) - cutoff) < 1e-6 * cutoff) {
+            near[static_cast<std::size_t>(lattice.index(i, j, k))] = true;
+            break;
+          }
+  return near;
+}
+
+// ||a - b|| / ||scale|| over the points not masked out
+double masked_error(const std::vector<double>& a, const std::vector<double>& b, const std::vector<double>& scale,
+                    const std::vector<bool>& masked) {
+  double diff = 0, norm2 = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (masked[i]) continue;
+    diff += (a[i] - b[i]) * (a[i] - b[i]);
+    norm2 += scale[i] * scale[i];
+  }
+  return norm2 > 0 ? std::sqrt(diff / norm2) : std::sqrt(diff);
+}
+
+std::vector<bool> comparison_mask(Smoothing smoothing, const Atoms& atoms, const Lattice& lattice, double cutoff) {
+  if (smoothing == Smoothing::none) return truncation_boundary(atoms, lattice, cutoff);
+  return std::vector<bool>(static_cast<std::size_t>(lattice.size()), false);
+}
+
+}  // namespace
+
+TEST(CutoffLaws, ZeroAtTheCutoffAndCoulombInside) {
+  const double c = 10;
+  EXPECT_DOUBLE_EQ(maps::CutoffLaw<Smoothing::none>{c}.potential(2.0, 1.0, 4.0), 0.5);
+  EXPECT_EQ(maps::CutoffLaw<Smoothing::none>{c}.potential(2.0, 1.0, 10.0), 0.0);
+  EXPECT_DOUBLE_EQ(maps::CutoffLaw<Smoothing::cutcp>{c}.potential(1.0, 1.0, 5.0), 0.2 * 0.75 * 0.75);
+  // The multilevel splitting: gamma(1) = 1, so 1/r - gamma(r/c)/c -> 0 as r -> c, and its
+  // first derivative too (C1 and smoother).
+  for (double r : {c - 1e-6}) {
+    EXPECT_NEAR(maps::CutoffLaw<Smoothing::taylor1>{c}.potential(1.0, 1.0, r), 0.0, 1e-9);
+    EXPECT_NEAR(maps::CutoffLaw<Smoothing::taylor2>{c}.potential(1.0, 1.0, r), 0.0, 1e-9);
+    EXPECT_NEAR(maps::CutoffLaw<Smoothing::taylor3>{c}.potential(1.0, 1.0, r), 0.0, 1e-9);
+  }
+  const auto slope = [&](auto law) {
+    const double e = 1e-4;
+    return (law.potential(1.0, 1.0, c - e) - law.potential(1.0, 1.0, c - 2 * e)) / e;
+  };
+  EXPECT_NEAR(slope(maps::CutoffLaw<Smoothing::taylor1>{c}), 0.0, 1e-5);
+  EXPECT_NEAR(slope(maps::CutoffLaw<Smoothing::taylor3>{c}), 0.0, 1e-5);
+  // Near the origin the splitting's short-range part is 1/r minus a constant: gamma(0)/c.
+  EXPECT_NEAR(maps::CutoffLaw<Smoothing::taylor2>{c}.potential(1.0, 1.0, 0.01), 100 - 15.0 / 8 / c, 2e-7);
+}
+
+TEST_P(CutoffSum, RandomAtomsAtAwkwardSizesAndBinSizes) {
+  const std::vector<std::array<std::int64_t, 3>> shapes = {{1, 1, 1}, {7, 11, 13}, {3, 1, 37}, {17, 5, 1}, {9, 8, 67}};
+  unsigned seed = 300;
+  for (const auto& dims : shapes)
+    for (const double bin_size : {0.0, 1.3, 40.0})
+      for (const std::size_t n : {1, 31, 700}) {
+        Lattice lattice;
+        lattice.origin = {-4.1, -3.3, -5.7};
+        lattice.spacing = 0.37;
+        lattice.dims = dims;
+        const Atoms atoms = test::random_atoms(n, {-12, -10, -14}, {12, 10, 30}, seed++);
+        const auto reference = test::run(atoms, lattice, cutoff_options(GetParam(), 6.5, Backend::reference));
+        const auto magnitude = unsmoothed_magnitude(atoms, lattice, 6.5);
+        const auto masked = comparison_mask(GetParam(), atoms, lattice, 6.5);
+        const auto single = test::run(atoms, lattice, cutoff_options(GetParam(), 6.5, Backend::cpu, Precision::single, bin_size));
+        const auto dbl = test::run(atoms, lattice, cutoff_options(GetParam(), 6.5, Backend::cpu, Precision::double_, bin_size));
+        const std::string what = std::to_string(dims[0]) + "x" + std::to_string(dims[1]) + "x" + std::to_string(dims[2]) +
+                                 ", " + std::to_string(n) + " atoms, bins " + std::to_string(bin_size);
+        EXPECT_LT(masked_error(single, reference, magnitude, masked), test::kSingleConditionedTolerance) << what;
+        EXPECT_LT(masked_error(dbl, reference, magnitude, masked), test::kDoubleConditionedTolerance) << what;
+      }
+}
+
+TEST_P(CutoffSum, RealProteins) {
+  for (const char* name : {"1a63.pqr", "hca.pqr"}) {
+    const Atoms atoms = io::read_pqr(test::data_file(name));
+    const Lattice lattice = lattice_around(atoms, 1.7, 6.0);
+    const auto reference = test::run(atoms, lattice, cutoff_options(GetParam(), 12, Backend::reference));
+    const auto fast = test::run(atoms, lattice, cutoff_options(GetParam(), 12, Backend::cpu));
+    const double error = masked_error(fast, reference, reference, comparison_mask(GetParam(), atoms, lattice, 12));
+    EXPECT_LT(error, test::kSingleTolerance) << name;
+    std::printf("[ accuracy ] cutoff %s %s: relative RMS float32 %.2e\n", to_string(GetParam()).c_str(), name, error);
+  }
+}
+
+TEST_P(CutoffSum, DenseClusterAndFarAtoms) {
+  // 20,000 atoms in a 4 A ball (200 times water's density: fixed-depth bins would overflow)
+  // plus atoms 1000 A away from the lattice.
+  Atoms atoms = test::random_atoms(20000, {-2, -2, -2}, {2, 2, 2}, 77);
+  const Atoms far = test::random_atoms(50, {1000, 1000, 1000}, {1010, 1010, 1010}, 78);
+  for (std::size_t n = 0; n < far.size(); ++n) atoms.push_back(far.position(n), far.charge[n], far.radius[n]);
+  Lattice lattice;
+  lattice.origin = {-6, -6, -6};
+  lattice.spacing = 1.1;
+  lattice.dims = {11, 11, 19};
+  const auto reference = test::run(atoms, lattice, cutoff_options(GetParam(), 5, Backend::reference));
+  const auto magnitude = unsmoothed_magnitude(atoms, lattice, 5);
+  const auto fast = test::run(atoms, lattice, cutoff_options(GetParam(), 5, Backend::cpu));
+  EXPECT_LT(masked_error(fast, reference, magnitude, comparison_mask(GetParam(), atoms, lattice, 5)),
+            test::kSingleConditionedTolerance);
+}
+
+TEST_P(CutoffSum, SameBitsForOneAndTwoThreads) {
+  const Atoms atoms = io::read_pqr(test::data_file("hca.pqr"));
+  const Lattice lattice = lattice_around(atoms, 1.3, 3.0);
+  const auto one = test::run(atoms, lattice, cutoff_options(GetParam(), 9, Backend::cpu, Precision::single, 0, 1));
+  EXPECT_EQ(test::run(atoms, lattice, cutoff_options(GetParam(), 9, Backend::cpu, Precision::single, 0, 2)), one);
+}
+
+INSTANTIATE_TEST_SUITE_P(Smoothings, CutoffSum,
+                         ::testing::Values(Smoothing::none, Smoothing::cutcp, Smoothing::taylor1, Smoothing::taylor2,
+                                           Smoothing::taylor3),
+                         [](const auto& info) { return to_string(info.param); });
+
+TEST(CutoffSumBeyondStructure, EqualsTheDirectSum) {
+  // With plain truncation and a cutoff longer than any distance, the cutoff sum is the
+  // Coulomb sum.
+  const Atoms atoms = io::read_pqr(test::data_file("1a63.pqr"));
+  const Lattice lattice = lattice_around(atoms, 2.3, 4.0);
+  const auto direct = test::run(atoms, lattice, test::with(MapMethod::direct, Backend::cpu));
+  const auto cutoff = test::run(atoms, lattice, cutoff_options(Smoothing::none, 500, Backend::cpu));
+  EXPECT_LT(test::relative_rms(cutoff, direct), 2 * test::kSingleTolerance);
+}
+
+TEST(CutoffSumRequests, BadValuesAreRefused) {
+  Atoms atoms;
+  atoms.push_back({0, 0, 0}, 1, 1);
+  Lattice lattice;
+  EXPECT_THROW(test::run(atoms, lattice, cutoff_options(Smoothing::cutcp, 0, Backend::cpu)), Error);
+  EXPECT_THROW(test::run(atoms, lattice, cutoff_options(Smoothing::cutcp, 10, Backend::cpu, Precision::single, -1)), Error);
+  EXPECT_THROW(parse_smoothing("gaussian"), Error);
+  EXPECT_EQ(parse_smoothing("c2"), Smoothing::taylor2);
+  if (!list_gpus().empty())
+    EXPECT_THROW(test::run(atoms, lattice, cutoff_options(Smoothing::cutcp, 10, Backend::cuda)), Error);
+}
+
+}  // namespace nbkit
