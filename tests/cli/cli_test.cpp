@@ -103,6 +103,21 @@ TEST(Cli, ExplicitLatticeMdhAndMrc) {
   EXPECT_EQ(nbkit::io::read_dx(dir.file("c.dx")).lattice.dims, (std::array<std::int64_t, 3>{11, 11, 11}));
 }
 
+TEST(Cli, CutoffMapWithSmoothing) {
+  nbkit::test::ScratchDir dir;
+  const Result r = run_nbkit("map " + data("1a63.pqr") + " -o " + dir.file("c.dx") +
+                             " --method cutoff --cutoff 8 --smoothing taylor2 --spacing 1.5 --report " + dir.file("c.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "lattice points/s")) << r.output;
+  const auto report = nlohmann::json::parse(std::ifstream(dir.file("c.json")));
+  EXPECT_EQ(report["parameters"]["smoothing"], "taylor2");
+  EXPECT_EQ(report["parameters"]["cutoff_angstrom"], 8.0);
+  EXPECT_EQ(report["backend"]["used"], "cpu");
+  const Result bad = run_nbkit("map " + data("1a63.pqr") + " -o " + dir.file("d.dx") + " --method cutoff --smoothing gauss");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_TRUE(contains(bad.output, "unknown smoothing 'gauss'")) << bad.output;
+}
+
 TEST(Cli, BadInputGetsOneClearLineAndNoOutput) {
   nbkit::test::ScratchDir dir;
   write_text(dir.file("bad.pqr"), "ATOM 1 N HIS 1 1.0 2.0 3.0 0.5 1.0\nATOM 2 C HIS 1 1.0 zz 3.0 0.5 1.0\n");
