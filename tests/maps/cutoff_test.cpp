@@ -166,6 +166,23 @@ TEST(CutoffSumBeyondStructure, EqualsTheDirectSum) {
   EXPECT_LT(test::relative_rms(cutoff, direct), 2 * test::kSingleTolerance);
 }
 
+TEST(CutoffSumRequests, AtomsSpreadFarApartNeedNoBinSize) {
+  // One atom 100,000 A away: automatic bins grow instead of asking for 10^14 of them.
+  Atoms atoms = test::random_atoms(200, {-5, -5, -5}, {5, 5, 5}, 8);
+  atoms.push_back({1e5, 1e5, 1e5}, 1.0, 1.0);
+  Lattice lattice;
+  lattice.origin = {-3, -3, -3};
+  lattice.spacing = 0.7;
+  lattice.dims = {9, 9, 17};
+  const auto reference = test::run(atoms, lattice, cutoff_options(Smoothing::cutcp, 6, Backend::reference));
+  const auto fast = test::run(atoms, lattice, cutoff_options(Smoothing::cutcp, 6, Backend::cpu));
+  EXPECT_LT(test::error_relative_to(fast, reference, unsmoothed_magnitude(atoms, lattice, 6)),
+            test::kSingleConditionedTolerance);
+  // An explicit bin size that would need too many bins is refused with the reason.
+  EXPECT_THROW(test::run(atoms, lattice, cutoff_options(Smoothing::cutcp, 6, Backend::cpu, Precision::single, 1.0)),
+               Error);
+}
+
 TEST(CutoffSumRequests, BadValuesAreRefused) {
   Atoms atoms;
   atoms.push_back({0, 0, 0}, 1, 1);

@@ -381,6 +381,13 @@ void cutoff_cpu(const PreparedAtoms& atoms, const CutoffMapLaw& law, const RowRa
     const Vec3 p{atoms.x[n], atoms.y[n], atoms.z[n]};
     for (int a = 0; a < 3; ++a) bins.lower[a] = std::min(bins.lower[a], p[a]), upper[a] = std::max(upper[a], p[a]);
   }
+  if (bin_size <= 0) {
+    // Atoms spread far apart (one atom 1000 A away, say) would ask for very many empty
+    // bins: at most 2^22 (32 MiB of bin offsets), larger bins beyond that.
+    const double volume = (upper.x - bins.lower.x + bins.size) * (upper.y - bins.lower.y + bins.size) *
+                          (upper.z - bins.lower.z + bins.size);
+    bins.size = std::max(bins.size, std::cbrt(volume / static_cast<double>(std::int64_t{1} << 22)));
+  }
   std::int64_t count = 1;
   for (int a = 0; a < 3; ++a) {
     bins.dims[a] = static_cast<std::int64_t>((upper[a] - bins.lower[a]) / bins.size) + 1;
