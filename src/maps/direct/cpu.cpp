@@ -133,6 +133,7 @@ constexpr std::int64_t kChunk = 512;
 template <class Real>
 struct AtomColumns {
   std::vector<Real> z_index, z_residual, coefficient;
+  std::vector<double> x, y;  // lattice units, float64: each row's dx, dy start from these
 };
 
 // The atoms one lattice row sums over (all of them, or those of the bins within the cutoff
@@ -217,14 +218,18 @@ void sum_rows(const CpuJob& job, const Law& law) {
   columns.z_index.resize(natoms);
   columns.z_residual.resize(natoms);
   columns.coefficient.resize(natoms);
+  columns.x.resize(natoms);
+  columns.y.resize(natoms);
+  const double inv_h = 1.0 / h;
   for (std::int64_t n = 0; n < natoms; ++n) {
     const double z = atoms.z[n] / h, z_index = std::nearbyint(z);
     columns.z_index[n] = static_cast<Real>(z_index);
     columns.z_residual[n] = static_cast<Real>(z - z_index);
     columns.coefficient[n] = static_cast<Real>(atoms.coefficient[n] / (kLawUnit * h));
+    columns.x[n] = atoms.x[n] * inv_h;
+    columns.y[n] = atoms.y[n] * inv_h;
   }
   const double singular_r2_lattice = singular_r2 / (h * h);
-  const double inv_h = 1.0 / h;
 
 #pragma omp parallel num_threads(job.threads)
   {
@@ -254,7 +259,7 @@ void sum_rows(const CpuJob& job, const Law& law) {
       };
       if (!bins) {
         for (std::int64_t n = 0; n < natoms; ++n) {
-          const double dx = x - atoms.x[n] * inv_h, dy = y - atoms.y[n] * inv_h;
+          const double dx = x - columns.x[n], dy = y - columns.y[n];
           gather(n, dx * dx + dy * dy);
         }
       } else {
@@ -276,7 +281,7 @@ void sum_rows(const CpuJob& job, const Law& law) {
               const std::int64_t b = (bz * bins->dims[1] + by) * bins->dims[0] + bx;
               for (std::int64_t i = bins->start[b]; i < bins->start[b + 1]; ++i) {
                 const std::int64_t n = bins->atoms[i];
-                const double dx = x - atoms.x[n] * inv_h, dy = y - atoms.y[n] * inv_h;
+                const double dx = x - columns.x[n], dy = y - columns.y[n];
                 const double dxy2 = dx * dx + dy * dy;
                 if (dxy2 < cutoff2_lattice) gather(n, dxy2);
               }
