@@ -23,55 +23,12 @@
 #include "nbkit/core/backend.hpp"
 #include "nbkit/maps.hpp"
 #include "bench_args.hpp"
+#include "rsqrt_ceiling.cuh"
 #include "test_support.hpp"
 
 namespace {
 
 using nbkit::cuda::DeviceBuffer;
-
-// ---- the ceiling: MUFU.RSQ throughput ----------------------------------------------
-__global__ void rsqrt_ceiling_kernel(float* out, int iterations) {
-  float x[8];
-#pragma unroll
-  for (int c = 0; c < 8; ++c) x[c] = 1.0f + 0.001f * (threadIdx.x + c);
-  for (int it = 0; it < iterations; ++it) {
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      float y;
-      asm volatile("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x[c]));
-      x[c] = y + 1.0f;  // keeps the chain alive; the FADD runs on the FP32 pipe
-    }
-  }
-  float s = 0;
-#pragma unroll
-  for (int c = 0; c < 8; ++c) s += x[c];
-  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
-}
-
-double measure_rsqrt_ceiling() {
-  int sms = 0;
-  NBKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int blocks = sms * 8, threads = 256, iterations = 4096;
-  DeviceBuffer<float> out(static_cast<std::size_t>(blocks) * threads);
-  cudaEvent_t start, stop;
-  NBKIT_CUDA_CHECK(cudaEventCreate(&start));
-  NBKIT_CUDA_CHECK(cudaEventCreate(&stop));
-  rsqrt_ceiling_kernel<<<blocks, threads>>>(out.data(), iterations);  // warm-up
-  NBKIT_CUDA_CHECK_LAUNCH();
-  std::vector<float> times;
-  for (int r = 0; r < 5; ++r) {
-    NBKIT_CUDA_CHECK(cudaEventRecord(start));
-    rsqrt_ceiling_kernel<<<blocks, threads>>>(out.data(), iterations);
-    NBKIT_CUDA_CHECK_LAUNCH();
-    NBKIT_CUDA_CHECK(cudaEventRecord(stop));
-    NBKIT_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    NBKIT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  std::sort(times.begin(), times.end());
-  return static_cast<double>(blocks) * threads * iterations * 8 / (times[2] * 1e-3);
-}
 
 // ---- the slides' kernels -----------------------------------------------------------
 constexpr int kMaxConstantAtoms = 4000;
@@ -219,7 +176,7 @@ int main(int argc, char** argv) {
   }
   int clock_khz = 0;
   cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
-  const double ceiling = measure_rsqrt_ceiling();
+  const double ceiling = nbkit::bench::measure_rsqrt_ceiling();
   std::printf("nbkit CUDA map benchmark on %s (%d SMs, %d MHz max), %zu GPU(s)\n", gpus[0].name.c_str(),
               gpus[0].multiprocessors, clock_khz / 1000, gpus.size());
   std::printf("ceiling: rsqrt.approx (MUFU) %.3e /s measured by a microkernel in this run\n\n", ceiling);

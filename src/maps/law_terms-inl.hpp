@@ -1,6 +1,6 @@
 // The distance-dependent term of each law in laws.hpp, generic over the arithmetic type V
 // (float, double, a SIMD vector) and a math policy M (set: broadcast a constant, exp,
-// below: keep a value where r2 < limit, else 0).
+// below: keep a value where r2 < limit, else 0, max0: max(v, 0)).
 // No include guard, on purpose: laws.hpp includes it into nbkit::maps for scalar and CUDA
 // code, and each Highway target includes it into its own namespace (Highway's per-target
 // compilation needs the SIMD instantiations compiled inside the target's region).
@@ -32,15 +32,15 @@ NBKIT_HOST_DEVICE V taylor_gamma(const M& math, V s) {
 template <class M, class V, Smoothing S>
 NBKIT_HOST_DEVICE V law_term(const CutoffLaw<S>& law, const M& math, V coefficient, V r2, V rinv) {
   const double cutoff2 = law.cutoff * law.cutoff;
-  V value;
   if constexpr (S == Smoothing::none) {
-    value = coefficient * rinv;
+    return math.below(r2, cutoff2, coefficient * rinv);
   } else if constexpr (S == Smoothing::cutcp) {
-    const V t = math.set(1.0) - r2 * math.set(1.0 / cutoff2);
-    value = coefficient * rinv * (t * t);
+    // 1 - r^2/c^2 clamped at zero is zero at and beyond the cutoff: no test needed, one
+    // operation fewer in the inner loop of every backend.
+    const V t = math.max0(math.set(1.0) - r2 * math.set(1.0 / cutoff2));
+    return coefficient * rinv * (t * t);
   } else {
     const V s = r2 * math.set(1.0 / cutoff2);
-    value = coefficient * (rinv - taylor_gamma<S>(math, s) * math.set(1.0 / law.cutoff));
+    return math.below(r2, cutoff2, coefficient * (rinv - taylor_gamma<S>(math, s) * math.set(1.0 / law.cutoff)));
   }
-  return math.below(r2, cutoff2, value);
 }

@@ -88,6 +88,13 @@ maps::CutoffMapLaw cutoff_law_for(Smoothing smoothing, double cutoff) {
   throw Error("unknown smoothing");
 }
 
+// "NVIDIA H200 x2, float32"
+std::string gpu_detail(const maps::CudaRunInfo& info, bool double_precision) {
+  return fmt::format("{}{}, {}", info.device_names.empty() ? "GPU" : info.device_names.front(),
+                     info.devices.size() > 1 ? fmt::format(" x{}", info.devices.size()) : "",
+                     double_precision ? "float64" : "float32");
+}
+
 }  // namespace
 
 void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
@@ -105,12 +112,6 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
     if (!(options.bin_size >= 0) || !std::isfinite(options.bin_size))
       throw Error(fmt::format("bin size must be zero (automatic) or a positive number of Angstrom, got {}",
                               options.bin_size));
-    if (backend == Backend::cuda) {
-      if (options.backend == Backend::cuda)
-        throw Error("the cutoff method has no GPU path in this version; use --backend cpu");
-      backend = Backend::cpu;
-      notice = "the cutoff method has no GPU path in this version; running on the CPU";
-    }
   }
   const double kappa = screening_kappa(options);
   const maps::MapLaw law = options.method == MapMethod::direct ? maps::MapLaw{maps::CoulombLaw{}}
@@ -133,6 +134,12 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
     if (backend == Backend::reference) {
       maps::direct_reference(atoms, cutoff_law, rows);
       detail = "float64 reference, 1 thread";
+    } else if (backend == Backend::cuda) {
+      const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, cutoff_law);
+      maps::CudaRunInfo info;
+      maps::cutoff_cuda(prepared, cutoff_law, rows, double_precision, options.gpus, &info);
+      kernel_seconds = info.kernel_seconds;
+      detail = gpu_detail(info, double_precision);
     } else {
       const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, cutoff_law);
       maps::cutoff_cpu(prepared, cutoff_law, rows, double_precision, threads, options.bin_size);
@@ -147,9 +154,7 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
     maps::CudaRunInfo info;
     maps::direct_cuda(prepared, law, rows, double_precision, options.gpus, &info);
     kernel_seconds = info.kernel_seconds;
-    detail = fmt::format("{}{}, {}", info.device_names.empty() ? "GPU" : info.device_names.front(),
-                         info.devices.size() > 1 ? fmt::format(" x{}", info.devices.size()) : "",
-                         double_precision ? "float64" : "float32");
+    detail = gpu_detail(info, double_precision);
   } else {
     const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, law);
     maps::direct_cpu(prepared, law, rows, double_precision, threads);

@@ -27,22 +27,19 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
-#include <exception>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <variant>
 #include <vector>
 
-
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/stream.hpp"
+#include "maps/direct/device_atoms.cuh"
 #include "maps/direct/direct.hpp"
+#include "maps/direct/gpu_slabs.cuh"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/memory.hpp"
 #include "nbkit/maps.hpp"
@@ -54,28 +51,10 @@ namespace {
 constexpr int kBlock = 128;  // threads per block = atoms per shared-memory tile
 constexpr int kPointsPerThread = 8;
 
-// One atom: {x index, x residual, y index, y residual} and {z index, z residual,
-// coefficient, unused}, lattice units.
-template <class Real>
-struct alignas(4 * sizeof(Real)) Quad {
-  Real a, b, c, d;
-};
-
-template <class Real>
-struct DeviceMath {
-  __host__ __device__ Real set(double v) const { return static_cast<Real>(v); }
-  // expf, not __expf: 2 ulp everywhere, where __expf's error grows with |x|; its extra
-  // float32 work fits in the FP32 pipe's idle slots of this MUFU-bound loop.
-  __host__ __device__ Real exp(Real v) const { return ::exp(v); }
-};
-
-__device__ __forceinline__ float reciprocal_sqrt(float x) {
-  float y;
-  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));  // MUFU.RSQ, ~2^-23 relative error
-  return y;
-}
-__device__ __forceinline__ double reciprocal_sqrt(double x) { return ::rsqrt(x); }
-
+using gpu::Quad;
+using gpu::DeviceMath;
+using gpu::reciprocal_sqrt;
+using gpu::in_lattice_units;
 
 // Sums atoms [segment * atoms_per_segment, ...) (segment = blockIdx.y) for P points of a
 // row per thread and stores scale * sum to out[segment * segment_stride + point] (or adds
@@ -150,12 +129,6 @@ __global__ void reduce_segments_kernel(const double* __restrict__ partial, int s
   }
 }
 
-// The law in lattice units (lengths measured in spacings).
-CoulombLaw in_lattice_units(const CoulombLaw& law, double) { return law; }
-DebyeHuckelLaw in_lattice_units(const DebyeHuckelLaw& law, double spacing) {
-  return DebyeHuckelLaw{law.kappa * spacing};
-}
-
 // Atoms in lattice units, split into those that may sit on a lattice point (every
 // residual within singular_distance) and the rest.
 template <class Real>
@@ -167,21 +140,13 @@ template <class Real>
 DeviceAtoms<Real> atoms_in_lattice_units(const PreparedAtoms& atoms, double spacing) {
   DeviceAtoms<Real> out;
   out.regular.reserve(2 * static_cast<std::size_t>(atoms.size()));
-  const double singular_residual = singular_distance / spacing;
   for (std::int64_t n = 0; n < atoms.size(); ++n) {
-    double index[3], residual[3];
-    const double coordinate[3] = {atoms.x[n] / spacing, atoms.y[n] / spacing, atoms.z[n] / spacing};
-    bool on_lattice = true;
-    for (int a = 0; a < 3; ++a) {
-      index[a] = std::nearbyint(coordinate[a]);
-      residual[a] = coordinate[a] - index[a];
-      on_lattice = on_lattice && std::fabs(residual[a]) <= singular_residual;
-    }
+    Quad<Real> xy, zc;
+    bool on_lattice = false;
+    gpu::split_atom(atoms, n, spacing, xy, zc, on_lattice);
     auto& list = on_lattice ? out.on_lattice : out.regular;
-    list.push_back({static_cast<Real>(index[0]), static_cast<Real>(residual[0]), static_cast<Real>(index[1]),
-                    static_cast<Real>(residual[1])});
-    list.push_back({static_cast<Real>(index[2]), static_cast<Real>(residual[2]),
-                    static_cast<Real>(atoms.coefficient[n] / spacing), Real(0)});
+    list.push_back(xy);
+    list.push_back(zc);
   }
   return out;
 }
@@ -253,29 +218,29 @@ template <class Real, class Law, int P>
 void run_slab(const Plan& plan, const cuda::DeviceBuffer<Quad<Real>>& regular,
               const cuda::DeviceBuffer<Quad<Real>>& on_lattice, const Law& law, Real singular_r2, std::int64_t first,
               std::int64_t last, const Lattice& lattice, double prefactor, cuda::DeviceBuffer<double>& partial,
-              cuda::DeviceBuffer<double>& out, cudaStream_t stream) {
+              double* out, cudaStream_t stream) {
   const int regular_atoms = static_cast<int>(regular.size() / 2);
   const long long points = static_cast<long long>(last - first) * lattice.dims[2];
   if (plan.segments == 1) {
     launch<Real, Law, P, false, false>(plan, 1, regular.data(), regular_atoms, law, singular_r2, first, last, lattice,
-                                       prefactor, out.data(), 0, stream);
+                                       prefactor, out, 0, stream);
   } else {
     launch<Real, Law, P, false, false>(plan, plan.segments, regular.data(), regular_atoms, law, singular_r2, first,
                                        last, lattice, 1.0, partial.data(), points, stream);
     const int blocks = static_cast<int>(std::min<long long>((points + 255) / 256, 65535));
-    reduce_segments_kernel<<<blocks, 256, 0, stream>>>(partial.data(), plan.segments, points, prefactor, out.data());
+    reduce_segments_kernel<<<blocks, 256, 0, stream>>>(partial.data(), plan.segments, points, prefactor, out);
     NBKIT_CUDA_CHECK_LAUNCH();
   }
   if (on_lattice.size() > 0)
     launch<Real, Law, P, true, true>(plan, 1, on_lattice.data(), static_cast<int>(on_lattice.size() / 2), law,
-                                     singular_r2, first, last, lattice, prefactor, out.data(), 0, stream);
+                                     singular_r2, first, last, lattice, prefactor, out, 0, stream);
 }
 
+// One device's share: the atoms uploaded once, then slabs of whole waves of rows.
 template <class Real, class Law>
-void run_device(int device, const DeviceAtoms<Real>& atoms, const Plan& plan, const Law& law, const RowRange& rows,
-                std::atomic<std::int64_t>& next_row, int device_count, std::mutex& progress_mutex,
-                std::atomic<std::int64_t>& rows_done, double& kernel_seconds) {
-  NBKIT_CUDA_CHECK(cudaSetDevice(device));
+double run_device(int device, const DeviceAtoms<Real>& atoms, const Plan& plan, const Law& law,
+                  gpu::SharedRows& shared) {
+  const RowRange& rows = shared.rows();
   const Lattice& lattice = *rows.lattice;
   const std::int64_t nz = lattice.dims[2];
   cuda::DeviceBuffer<Quad<Real>> regular(atoms.regular.size()), on_lattice(atoms.on_lattice.size());
@@ -288,9 +253,9 @@ void run_device(int device, const DeviceAtoms<Real>& atoms, const Plan& plan, co
       &blocks_per_sm, direct_sum_kernel<Real, Law, kPointsPerThread, false, false>, kBlock, 0));
   std::size_t free_bytes = 0, total_bytes = 0;
   NBKIT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::int64_t total = rows.row_end - rows.row_begin;
-  const std::int64_t slab_rows = plan_slab_rows(plan, total, nz, static_cast<std::int64_t>(atoms.regular.size() / 2),
-                                                device_count, sms * std::max(blocks_per_sm, 1), free_bytes);
+  const std::int64_t slab_rows =
+      plan_slab_rows(plan, shared.total(), nz, static_cast<std::int64_t>(atoms.regular.size() / 2),
+                     shared.device_count(), sms * std::max(blocks_per_sm, 1), free_bytes);
   const std::size_t slab_points = static_cast<std::size_t>(slab_rows * nz);
   if (slab_points * sizeof(double) * (plan.segments + 2) > free_bytes)
     throw Error("GPU " + std::to_string(device) + ": one lattice row needs " +
@@ -300,66 +265,19 @@ void run_device(int device, const DeviceAtoms<Real>& atoms, const Plan& plan, co
   const Law lattice_law = in_lattice_units(law, lattice.spacing);
   const Real singular_r2 =
       static_cast<Real>(singular_distance * singular_distance / (lattice.spacing * lattice.spacing));
-  // Guided self-scheduling: full slabs first, then smaller ones (never under one wave) as
-  // the end nears, so several GPUs finish together.
+  // Slabs in whole waves of blocks, so no slab ends on a partial wave.
   const std::int64_t wave_rows = std::max<std::int64_t>(
       1, static_cast<std::int64_t>(sms) * std::max(blocks_per_sm, 1) * kBlock / plan.chunks_per_row / plan.segments);
-  auto take_rows = [&](std::int64_t& first, std::int64_t& last) {
-    std::int64_t taken = next_row.load();
-    while (taken < total) {
-      std::int64_t want = slab_rows;
-      if (device_count > 1)
-        want = std::min(want, std::max(wave_rows, (total - taken) / (2 * device_count) / wave_rows * wave_rows));
-      if (next_row.compare_exchange_weak(taken, taken + want)) {
-        first = rows.row_begin + taken;
-        last = std::min(rows.row_end, first + want);
-        return true;
-      }
-    }
-    return false;
-  };
-
-  // Two slab buffers: the kernels of one slab are queued before the previous slab's result
-  // is copied to the host (a copy to pageable memory holds the host thread until it is
-  // done), so the copy overlaps the next slab's computation.
-  struct Slot {
-    cuda::DeviceBuffer<double> out;
-    cuda::Event start, stop;
-    std::int64_t first = 0, last = 0;
-  };
-  Slot slots[2];
-  for (Slot& slot : slots) slot.out = cuda::DeviceBuffer<double>(slab_points);
-  const cuda::Stream compute, copy;
-  auto copy_out = [&](Slot& slot) {
-    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(copy, slot.stop, 0));
-    slot.out.download(rows.out + (slot.first - rows.row_begin) * nz,
-                      static_cast<std::size_t>((slot.last - slot.first) * nz), copy);
-    NBKIT_CUDA_CHECK(cudaStreamSynchronize(copy));
-    kernel_seconds += slot.stop.seconds_since(slot.start);
-    const std::int64_t done = rows_done.fetch_add(slot.last - slot.first) + (slot.last - slot.first);
-    if (rows.progress && *rows.progress) {
-      const std::lock_guard<std::mutex> lock(progress_mutex);
-      (*rows.progress)(static_cast<double>(done) / total);
-    }
-  };
-  Slot* pending = nullptr;  // computed or queued, not yet copied
-  std::int64_t first = 0, last = 0;
-  for (int n = 0; take_rows(first, last); ++n) {
-    Slot& slot = slots[n % 2];  // free: its last slab was copied one iteration ago
-    slot.first = first;
-    slot.last = last;
-    slot.start.record(compute);
-    if (plan.points_per_thread == kPointsPerThread)
-      run_slab<Real, Law, kPointsPerThread>(plan, regular, on_lattice, lattice_law, singular_r2, first, last, lattice,
-                                            rows.prefactor, partial, slot.out, compute);
-    else
-      run_slab<Real, Law, 1>(plan, regular, on_lattice, lattice_law, singular_r2, first, last, lattice,
-                             rows.prefactor, partial, slot.out, compute);
-    slot.stop.record(compute);
-    if (pending) copy_out(*pending);
-    pending = &slot;
-  }
-  if (pending) copy_out(*pending);
+  return gpu::run_slabs(shared, slab_rows, wave_rows,
+                        [&](std::int64_t first, std::int64_t last, double* out, cudaStream_t stream) {
+                          if (plan.points_per_thread == kPointsPerThread)
+                            run_slab<Real, Law, kPointsPerThread>(plan, regular, on_lattice, lattice_law, singular_r2,
+                                                                  first, last, lattice, rows.prefactor, partial, out,
+                                                                  stream);
+                          else
+                            run_slab<Real, Law, 1>(plan, regular, on_lattice, lattice_law, singular_r2, first, last,
+                                                   lattice, rows.prefactor, partial, out, stream);
+                        });
 }
 
 template <class Real, class Law>
@@ -367,27 +285,11 @@ void run_devices(const PreparedAtoms& prepared, const Law& law, const RowRange& 
                  CudaRunInfo* info) {
   const DeviceAtoms<Real> atoms = atoms_in_lattice_units<Real>(prepared, rows.lattice->spacing);
   const Plan plan = plan_for(*rows.lattice, rows.lattice->rows(), static_cast<std::int64_t>(atoms.regular.size() / 2));
-  std::atomic<std::int64_t> next_row{0}, rows_done{0};
-  std::mutex progress_mutex;
-  std::vector<std::exception_ptr> errors(devices.size());
-  std::vector<double> kernel_seconds(devices.size(), 0.0);
-  std::vector<std::thread> workers;
-  for (std::size_t d = 0; d < devices.size(); ++d)
-    workers.emplace_back([&, d] {
-      try {
-        run_device<Real, Law>(devices[d], atoms, plan, law, rows, next_row, static_cast<int>(devices.size()),
-                              progress_mutex, rows_done, kernel_seconds[d]);
-      } catch (...) {
-        errors[d] = std::current_exception();
-        next_row.store(rows.row_end - rows.row_begin);  // stop the others early
-      }
-    });
-  for (auto& worker : workers) worker.join();
-  for (const auto& error : errors)
-    if (error) std::rethrow_exception(error);
+  gpu::SharedRows shared(rows, static_cast<int>(devices.size()));
+  const std::vector<double> kernel_seconds = gpu::on_each_device(
+      devices, shared, [&](int device) { return run_device<Real, Law>(device, atoms, plan, law, shared); });
   if (info) {
     info->kernel_seconds = *std::max_element(kernel_seconds.begin(), kernel_seconds.end());
-    info->devices = devices;
     info->segments = plan.segments;
   }
 }
@@ -396,21 +298,8 @@ void run_devices(const PreparedAtoms& prepared, const Law& law, const RowRange& 
 
 void direct_cuda(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& rows, bool double_precision,
                  const std::vector<int>& requested_devices, CudaRunInfo* info) {
-  std::string why;
-  const std::vector<GpuInfo> gpus = list_gpus(&why);
-  if (gpus.empty()) throw Error("--backend cuda: " + why);
-  std::vector<int> devices = requested_devices;
-  if (devices.empty())
-    for (const auto& gpu : gpus) devices.push_back(gpu.index);
-  for (int device : devices)
-    if (device < 0 || device >= static_cast<int>(gpus.size()))
-      throw Error("--gpus: there is no GPU " + std::to_string(device) + " (this machine has " +
-                  std::to_string(gpus.size()) + ")");
+  const std::vector<int> devices = gpu::resolve_devices(requested_devices, info);
   if (atoms.size() > (std::int64_t{1} << 30)) throw Error("more than 2^30 atoms are not supported on the GPU");
-  if (info) {
-    info->device_names.clear();
-    for (int device : devices) info->device_names.push_back(gpus[device].name);
-  }
   std::visit(
       [&](const auto& the_law) {
         using Law = std::decay_t<decltype(the_law)>;

@@ -15,7 +15,7 @@ namespace nbkit::maps {
 
 // Laws of direct summation over all atoms (CPU and GPU).
 using MapLaw = std::variant<CoulombLaw, DebyeHuckelLaw>;
-// Short-range laws of cutoff summation (CPU; atoms in spatial bins, cutoff/cpu.cpp).
+// Short-range laws of cutoff summation (atoms in spatial bins: cpu.cpp, cutoff_cuda.cu).
 using CutoffMapLaw = std::variant<CutoffLaw<Smoothing::none>, CutoffLaw<Smoothing::cutcp>,
                                   CutoffLaw<Smoothing::taylor1>, CutoffLaw<Smoothing::taylor2>,
                                   CutoffLaw<Smoothing::taylor3>>;
@@ -65,6 +65,12 @@ struct CudaRunInfo {
 // NVIDIA GPUs (device indices; empty: all), float32 (float64 sums across atom tiles) or
 // float64. Throws nbkit::Error when no GPU is usable or the build has no CUDA.
 void direct_cuda(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& rows, bool double_precision,
+                 const std::vector<int>& devices, CudaRunInfo* info = nullptr);
+
+// Cutoff summation on NVIDIA GPUs (cutoff_cuda.cu): atoms in bins of one lattice region,
+// each thread block gathering the bins within the cutoff of its region. Same devices,
+// precision and guarantees as direct_cuda.
+void cutoff_cuda(const PreparedAtoms& atoms, const CutoffMapLaw& law, const RowRange& rows, bool double_precision,
                  const std::vector<int>& devices, CudaRunInfo* info = nullptr);
 
 // Name of the SIMD target direct_cpu runs on this machine.

@@ -8,4 +8,8 @@ void direct_cuda(const PreparedAtoms&, const MapLaw&, const RowRange&, bool, con
   throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
 }
 
+void cutoff_cuda(const PreparedAtoms&, const CutoffMapLaw&, const RowRange&, bool, const std::vector<int>&, CudaRunInfo*) {
+  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+}
+
 }  // namespace nbkit::maps

@@ -1,0 +1,454 @@
+// Cutoff summation on NVIDIA GPUs, on one or several devices (seed 000, "Short-Range
+// Cutoff Summation" to "Cutoff Summation Observations"; Rodrigues, Hardy, Stone, Schulten,
+// Hwu, Computing Frontiers 2008), with the overflow problem of fixed-depth bins removed.
+//
+// Design:
+// - The lattice is cut into regions of 8 x 8 x 8 points; a thread block owns one region,
+//   each of its 128 threads 4 consecutive points along z (unroll-and-jam: dx^2 + dy^2 once
+//   per atom for the 4), each warp a 4 x 4 patch of the region's columns.
+// - Atoms are hashed into bins of one region's size, aligned with the regions, and stored
+//   sorted by bin with an offset array (CSR): a bin holds any number of atoms, so dense
+//   clusters never overflow and no atom goes to the CPU. Bins along x are contiguous, so
+//   the bins within the cutoff of a region form a few runs of consecutive atoms.
+// - The runs come from a neighbour-offset table computed once on the host (the slides'
+//   precomputed neighbourhood, identical for every region because bins align with
+//   regions): for each (dy, dz) bin offset within the cutoff, the range of dx offsets.
+// - A block streams the atoms of its runs through a filter: an atom is kept only if it is
+//   within the cutoff of the region's box (one test per atom and region, not per point).
+//   Kept atoms are compacted, in run order, into a shared-memory list; when the list is
+//   full the threads sum it for their points. Only ~half the gathered pairs are then
+//   beyond the cutoff (the box of a region grown by the cutoff, against the sphere), where
+//   whole bins would waste ~70%.
+// - Arithmetic as in the direct kernel (cuda.cu): lattice units, exact integer/residual
+//   coordinates, one hardware rsqrt per pair, float32 sums over one list of atoms and
+//   float64 across lists; atoms that may sit on a lattice point go through a second,
+//   checked pass. The list order depends only on the input, so the bits do not depend on
+//   slabs, devices or the GPU model.
+// (No fmt here: its compile-time format strings do not pass through nvcc.)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "cuda/check.hpp"
+#include "cuda/device_buffer.hpp"
+#include "maps/direct/device_atoms.cuh"
+#include "maps/direct/direct.hpp"
+#include "maps/direct/gpu_slabs.cuh"
+#include "nbkit/core/error.hpp"
+#include "nbkit/core/memory.hpp"
+#include "nbkit/maps.hpp"
+
+namespace nbkit::maps {
+
+namespace {
+
+using gpu::Quad;
+
+constexpr int kRegion = 8;                           // lattice points along each edge of a region
+constexpr int kThreads = 128;                        // a block: 8 x 8 columns of the region, 2 threads a column
+constexpr int kPoints = kRegion * kRegion * kRegion / kThreads;  // points along z per thread (4)
+constexpr int kWarps = kThreads / 32;
+constexpr int kListCapacity = 512;                   // atoms gathered in shared memory before summing
+
+// Sizes the kernel needs, in lattice points, regions and bins.
+struct CutoffGrid {
+  int nx = 0, ny = 0, nz = 0;            // lattice points
+  int regions[3] = {0, 0, 0};            // regions along x, y, z
+  int bins[3] = {0, 0, 0};               // bins along x, y, z: the regions plus `margin` on each side
+  int margin = 0;                        // bins before region 0 along each axis
+};
+
+// Exclusive prefix sum over the block of one int per thread; `total` gets the sum. Every
+// thread must call it (it synchronizes the block).
+__device__ __forceinline__ int block_exclusive_scan(int value, int* warp_sums, int& total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int inclusive = value;
+#pragma unroll
+  for (int offset = 1; offset < 32; offset <<= 1) {
+    const int below = __shfl_up_sync(0xffffffffu, inclusive, offset);
+    if (lane >= offset) inclusive += below;
+  }
+  if (lane == 31) warp_sums[warp] = inclusive;
+  __syncthreads();
+  int before = 0;
+  total = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const int s = warp_sums[w];
+    before += w < warp ? s : 0;
+    total += s;
+  }
+  __syncthreads();  // warp_sums is free again
+  return before + inclusive - value;
+}
+
+// Distance along one axis from a coordinate (index + residual, lattice units) to the
+// region's points [lo, lo + kRegion - 1]; 0 inside.
+template <class Real>
+__device__ __forceinline__ Real gap_to_region(Real lo, Real index, Real residual) {
+  const Real below = (lo - index) - residual;
+  const Real above = (index - (lo + Real(kRegion - 1))) + residual;
+  return max(Real(0), max(below, above));
+}
+
+// Sums the atoms of the bins within the cutoff of each region for the region's points and
+// stores scale * sum for the rows [first_row, last_row) to out (or adds it, kAccumulate).
+// Blocks cover the regions with x index >= region_x_first, z fastest. kCheckSingular leaves
+// out atoms within singular distance of a point.
+template <class Real, class Law, bool kCheckSingular, bool kAccumulate>
+__global__ void __launch_bounds__(kThreads)
+    cutoff_sum_kernel(CutoffGrid grid, const Quad<Real>* __restrict__ atoms, const int* __restrict__ bin_start,
+                      const int4* __restrict__ neighbour_runs, int run_count, Law law, Real singular_r2,
+                      Real filter_r2, int region_x_first, long long first_row, long long last_row, double scale,
+                      double* __restrict__ out) {
+  __shared__ Quad<Real> list[2 * kListCapacity];
+  __shared__ int run_first[kThreads], run_offset[kThreads];
+  __shared__ int warp_sums[kWarps];
+  const int t = threadIdx.x;
+
+  const int region_z = blockIdx.x % grid.regions[2];
+  const int region_y = (blockIdx.x / grid.regions[2]) % grid.regions[1];
+  const int region_x = region_x_first + static_cast<int>(blockIdx.x / (grid.regions[2] * grid.regions[1]));
+  // A warp owns 4 x 4 columns of the region (2 threads a column, 4 points each): a compact
+  // footprint, so that whole warps skip atoms beyond the cutoff of all their columns.
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int i = region_x * kRegion + (warp & 1) * 4 + ((lane >> 3) & 3);
+  const int j = region_y * kRegion + (warp >> 1) * 4 + ((lane >> 1) & 3);
+  const int k0 = region_z * kRegion + (lane & 1) * kPoints;
+  const Real lo_x = static_cast<Real>(region_x * kRegion), lo_y = static_cast<Real>(region_y * kRegion),
+             lo_z = static_cast<Real>(region_z * kRegion);
+  const Real point_x = static_cast<Real>(i), point_y = static_cast<Real>(j), point_z = static_cast<Real>(k0);
+  const Real cutoff2 = static_cast<Real>(law.cutoff * law.cutoff);  // law.below's limit, exactly
+  const gpu::DeviceMath<Real> math;
+
+  double sum[kPoints];
+#pragma unroll
+  for (int p = 0; p < kPoints; ++p) sum[p] = 0;
+
+  auto sum_list = [&](int count) {
+    Real acc[kPoints];
+#pragma unroll
+    for (int p = 0; p < kPoints; ++p) acc[p] = 0;
+    for (int a = 0; a < count; ++a) {
+      const Quad<Real> xy = list[2 * a], zc = list[2 * a + 1];
+      const Real dx = (point_x - xy.a) - xy.b, dy = (point_y - xy.c) - xy.d;  // first subtractions exact
+      const Real dxy2 = dx * dx + dy * dy;
+      if (dxy2 >= cutoff2) continue;  // every term of this atom is zero (r2 >= dxy2)
+      const Real dz0 = (point_z - zc.a) - zc.b;
+#pragma unroll
+      for (int p = 0; p < kPoints; ++p) {
+        const Real dz = dz0 + static_cast<Real>(p);
+        const Real r2 = dz * dz + dxy2;
+        const Real term = maps::law_term(law, math, zc.c, r2, gpu::reciprocal_sqrt(r2));
+        if constexpr (kCheckSingular) acc[p] += r2 > singular_r2 ? term : Real(0);  // nbkit::singular_distance
+        else acc[p] += term;
+      }
+    }
+#pragma unroll
+    for (int p = 0; p < kPoints; ++p) sum[p] += static_cast<double>(acc[p]);
+  };
+
+  int listed = 0;  // the same in every thread
+  for (int batch = 0; batch < run_count; batch += kThreads) {
+    // One neighbour run per thread: its first atom and length.
+    int first = 0, length = 0;
+    if (batch + t < run_count) {
+      const int4 run = neighbour_runs[batch + t];  // dy, dz, dx_first, dx_last
+      const int row = ((region_z + run.y + grid.margin) * grid.bins[1] + (region_y + run.x + grid.margin)) *
+                      grid.bins[0] + region_x + grid.margin;
+      first = bin_start[row + run.z];
+      length = bin_start[row + run.w + 1] - first;
+    }
+    int candidates = 0;
+    const int offset = block_exclusive_scan(length, warp_sums, candidates);
+    run_first[t] = first;
+    run_offset[t] = offset;
+    __syncthreads();
+    const int runs_here = min(kThreads, run_count - batch);
+    for (int c0 = 0; c0 < candidates; c0 += kThreads) {
+      const int c = c0 + t;
+      bool keep = false;
+      Quad<Real> xy{}, zc{};
+      if (c < candidates) {
+        int lo = 0, hi = runs_here - 1;  // the last run starting at or before c (never empty)
+        while (lo < hi) {
+          const int mid = (lo + hi + 1) >> 1;
+          if (run_offset[mid] <= c) lo = mid;
+          else hi = mid - 1;
+        }
+        const int atom = run_first[lo] + (c - run_offset[lo]);
+        xy = atoms[2 * atom];
+        zc = atoms[2 * atom + 1];
+        const Real gx = gap_to_region(lo_x, xy.a, xy.b), gy = gap_to_region(lo_y, xy.c, xy.d),
+                   gz = gap_to_region(lo_z, zc.a, zc.b);
+        keep = gx * gx + gy * gy + gz * gz < filter_r2;
+      }
+      int kept = 0;
+      const int position = block_exclusive_scan(keep ? 1 : 0, warp_sums, kept);
+      if (keep) {
+        list[2 * (listed + position)] = xy;
+        list[2 * (listed + position) + 1] = zc;
+      }
+      listed += kept;
+      if (listed > kListCapacity - kThreads) {  // no room for another full round
+        __syncthreads();
+        sum_list(listed);
+        __syncthreads();
+        listed = 0;
+      }
+    }
+    __syncthreads();  // run_first and run_offset are rewritten by the next batch
+  }
+  if (listed > 0) {
+    __syncthreads();
+    sum_list(listed);
+  }
+
+  if (i >= grid.nx || j >= grid.ny) return;
+  const long long row = static_cast<long long>(i) * grid.ny + j;
+  if (row < first_row || row >= last_row) return;
+  double* row_out = out + (row - first_row) * grid.nz;
+#pragma unroll
+  for (int p = 0; p < kPoints; ++p)
+    if (k0 + p < grid.nz) {
+      if constexpr (kAccumulate) row_out[k0 + p] += scale * sum[p];
+      else row_out[k0 + p] = scale * sum[p];
+    }
+}
+
+// Regions, bins and the neighbour-offset table of one lattice and cutoff.
+struct CutoffLayout {
+  CutoffGrid grid;
+  double reach = 0;              // lattice units: atoms farther than this from a region's box are left out
+  std::vector<int4> neighbour_runs;
+  std::int64_t bin_count() const {
+    return static_cast<std::int64_t>(grid.bins[0]) * grid.bins[1] * grid.bins[2];
+  }
+};
+
+// Distance in lattice units along one axis from a region's points [0, kRegion - 1] to the
+// bin `offset` bins away, which holds coordinates [kRegion offset, kRegion (offset + 1)).
+double bin_gap(int offset) {
+  if (offset > 0) return kRegion * offset - (kRegion - 1);
+  if (offset < 0) return -kRegion * offset - kRegion;
+  return 0;
+}
+
+CutoffLayout layout_for(const Lattice& lattice, double cutoff) {
+  CutoffLayout layout;
+  const double cutoff_units = cutoff / lattice.spacing;
+  // A little beyond the cutoff, so that float32 rounding of the filter never drops an atom
+  // the law keeps; atoms kept beyond the cutoff add exactly zero.
+  layout.reach = cutoff_units * (1 + 1e-6) + 1e-3;
+  if (layout.reach > 1e5)
+    throw Error("cutoff summation on the GPU: the cutoff is " + std::to_string(cutoff_units) +
+                " lattice spacings; use at most 100,000 (or the CPU)");
+  CutoffGrid& grid = layout.grid;
+  for (int a = 0; a < 3; ++a)
+    if (lattice.dims[a] > (std::int64_t{1} << 30))
+      throw Error("cutoff summation on the GPU: lattices of more than 2^30 points along an axis are not supported");
+  grid.nx = static_cast<int>(lattice.dims[0]);
+  grid.ny = static_cast<int>(lattice.dims[1]);
+  grid.nz = static_cast<int>(lattice.dims[2]);
+  grid.margin = static_cast<int>(std::ceil(layout.reach / kRegion)) + 1;
+  std::int64_t bins = 1;
+  for (int a = 0; a < 3; ++a) {
+    grid.regions[a] = static_cast<int>((lattice.dims[a] + kRegion - 1) / kRegion);
+    grid.bins[a] = grid.regions[a] + 2 * grid.margin;
+    bins *= grid.bins[a];
+  }
+  if (bins >= (std::int64_t{1} << 31) - 1)
+    throw Error("cutoff summation on the GPU: " + std::to_string(bins) + " bins of " +
+                std::to_string(kRegion * lattice.spacing) + " A are too many; use a coarser lattice or the CPU");
+  const double reach2 = layout.reach * layout.reach;
+  for (int dz = -grid.margin; dz <= grid.margin; ++dz)
+    for (int dy = -grid.margin; dy <= grid.margin; ++dy) {
+      const double yz2 = bin_gap(dy) * bin_gap(dy) + bin_gap(dz) * bin_gap(dz);
+      int first = grid.margin + 1, last = -grid.margin - 1;
+      for (int dx = -grid.margin; dx <= grid.margin; ++dx)
+        if (bin_gap(dx) * bin_gap(dx) + yz2 < reach2) first = std::min(first, dx), last = std::max(last, dx);
+      if (first <= last) layout.neighbour_runs.push_back(make_int4(dy, dz, first, last));
+    }
+  return layout;
+}
+
+// Atoms within reach of the lattice, sorted by bin (the order of the input kept within a
+// bin), as two quads each; bin b holds atoms [bin_start[b], bin_start[b + 1]).
+template <class Real>
+struct BinnedAtoms {
+  std::vector<Quad<Real>> atoms;
+  std::vector<int> bin_start;
+  int size() const { return static_cast<int>(atoms.size() / 2); }
+};
+
+template <class Real>
+void bin_atoms(const PreparedAtoms& prepared, const Lattice& lattice, const CutoffLayout& layout,
+               BinnedAtoms<Real>& regular, BinnedAtoms<Real>& on_lattice) {
+  const CutoffGrid& grid = layout.grid;
+  const double spacing = lattice.spacing;
+  struct Entry {
+    std::int64_t atom;
+    int bin;
+    bool on_lattice;
+  };
+  std::vector<Entry> entries;
+  entries.reserve(static_cast<std::size_t>(prepared.size()));
+  for (std::int64_t n = 0; n < prepared.size(); ++n) {
+    const double u[3] = {prepared.x[n] / spacing, prepared.y[n] / spacing, prepared.z[n] / spacing};
+    double gap2 = 0;
+    int bin[3];
+    for (int a = 0; a < 3; ++a) {
+      const double upper = static_cast<double>(lattice.dims[a] - 1);
+      const double g = u[a] < 0 ? -u[a] : (u[a] > upper ? u[a] - upper : 0.0);
+      gap2 += g * g;
+      bin[a] = static_cast<int>(std::clamp(std::floor(u[a] / kRegion) + grid.margin, 0.0,
+                                           static_cast<double>(grid.bins[a] - 1)));
+    }
+    if (!(gap2 < layout.reach * layout.reach)) continue;  // beyond the cutoff of every point
+    Quad<Real> xy, zc;
+    bool singular = false;
+    gpu::split_atom(prepared, n, spacing, xy, zc, singular);
+    entries.push_back({n, (bin[2] * grid.bins[1] + bin[1]) * grid.bins[0] + bin[0], singular});
+  }
+  if (entries.size() > (std::size_t{1} << 30)) throw Error("more than 2^30 atoms are not supported on the GPU");
+  for (BinnedAtoms<Real>* set : {&regular, &on_lattice}) {
+    const bool want_singular = set == &on_lattice;
+    set->bin_start.assign(static_cast<std::size_t>(layout.bin_count()) + 1, 0);
+    std::size_t count = 0;
+    for (const Entry& e : entries)
+      if (e.on_lattice == want_singular) ++set->bin_start[e.bin + 1], ++count;
+    if (want_singular && count == 0) {  // the usual case: no second pass
+      set->bin_start.clear();
+      break;
+    }
+    for (std::size_t b = 0; b + 1 < set->bin_start.size(); ++b) set->bin_start[b + 1] += set->bin_start[b];
+    std::vector<int> fill(set->bin_start.begin(), set->bin_start.end() - 1);
+    set->atoms.resize(2 * count);
+    for (const Entry& e : entries) {
+      if (e.on_lattice != want_singular) continue;
+      bool unused = false;
+      const int slot = fill[e.bin]++;
+      gpu::split_atom(prepared, e.atom, spacing, set->atoms[2 * slot], set->atoms[2 * slot + 1], unused);
+    }
+  }
+}
+
+// One binned set of atoms on a device.
+template <class Real>
+struct DeviceBins {
+  cuda::DeviceBuffer<Quad<Real>> atoms;
+  cuda::DeviceBuffer<int> bin_start;
+  int size = 0;
+  explicit DeviceBins(const BinnedAtoms<Real>& host)
+      : atoms(host.atoms.size()), bin_start(host.bin_start.size()), size(host.size()) {
+    atoms.upload(host.atoms.data(), host.atoms.size());
+    bin_start.upload(host.bin_start.data(), host.bin_start.size());
+  }
+};
+
+template <class Real, class Law, bool kCheckSingular, bool kAccumulate>
+void launch(const CutoffLayout& layout, const DeviceBins<Real>& bins, const cuda::DeviceBuffer<int4>& runs,
+            const Law& law, Real singular_r2, std::int64_t first, std::int64_t last, double scale, double* out,
+            cudaStream_t stream) {
+  const CutoffGrid& grid = layout.grid;
+  const int region_x_first = static_cast<int>(first / grid.ny / kRegion);
+  const int region_x_last = static_cast<int>((last - 1) / grid.ny / kRegion);
+  const long long blocks =
+      static_cast<long long>(region_x_last - region_x_first + 1) * grid.regions[1] * grid.regions[2];
+  if (blocks > 0x7fffffffLL) throw Error("cutoff summation on the GPU: too many regions in one slab");
+  const Real filter_r2 = static_cast<Real>(layout.reach * layout.reach);
+  cutoff_sum_kernel<Real, Law, kCheckSingular, kAccumulate><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      grid, bins.atoms.data(), bins.bin_start.data(), runs.data(), static_cast<int>(runs.size()), law, singular_r2,
+      filter_r2, region_x_first, first, last, scale, out);
+  NBKIT_CUDA_CHECK_LAUNCH();
+}
+
+// Rows per slab: whole layers of regions (kRegion x-planes), about 8 waves of blocks (so
+// that copies overlap kernels on big lattices and several GPUs balance), at most a third
+// of free memory per slab buffer.
+std::int64_t cutoff_slab_rows(const CutoffLayout& layout, std::int64_t total_rows, int device_count,
+                              int resident_blocks, std::size_t free_bytes) {
+  const CutoffGrid& grid = layout.grid;
+  const std::int64_t layer_rows = static_cast<std::int64_t>(kRegion) * grid.ny;
+  if (const char* forced = std::getenv("NBKIT_CUDA_SLAB_ROWS"))  // tests: force many slabs
+    return std::clamp<std::int64_t>(std::atoll(forced), 1, total_rows);
+  const std::int64_t blocks_per_layer = static_cast<std::int64_t>(grid.regions[1]) * grid.regions[2];
+  std::int64_t layers = std::max<std::int64_t>(1, 8 * static_cast<std::int64_t>(resident_blocks) / blocks_per_layer);
+  std::int64_t rows = layers * layer_rows;
+  if (device_count > 1) rows = std::min(rows, std::max(layer_rows, total_rows / (8 * device_count)));
+  const std::int64_t row_bytes = static_cast<std::int64_t>(sizeof(double)) * grid.nz;
+  const std::int64_t affordable = static_cast<std::int64_t>(free_bytes / 3) / row_bytes;
+  if (affordable < std::min(layer_rows, total_rows))
+    throw Error("GPU: a layer of " + std::to_string(layer_rows) + " lattice rows needs " +
+                format_bytes(static_cast<std::uint64_t>(3 * layer_rows * row_bytes)) + " but only " +
+                format_bytes(free_bytes) + " are free");
+  rows = std::min(rows, affordable);
+  rows = std::max<std::int64_t>(layer_rows, rows / layer_rows * layer_rows);
+  return std::clamp<std::int64_t>(rows, 1, total_rows);
+}
+
+template <class Real, class Law>
+double run_device(int device, const BinnedAtoms<Real>& regular, const BinnedAtoms<Real>& on_lattice,
+                  const CutoffLayout& layout, const Law& law, gpu::SharedRows& shared) {
+  const RowRange& rows = shared.rows();
+  const Lattice& lattice = *rows.lattice;
+  const DeviceBins<Real> regular_bins(regular), on_lattice_bins(on_lattice);
+  cuda::DeviceBuffer<int4> runs(layout.neighbour_runs.size());
+  runs.upload(layout.neighbour_runs.data(), layout.neighbour_runs.size());
+
+  int sms = 0, blocks_per_sm = 0;
+  NBKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  NBKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks_per_sm, cutoff_sum_kernel<Real, Law, false, false>, kThreads, 0));
+  std::size_t free_bytes = 0, total_bytes = 0;
+  NBKIT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const std::int64_t slab_rows = cutoff_slab_rows(layout, shared.total(), shared.device_count(),
+                                                  sms * std::max(blocks_per_sm, 1), free_bytes);
+  const Law lattice_law = gpu::in_lattice_units(law, lattice.spacing);
+  const Real singular_r2 =
+      static_cast<Real>(singular_distance * singular_distance / (lattice.spacing * lattice.spacing));
+  return gpu::run_slabs(shared, slab_rows, std::min<std::int64_t>(slab_rows, kRegion * lattice.dims[1]),
+                        [&](std::int64_t first, std::int64_t last, double* out, cudaStream_t stream) {
+                          launch<Real, Law, false, false>(layout, regular_bins, runs, lattice_law, singular_r2, first,
+                                                          last, rows.prefactor, out, stream);
+                          if (on_lattice_bins.size > 0)
+                            launch<Real, Law, true, true>(layout, on_lattice_bins, runs, lattice_law, singular_r2,
+                                                          first, last, rows.prefactor, out, stream);
+                        });
+}
+
+template <class Real, class Law>
+void run_devices(const PreparedAtoms& prepared, const Law& law, const RowRange& rows, const std::vector<int>& devices,
+                 CudaRunInfo* info) {
+  const CutoffLayout layout = layout_for(*rows.lattice, law.cutoff);
+  BinnedAtoms<Real> regular, on_lattice;
+  bin_atoms(prepared, *rows.lattice, layout, regular, on_lattice);
+  gpu::SharedRows shared(rows, static_cast<int>(devices.size()));
+  const std::vector<double> kernel_seconds = gpu::on_each_device(devices, shared, [&](int device) {
+    return run_device<Real, Law>(device, regular, on_lattice, layout, law, shared);
+  });
+  if (info) info->kernel_seconds = *std::max_element(kernel_seconds.begin(), kernel_seconds.end());
+}
+
+}  // namespace
+
+void cutoff_cuda(const PreparedAtoms& atoms, const CutoffMapLaw& law, const RowRange& rows, bool double_precision,
+                 const std::vector<int>& requested_devices, CudaRunInfo* info) {
+  const std::vector<int> devices = gpu::resolve_devices(requested_devices, info);
+  std::visit(
+      [&](const auto& the_law) {
+        using Law = std::decay_t<decltype(the_law)>;
+        if (double_precision) run_devices<double, Law>(atoms, the_law, rows, devices, info);
+        else run_devices<float, Law>(atoms, the_law, rows, devices, info);
+      },
+      law);
+}
+
+}  // namespace nbkit::maps

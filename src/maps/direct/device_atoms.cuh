@@ -1,0 +1,76 @@
+#pragma once
+// What the GPU kernels of potential maps share (cuda.cu: direct summation, cutoff_cuda.cu:
+// cutoff summation): atoms in lattice units with exact integer/residual coordinates, the
+// device math policy of the laws, the hardware reciprocal square root. CUDA code only.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <vector>
+
+#include "maps/direct/direct.hpp"
+#include "maps/laws.hpp"
+#include "nbkit/maps.hpp"
+
+namespace nbkit::maps::gpu {
+
+// One atom: {x index, x residual, y index, y residual} and {z index, z residual,
+// coefficient, unused}, lattice units. Two 16-byte (float) or 32-byte (double) loads.
+template <class Real>
+struct alignas(4 * sizeof(Real)) Quad {
+  Real a, b, c, d;
+};
+
+template <class Real>
+struct DeviceMath {
+  __host__ __device__ Real set(double v) const { return static_cast<Real>(v); }
+  // expf, not __expf: 2 ulp everywhere, where __expf's error grows with |x|; its extra
+  // float32 work fits in the FP32 pipe's idle slots of this MUFU-bound loop.
+  __host__ __device__ Real exp(Real v) const { return ::exp(v); }
+  // value where r2 < limit, else 0 (the cutoff laws)
+  __host__ __device__ Real below(Real r2, double limit, Real value) const {
+    return r2 < static_cast<Real>(limit) ? value : Real(0);
+  }
+  __host__ __device__ Real max0(Real v) const { return max(v, Real(0)); }
+};
+
+__device__ __forceinline__ float reciprocal_sqrt(float x) {
+  float y;
+  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));  // MUFU.RSQ, ~2^-23 relative error
+  return y;
+}
+__device__ __forceinline__ double reciprocal_sqrt(double x) { return ::rsqrt(x); }
+
+// The laws in lattice units (lengths measured in spacings; the atoms' coefficients carry
+// 1/spacing, atoms_in_lattice_units).
+inline CoulombLaw in_lattice_units(const CoulombLaw& law, double) { return law; }
+inline DebyeHuckelLaw in_lattice_units(const DebyeHuckelLaw& law, double spacing) {
+  return DebyeHuckelLaw{law.kappa * spacing};
+}
+template <Smoothing S>
+CutoffLaw<S> in_lattice_units(const CutoffLaw<S>& law, double spacing) {
+  return CutoffLaw<S>{law.cutoff / spacing};
+}
+
+// An atom in lattice units: each coordinate split into its nearest lattice index and a
+// residual, so that (point index - atom index) - residual is exact to one rounding.
+// `on_lattice`: every residual within singular_distance, so the atom may sit on a lattice
+// point and must go through the kernels' checked pass.
+template <class Real>
+void split_atom(const PreparedAtoms& atoms, std::int64_t n, double spacing, Quad<Real>& xy, Quad<Real>& zc,
+                bool& on_lattice) {
+  double index[3], residual[3];
+  const double coordinate[3] = {atoms.x[n] / spacing, atoms.y[n] / spacing, atoms.z[n] / spacing};
+  const double singular_residual = singular_distance / spacing;
+  on_lattice = true;
+  for (int a = 0; a < 3; ++a) {
+    index[a] = std::nearbyint(coordinate[a]);
+    residual[a] = coordinate[a] - index[a];
+    on_lattice = on_lattice && std::fabs(residual[a]) <= singular_residual;
+  }
+  xy = {static_cast<Real>(index[0]), static_cast<Real>(residual[0]), static_cast<Real>(index[1]),
+        static_cast<Real>(residual[1])};
+  zc = {static_cast<Real>(index[2]), static_cast<Real>(residual[2]), static_cast<Real>(atoms.coefficient[n] / spacing),
+        Real(0)};
+}
+
+}  // namespace nbkit::maps::gpu

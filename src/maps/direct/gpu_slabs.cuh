@@ -1,0 +1,156 @@
+#pragma once
+// Lattice rows on one or several GPUs, for any map kernel (direct summation in cuda.cu,
+// cutoff summation in cutoff_cuda.cu): one host thread per device (the slides' multi-GPU
+// design, seed 000 "Multi-GPU DCS"), each taking slabs of rows from a shared counter
+// (dynamic distribution), every slab computed into one of two device buffers so that the
+// copy of one slab to the host overlaps the next slab's kernels. A kernel computes a point
+// the same way whichever slab or device holds it, so results never depend on the split.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda/check.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/stream.hpp"
+#include "maps/direct/direct.hpp"
+#include "nbkit/core/backend.hpp"
+#include "nbkit/core/error.hpp"
+
+namespace nbkit::maps::gpu {
+
+// The requested device indices, checked, or every GPU of the machine; throws when none is
+// usable. Fills info's device list and names.
+inline std::vector<int> resolve_devices(const std::vector<int>& requested, CudaRunInfo* info) {
+  std::string why;
+  const std::vector<GpuInfo> gpus = list_gpus(&why);
+  if (gpus.empty()) throw Error("--backend cuda: " + why);
+  std::vector<int> devices = requested;
+  if (devices.empty())
+    for (const auto& gpu : gpus) devices.push_back(gpu.index);
+  for (int device : devices)
+    if (device < 0 || device >= static_cast<int>(gpus.size()))
+      throw Error("--gpus: there is no GPU " + std::to_string(device) + " (this machine has " +
+                  std::to_string(gpus.size()) + ")");
+  if (info) {
+    info->devices = devices;
+    info->device_names.clear();
+    for (int device : devices) info->device_names.push_back(gpus[device].name);
+  }
+  return devices;
+}
+
+// The rows of one request, shared by the host threads of all devices.
+class SharedRows {
+ public:
+  SharedRows(const RowRange& rows, int device_count) : rows_(rows), device_count_(device_count) {}
+  const RowRange& rows() const { return rows_; }
+  int device_count() const { return device_count_; }
+  std::int64_t total() const { return rows_.row_end - rows_.row_begin; }
+
+  // Guided self-scheduling: slabs of slab_rows (a multiple of step_rows, counted from
+  // row_begin) first, smaller ones (never under step_rows) as the end nears, so several
+  // GPUs finish together. False when no rows are left.
+  bool take(std::int64_t slab_rows, std::int64_t step_rows, std::int64_t& first, std::int64_t& last) {
+    std::int64_t taken = next_.load();
+    while (taken < total()) {
+      std::int64_t want = slab_rows;
+      if (device_count_ > 1)
+        want = std::min(want, std::max(step_rows, (total() - taken) / (2 * device_count_) / step_rows * step_rows));
+      if (next_.compare_exchange_weak(taken, taken + want)) {
+        first = rows_.row_begin + taken;
+        last = std::min(rows_.row_end, first + want);
+        return true;
+      }
+    }
+    return false;
+  }
+  void finished(std::int64_t count) {
+    const std::int64_t done = done_.fetch_add(count) + count;
+    if (rows_.progress && *rows_.progress) {
+      const std::lock_guard<std::mutex> lock(progress_mutex_);
+      (*rows_.progress)(static_cast<double>(done) / static_cast<double>(total()));
+    }
+  }
+  void stop() { next_.store(total()); }  // after an error: the other devices stop early
+
+ private:
+  const RowRange& rows_;
+  int device_count_;
+  std::atomic<std::int64_t> next_{0}, done_{0};
+  std::mutex progress_mutex_;
+};
+
+// One device's loop over slabs of at most slab_rows rows. queue_slab(first, last,
+// device_out, stream) queues the kernels that write rows [first, last) to device_out
+// (row-major, nz values a row). Returns the seconds the kernels took (CUDA events).
+template <class QueueSlab>
+double run_slabs(SharedRows& shared, std::int64_t slab_rows, std::int64_t step_rows, QueueSlab&& queue_slab) {
+  const RowRange& rows = shared.rows();
+  const std::int64_t nz = rows.lattice->dims[2];
+  // Two slab buffers: the kernels of one slab are queued before the previous slab's result
+  // is copied to the host (a copy to pageable memory holds the host thread until it is
+  // done), so the copy overlaps the next slab's computation.
+  struct Slot {
+    cuda::DeviceBuffer<double> out;
+    cuda::Event start, stop;
+    std::int64_t first = 0, last = 0;
+  };
+  Slot slots[2];
+  for (Slot& slot : slots) slot.out = cuda::DeviceBuffer<double>(static_cast<std::size_t>(slab_rows * nz));
+  const cuda::Stream compute, copy;
+  double kernel_seconds = 0;
+  auto copy_out = [&](Slot& slot) {
+    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(copy, slot.stop, 0));
+    slot.out.download(rows.out + (slot.first - rows.row_begin) * nz,
+                      static_cast<std::size_t>((slot.last - slot.first) * nz), copy);
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(copy));
+    kernel_seconds += slot.stop.seconds_since(slot.start);
+    shared.finished(slot.last - slot.first);
+  };
+  Slot* pending = nullptr;  // computed or queued, not yet copied
+  std::int64_t first = 0, last = 0;
+  for (int n = 0; shared.take(slab_rows, step_rows, first, last); ++n) {
+    Slot& slot = slots[n % 2];  // free: its last slab was copied one iteration ago
+    slot.first = first;
+    slot.last = last;
+    slot.start.record(compute);
+    queue_slab(first, last, slot.out.data(), static_cast<cudaStream_t>(compute));
+    slot.stop.record(compute);
+    if (pending) copy_out(*pending);
+    pending = &slot;
+  }
+  if (pending) copy_out(*pending);
+  return kernel_seconds;
+}
+
+// work(device) on one host thread per device; every device's kernel seconds, or the first
+// error, rethrown after all threads are joined.
+template <class Work>
+std::vector<double> on_each_device(const std::vector<int>& devices, SharedRows& shared, Work&& work) {
+  std::vector<std::exception_ptr> errors(devices.size());
+  std::vector<double> kernel_seconds(devices.size(), 0.0);
+  std::vector<std::thread> workers;
+  for (std::size_t d = 0; d < devices.size(); ++d)
+    workers.emplace_back([&, d] {
+      try {
+        NBKIT_CUDA_CHECK(cudaSetDevice(devices[d]));
+        kernel_seconds[d] = work(devices[d]);
+      } catch (...) {
+        errors[d] = std::current_exception();
+        shared.stop();
+      }
+    });
+  for (auto& worker : workers) worker.join();
+  for (const auto& error : errors)
+    if (error) std::rethrow_exception(error);
+  return kernel_seconds;
+}
+
+}  // namespace nbkit::maps::gpu
