@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/progress.hpp"
 #include "nbkit/io/atomic_file.hpp"
+#include "nbkit/io/cell.hpp"
 #include "nbkit/io/map_files.hpp"
 #include "nbkit/io/png.hpp"
 #include "nbkit/io/structure.hpp"
@@ -32,6 +34,8 @@ struct MapArguments {
   double ionic_strength = 0.15;
   double cutoff = 12.0, bin_size = 0;
   std::string smoothing = "cutcp";
+  bool periodic = false;
+  std::string box;
   int threads = 0;
   bool quiet = false;
 };
@@ -40,10 +44,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-Lattice choose_lattice(const MapArguments& args, const Atoms& atoms) {
+Lattice choose_lattice(const MapArguments& args, const Atoms& atoms, const std::optional<Vec3>& periodic_box) {
   const bool explicit_box = !args.origin.empty() || !args.dims.empty();
   const bool centered_box = !args.center.empty() || !args.length.empty();
   if (explicit_box && centered_box) throw Error("--origin/--dims and --center/--length choose the lattice two ways: use one");
+  if (periodic_box && !explicit_box && !centered_box) return lattice_spanning_cell(*periodic_box, args.spacing);
   if (explicit_box) {
     if (args.origin.empty() || args.dims.empty()) throw Error("--origin and --dims go together: give both");
     Lattice lattice;
@@ -98,7 +103,28 @@ int run_map(const MapArguments& args) {
   charge_options.force_field = args.charges;
   const Atoms atoms = io::read_atoms(args.input, charge_options);
   const double read_seconds = seconds_since(start);
-  const Lattice lattice = choose_lattice(args, atoms);
+  if (!args.box.empty() && !args.periodic) throw Error("--box gives the periodic box: add --periodic");
+  if (args.periodic) {
+    if (options.method != MapMethod::cutoff)
+      throw Error("--periodic needs --method cutoff: direct and mdh sums over all periodic images do not converge");
+    options.periodic_box = args.box.empty() ? io::read_periodic_box(args.input)
+                                            : std::optional<Vec3>(parse_triple(args.box, "--box", true));
+    if (!options.periodic_box)
+      throw Error(fmt::format("--periodic: {} has no CRYST1 record (or cell) giving the box; pass --box a,b,c (Angstrom)",
+                              args.input));
+  }
+  const Lattice lattice = choose_lattice(args, atoms, options.periodic_box);
+  if (options.periodic_box && !args.quiet)
+    for (int a = 0; a < 3; ++a) {
+      const double cells = (*options.periodic_box)[a] / lattice.spacing;
+      if (std::fabs(cells - std::round(cells)) > 1e-6 * cells) {
+        fmt::print(stderr,
+                   "nbkit: notice: the box edges are not all multiples of the spacing ({} A), so the lattice covers the "
+                   "cell but does not repeat exactly across its faces\n",
+                   lattice.spacing);
+        break;
+      }
+    }
 
   ProgressBar bar(fmt::format("{} map", to_string(options.method)), !args.quiet);
   options.progress = [&bar](double fraction) { bar.update(fraction); };
@@ -117,7 +143,12 @@ int run_map(const MapArguments& args) {
                   options.method == MapMethod::mdh
                       ? fmt::format(", ionic strength {} mol/L, kappa {:.6f} 1/A", options.ionic_strength, kappa)
                       : options.method == MapMethod::cutoff
-                            ? fmt::format(", cutoff {} A, smoothing {}", options.cutoff, to_string(options.smoothing))
+                            ? fmt::format(", cutoff {} A, smoothing {}{}", options.cutoff, to_string(options.smoothing),
+                                          options.periodic_box
+                                              ? fmt::format(", periodic box {} x {} x {} A (minimum image)",
+                                                            options.periodic_box->x, options.periodic_box->y,
+                                                            options.periodic_box->z)
+                                              : "")
                             : ""),
       "vertex-centred lattice: point (i,j,k) at origin + (i,j,k)*delta; x index slowest, z fastest",
   };
@@ -146,6 +177,9 @@ int run_map(const MapArguments& args) {
     if (options.method == MapMethod::cutoff) {
       report["parameters"]["cutoff_angstrom"] = options.cutoff;
       report["parameters"]["smoothing"] = to_string(options.smoothing);
+      if (options.periodic_box)
+        report["parameters"]["periodic_box_angstrom"] = {options.periodic_box->x, options.periodic_box->y,
+                                                         options.periodic_box->z};
     }
     if (options.method == MapMethod::mdh) {
       report["parameters"]["ionic_strength_molar"] = options.ionic_strength;
@@ -204,6 +238,10 @@ Action setup_map(CLI::App& app) {
       ->capture_default_str();
   group_method->add_option("--bin-size", args->bin_size, "cutoff method: atom bin edge, Angstrom (0: cutoff/3)")
       ->capture_default_str();
+  group_method->add_flag("--periodic", args->periodic,
+                         "cutoff method: minimum-image sums in the orthorhombic box of the input's CRYST1 record "
+                         "(or --box); the lattice spans the cell unless given");
+  group_method->add_option("--box", args->box, "with --periodic: box edge lengths a,b,c (Angstrom), cell from (0,0,0)");
   group_method->add_option("--dielectric", args->dielectric, "relative permittivity (default 1; 78.54 for mdh)");
   group_method->add_option("--temperature", args->temperature, "K, for kT/e and kappa")->capture_default_str();
   group_method->add_option("--ionic-strength", args->ionic_strength, "mol/L of 1:1 salt, mdh only")->capture_default_str();

@@ -4,6 +4,7 @@
 // CUDA builds.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ struct MapOptions {
   double cutoff = 12.0;                             // Angstrom, cutoff only
   Smoothing smoothing = Smoothing::cutcp;           // cutoff only
   double bin_size = 0;                              // Angstrom, cutoff only; 0: cutoff / 3
+  // Cutoff only: an orthorhombic periodic box, edge lengths a, b, c in Angstrom, the cell
+  // spanning [0, a) x [0, b) x [0, c) (as a PDB CRYST1 record places it). Sums then take each
+  // atom's minimum image (the cutoff must be under half the shortest edge). Empty: no box.
+  std::optional<Vec3> periodic_box;
   int threads = 0;                                  // 0: all hardware threads
   std::vector<int> gpus;                            // CUDA device indices; empty: all
   // Called with the fraction done, 0..1, never concurrently (calls are serialized); may be empty.
@@ -92,6 +97,16 @@ Map compute_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& op
 void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
                       std::int64_t row_begin, std::int64_t row_end, double* out,
                       MapStats* stats = nullptr);
+
+// The lattice that spans a periodic cell [0, a) x [0, b) x [0, c): origin (0,0,0) and
+// ceil(edge / spacing) points along each axis. It is exactly periodic (the point after the
+// last one is the first one's image) when the edges are multiples of the spacing.
+Lattice lattice_spanning_cell(Vec3 box, double spacing);
+
+// The atoms and their periodic images that lie within `cutoff` of the lattice: summing
+// these without a box is the minimum-image sum (each atom's one image within the cutoff of
+// any point, as cutoff < half the shortest edge). Atoms anywhere are wrapped into the cell.
+Atoms periodic_images(const Atoms& atoms, Vec3 box, const Lattice& lattice, double cutoff);
 
 // The Debye-Hueckel kappa (1/Angstrom) these options imply; 0 for the direct method.
 double screening_kappa(const MapOptions& options);

@@ -112,6 +112,10 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
     if (!(options.bin_size >= 0) || !std::isfinite(options.bin_size))
       throw Error(fmt::format("bin size must be zero (automatic) or a positive number of Angstrom, got {}",
                               options.bin_size));
+  } else if (options.periodic_box) {
+    throw Error(fmt::format("a periodic box needs the cutoff method (--method cutoff): the {} sum over all periodic "
+                            "images does not converge absolutely",
+                            to_string(options.method)));
   }
   const double kappa = screening_kappa(options);
   const maps::MapLaw law = options.method == MapMethod::direct ? maps::MapLaw{maps::CoulombLaw{}}
@@ -131,17 +135,20 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
   const bool double_precision = options.precision == Precision::double_;
   if (options.method == MapMethod::cutoff) {
     const maps::CutoffMapLaw cutoff_law = cutoff_law_for(options.smoothing, options.cutoff);
+    Atoms images;  // periodic box: the atoms' images within the cutoff of the lattice
+    if (options.periodic_box) images = periodic_images(atoms, *options.periodic_box, lattice, options.cutoff);
+    const Atoms& sources = options.periodic_box ? images : atoms;
     if (backend == Backend::reference) {
-      maps::direct_reference(atoms, cutoff_law, rows);
+      maps::direct_reference(sources, cutoff_law, rows);
       detail = "float64 reference, 1 thread";
     } else if (backend == Backend::cuda) {
-      const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, cutoff_law);
+      const maps::PreparedAtoms prepared = maps::prepare_atoms(sources, lattice, cutoff_law);
       maps::CudaRunInfo info;
       maps::cutoff_cuda(prepared, cutoff_law, rows, double_precision, options.gpus, &info);
       kernel_seconds = info.kernel_seconds;
       detail = gpu_detail(info, double_precision);
     } else {
-      const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, cutoff_law);
+      const maps::PreparedAtoms prepared = maps::prepare_atoms(sources, lattice, cutoff_law);
       maps::cutoff_cpu(prepared, cutoff_law, rows, double_precision, threads, options.bin_size);
       detail = fmt::format("{} SIMD, bins, {}, {} thread{}", maps::direct_cpu_target(),
                            double_precision ? "float64" : "float32", threads, threads == 1 ? "" : "s");

@@ -112,10 +112,49 @@ TEST(Cli, CutoffMapWithSmoothing) {
   const auto report = nlohmann::json::parse(std::ifstream(dir.file("c.json")));
   EXPECT_EQ(report["parameters"]["smoothing"], "taylor2");
   EXPECT_EQ(report["parameters"]["cutoff_angstrom"], 8.0);
-  EXPECT_EQ(report["backend"]["used"], "cpu");
+  EXPECT_EQ(report["backend"]["used"], nbkit::list_gpus().empty() ? "cpu" : "cuda");  // --backend auto
   const Result bad = run_nbkit("map " + data("1a63.pqr") + " -o " + dir.file("d.dx") + " --method cutoff --smoothing gauss");
   EXPECT_NE(bad.status, 0);
   EXPECT_TRUE(contains(bad.output, "unknown smoothing 'gauss'")) << bad.output;
+}
+
+TEST(Cli, PeriodicBoxFromCryst1OrBox) {
+  nbkit::test::ScratchDir dir;
+  write_text(dir.file("water.pqr"),
+             "CRYST1   12.000   10.000   14.000  90.00  90.00  90.00 P 1           1\n"
+             "ATOM      1  O   HOH     1       0.500   5.000   7.000 -0.8340 1.7683\n"
+             "ATOM      2  H1  HOH     1       1.450   5.000   7.000  0.4170 0.0000\n"
+             "ATOM      3  H2  HOH     1      11.800   5.900   7.000  0.4170 0.0000\n");
+  const Result r = run_nbkit("map " + dir.file("water.pqr") + " -o " + dir.file("w.dx") +
+                             " --method cutoff --cutoff 4.5 --periodic --spacing 1 --backend cpu --report " +
+                             dir.file("w.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto report = nlohmann::json::parse(std::ifstream(dir.file("w.json")));
+  EXPECT_EQ(report["parameters"]["periodic_box_angstrom"], nlohmann::json({12.0, 10.0, 14.0}));
+  EXPECT_EQ(report["lattice"]["dims"], nlohmann::json({12, 10, 14}));  // spans the cell
+  EXPECT_FALSE(contains(r.output, "notice")) << r.output;               // edges are multiples of 1 A
+  const Result boxed = run_nbkit("map " + dir.file("water.pqr") + " -o " + dir.file("b.dx") +
+                                 " --method cutoff --cutoff 4.5 --periodic --box 12,10,14.5 --spacing 1 --backend cpu");
+  ASSERT_EQ(boxed.status, 0) << boxed.output;
+  EXPECT_TRUE(contains(boxed.output, "not all multiples of the spacing")) << boxed.output;
+
+  write_text(dir.file("nobox.pqr"), "ATOM      1  O   HOH     1       0.500   5.000   7.000 -0.8340 1.7683\n");
+  const Result nobox = run_nbkit("map " + dir.file("nobox.pqr") + " -o " + dir.file("n.dx") + " --method cutoff --periodic");
+  EXPECT_NE(nobox.status, 0);
+  EXPECT_TRUE(contains(nobox.output, "has no CRYST1 record")) << nobox.output;
+  const Result direct = run_nbkit("map " + dir.file("water.pqr") + " -o " + dir.file("d.dx") + " --periodic");
+  EXPECT_NE(direct.status, 0);
+  EXPECT_TRUE(contains(direct.output, "--periodic needs --method cutoff")) << direct.output;
+  const Result long_cutoff = run_nbkit("map " + dir.file("water.pqr") + " -o " + dir.file("l.dx") +
+                                       " --method cutoff --cutoff 6 --periodic");
+  EXPECT_NE(long_cutoff.status, 0);
+  EXPECT_TRUE(contains(long_cutoff.output, "less than half the shortest box edge")) << long_cutoff.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("l.dx")));
+  write_text(dir.file("mono.pqr"), "CRYST1   12.000   10.000   14.000  90.00 104.00  90.00 P 21          2\n"
+                                   "ATOM      1  O   HOH     1       0.500   5.000   7.000 -0.8340 1.7683\n");
+  const Result mono = run_nbkit("map " + dir.file("mono.pqr") + " -o " + dir.file("m.dx") + " --method cutoff --periodic");
+  EXPECT_NE(mono.status, 0);
+  EXPECT_TRUE(contains(mono.output, "mono.pqr:1: beta: only orthorhombic boxes")) << mono.output;
 }
 
 TEST(Cli, BadInputGetsOneClearLineAndNoOutput) {

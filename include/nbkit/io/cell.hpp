@@ -1,0 +1,20 @@
+#pragma once
+// The periodic box of a structure file: the CRYST1 record of PQR and PDB files, the cell of
+// mmCIF files (through gemmi). Only orthorhombic boxes (all angles 90 degrees).
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "nbkit/core/vec3.hpp"
+
+namespace nbkit::io {
+
+// Edge lengths a, b, c (Angstrom) of the first CRYST1 record in `text`; empty when there is
+// none or it is PDB's 1 x 1 x 1 placeholder for structures without a crystal cell. Throws
+// InputError ("source:line: field: problem") for a malformed or non-orthorhombic record.
+std::optional<Vec3> parse_cryst1(std::string_view text, const std::string& source);
+
+// The same for a file: PQR or PDB (CRYST1), mmCIF (_cell), by extension as read_atoms.
+std::optional<Vec3> read_periodic_box(const std::string& path);
+
+}  // namespace nbkit::io

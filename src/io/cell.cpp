@@ -1,0 +1,83 @@
+#include "nbkit/io/cell.hpp"
+
+#include <fmt/format.h>
+#include <gemmi/gz.hpp>
+#include <gemmi/mmread.hpp>
+
+#include <array>
+#include <cmath>
+#include <filesystem>
+
+#include "io/text.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbkit/io/structure.hpp"
+
+namespace nbkit::io {
+
+namespace {
+
+// PDB writes a = b = c = 1 and angles of 90 when a structure has no crystal cell (NMR,
+// cryo-EM); that is no box.
+bool is_placeholder(const std::array<double, 6>& cell) {
+  return cell[0] == 1 && cell[1] == 1 && cell[2] == 1;
+}
+
+std::optional<Vec3> orthorhombic(const std::array<double, 6>& cell, const std::string& source, std::int64_t line) {
+  static constexpr std::array<const char*, 6> kNames = {"a", "b", "c", "alpha", "beta", "gamma"};
+  if (is_placeholder(cell)) return std::nullopt;
+  for (int f = 0; f < 3; ++f)
+    if (!(cell[f] > 0) || !std::isfinite(cell[f]))
+      throw InputError(source, line, kNames[f], fmt::format("expected a positive edge length, got {}", cell[f]));
+  for (int f = 3; f < 6; ++f)
+    if (std::fabs(cell[f] - 90) > 1e-3)
+      throw InputError(source, line, kNames[f],
+                       fmt::format("only orthorhombic boxes are supported (angles of 90 degrees), got {} {} {}",
+                                   cell[3], cell[4], cell[5]));
+  return Vec3{cell[0], cell[1], cell[2]};
+}
+
+}  // namespace
+
+std::optional<Vec3> parse_cryst1(std::string_view text, const std::string& source) {
+  static constexpr std::array<const char*, 6> kNames = {"a", "b", "c", "alpha", "beta", "gamma"};
+  std::int64_t line_number = 0;
+  std::size_t position = 0;
+  while (position < text.size()) {
+    std::size_t end = text.find('\n', position);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(position, end - position);
+    position = end + 1;
+    ++line_number;
+    if (!line.starts_with("CRYST1")) continue;
+    // CRYST1 a b c alpha beta gamma [space group] [Z]; PDB's fixed columns are
+    // whitespace-separated in practice, and PQR writers keep the record as it was.
+    const auto fields = split_whitespace(line);
+    if (fields.size() < 7)
+      throw InputError(source, line_number, "CRYST1",
+                       fmt::format("expected a b c alpha beta gamma after CRYST1, found {} fields", fields.size() - 1));
+    std::array<double, 6> cell{};
+    for (int f = 0; f < 6; ++f) {
+      const auto value = parse_number(fields[f + 1]);
+      if (!value) throw InputError(source, line_number, kNames[f], "expected a number, got " + quoted(fields[f + 1]));
+      cell[f] = *value;
+    }
+    return orthorhombic(cell, source, line_number);
+  }
+  return std::nullopt;
+}
+
+std::optional<Vec3> read_periodic_box(const std::string& path) {
+  if (guess_structure_format(path) == StructureFormat::pqr) return parse_cryst1(read_file_text(path), path);
+  if (!std::filesystem::exists(path)) throw Error(path + ": no such file");
+  gemmi::Structure structure;
+  try {
+    structure = gemmi::read_structure(gemmi::MaybeGzipped(path));
+  } catch (const std::exception& error) {
+    throw Error(fmt::format("{}: {}", path, error.what()));
+  }
+  const gemmi::UnitCell& cell = structure.cell;
+  if (!cell.is_crystal()) return std::nullopt;
+  return orthorhombic({cell.a, cell.b, cell.c, cell.alpha, cell.beta, cell.gamma}, path, 0);
+}
+
+}  // namespace nbkit::io
