@@ -94,6 +94,10 @@ template <class QueueSlab>
 double run_slabs(SharedRows& shared, std::int64_t slab_rows, std::int64_t step_rows, QueueSlab&& queue_slab) {
   const RowRange& rows = shared.rows();
   const std::int64_t nz = rows.lattice->dims[2];
+  // The caller's uploads went through the legacy default stream, with which the
+  // non-blocking streams below do not synchronize: wait for them, or the first kernels
+  // could read atoms still in flight (seen under load: wrong sums, different bits).
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
   // Two slab buffers: the kernels of one slab are queued before the previous slab's result
   // is copied to the host (a copy to pageable memory holds the host thread until it is
   // done), so the copy overlaps the next slab's computation.
