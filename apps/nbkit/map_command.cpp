@@ -36,6 +36,8 @@ struct MapArguments {
   std::string smoothing = "cutcp";
   bool periodic = false;
   std::string box;
+  double msm_spacing = 0;
+  std::string msm_interpolation = "cubic", msm_splitting;
   int threads = 0;
   bool quiet = false;
 };
@@ -86,6 +88,12 @@ int run_map(const MapArguments& args) {
   options.cutoff = args.cutoff;
   options.smoothing = parse_smoothing(args.smoothing);
   options.bin_size = args.bin_size;
+  options.msm_spacing = args.msm_spacing;
+  options.msm_interpolation = parse_msm_interpolation(args.msm_interpolation);
+  // Hardy's pairings: cubic with the C2 splitting, quintic with C3 (docs/methods.md).
+  options.msm_splitting = !args.msm_splitting.empty() ? parse_smoothing(args.msm_splitting)
+                          : options.msm_interpolation == MsmInterpolation::cubic ? Smoothing::taylor2
+                                                                                 : Smoothing::taylor3;
   options.threads = args.threads;
   options.gpus = parse_gpus(args.gpus);
   const double kappa = screening_kappa(options);  // validates dielectric, temperature, ionic strength
@@ -149,6 +157,12 @@ int run_map(const MapArguments& args) {
                                                             options.periodic_box->x, options.periodic_box->y,
                                                             options.periodic_box->z)
                                               : "")
+                      : options.method == MapMethod::msm
+                            ? fmt::format(", cutoff {} A, {} interpolation, {} splitting, finest grid {} A",
+                                          options.cutoff, to_string(options.msm_interpolation),
+                                          to_string(options.msm_splitting),
+                                          options.msm_spacing > 0 ? options.msm_spacing
+                                                                  : default_msm_spacing(options.msm_interpolation))
                             : ""),
       "vertex-centred lattice: point (i,j,k) at origin + (i,j,k)*delta; x index slowest, z fastest",
   };
@@ -181,6 +195,13 @@ int run_map(const MapArguments& args) {
         report["parameters"]["periodic_box_angstrom"] = {options.periodic_box->x, options.periodic_box->y,
                                                          options.periodic_box->z};
     }
+    if (options.method == MapMethod::msm) {
+      report["parameters"]["cutoff_angstrom"] = options.cutoff;
+      report["parameters"]["msm_interpolation"] = to_string(options.msm_interpolation);
+      report["parameters"]["msm_splitting"] = to_string(options.msm_splitting);
+      report["parameters"]["msm_grid_spacing_angstrom"] =
+          options.msm_spacing > 0 ? options.msm_spacing : default_msm_spacing(options.msm_interpolation);
+    }
     if (options.method == MapMethod::mdh) {
       report["parameters"]["ionic_strength_molar"] = options.ionic_strength;
       report["parameters"]["kappa_per_angstrom"] = kappa;
@@ -190,6 +211,7 @@ int run_map(const MapArguments& args) {
     report["timing_seconds"] = {{"read", read_seconds}, {"compute", stats.seconds}, {"write", write_seconds},
                                 {"total", seconds_since(start)}};
     if (stats.backend == Backend::cuda) report["timing_seconds"]["gpu_kernels"] = stats.kernel_seconds;
+    for (const auto& [stage, seconds] : stats.stage_seconds) report["timing_seconds"]["msm " + stage] = seconds;
     if (!stats.notice.empty()) report["backend"]["notice"] = stats.notice;
     report["rates"] = {{"evaluations", stats.evaluations}, {"evaluations_per_second", stats.evaluations_per_second()},
                        {"lattice_points_per_second", stats.points_per_second()}};
@@ -230,14 +252,21 @@ Action setup_map(CLI::App& app) {
   app.add_option("-o,--output", args->output, "map file: .dx, .mrc, .map or .ccp4 (default: INPUT's name with .dx)");
   auto* group_method = app.add_option_group("method");
   group_method->add_option("--method", args->method,
-                           "direct (Coulomb), mdh (Debye-Hueckel with ion radii) or cutoff (short-range, linear time)")
+                           "direct (Coulomb), mdh (Debye-Hueckel with ion radii), cutoff (short-range, linear time) "
+                           "or msm (full Coulomb in linear time: multilevel summation)")
       ->capture_default_str();
-  group_method->add_option("--cutoff", args->cutoff, "cutoff distance, Angstrom (cutoff method)")->capture_default_str();
+  group_method->add_option("--cutoff", args->cutoff, "cutoff distance, Angstrom (cutoff; msm: the splitting distance)")->capture_default_str();
   group_method->add_option("--smoothing", args->smoothing,
                            "cutoff method: none, cutcp (q/r (1-r^2/c^2)^2), taylor1..3 (multilevel splitting)")
       ->capture_default_str();
   group_method->add_option("--bin-size", args->bin_size, "cutoff method: atom bin edge, Angstrom (0: cutoff/3)")
       ->capture_default_str();
+  group_method->add_option("--msm-spacing", args->msm_spacing,
+                           "msm: finest grid spacing h, Angstrom (0: 2 A; 1.5 A with quintic for ~1e-4 accuracy)")
+      ->capture_default_str();
+  group_method->add_option("--msm-interpolation", args->msm_interpolation, "msm: cubic or quintic")->capture_default_str();
+  group_method->add_option("--msm-splitting", args->msm_splitting,
+                           "msm: taylor1, taylor2 or taylor3 (default: taylor2 with cubic, taylor3 with quintic)");
   group_method->add_flag("--periodic", args->periodic,
                          "cutoff method: minimum-image sums in the orthorhombic box of the input's CRYST1 record "
                          "(or --box); the lattice spans the cell unless given");

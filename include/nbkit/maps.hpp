@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nbkit/core/atoms.hpp"
@@ -20,7 +21,18 @@ enum class MapMethod {
   mdh,     // Debye-Hueckel with ion-exclusion radii (APBS bcfl mdh):
            // V(r) = C/eps * sum_i q_i exp(-kappa (d_i - a_i)) / ((1 + kappa a_i) d_i)
   cutoff,  // short-range Coulomb within a cutoff, smoothed (see Smoothing), in linear time
+  msm,     // full Coulomb in linear time: multilevel summation (cutoff part + grids)
 };
+
+// The multilevel summation method's interpolation between grid levels and onto the map.
+enum class MsmInterpolation {
+  cubic,    // piecewise cubic, C1, 4 grid points per axis
+  quintic,  // piecewise quintic, C1, 6 grid points per axis
+};
+MsmInterpolation parse_msm_interpolation(const std::string& name);
+std::string to_string(MsmInterpolation interpolation);
+// The finest grid spacing (Angstrom) used when MapOptions::msm_spacing is 0.
+double default_msm_spacing(MsmInterpolation interpolation);
 
 // How the cutoff method's Coulomb law goes to zero at the cutoff c (src/maps/laws.hpp):
 enum class Smoothing {
@@ -52,6 +64,10 @@ struct MapOptions {
   double cutoff = 12.0;                             // Angstrom, cutoff only
   Smoothing smoothing = Smoothing::cutcp;           // cutoff only
   double bin_size = 0;                              // Angstrom, cutoff only; 0: cutoff / 3
+  // msm only (the cutoff above is its splitting distance a):
+  double msm_spacing = 0;                                    // finest grid spacing h, Angstrom; 0: the default
+  MsmInterpolation msm_interpolation = MsmInterpolation::cubic;
+  Smoothing msm_splitting = Smoothing::taylor2;              // taylor1..3 (the Taylor C1..C3 splittings)
   // Cutoff only: an orthorhombic periodic box, edge lengths a, b, c in Angstrom, the cell
   // spanning [0, a) x [0, b) x [0, c) (as a PDB CRYST1 record places it). Sums then take each
   // atom's minimum image (the cutoff must be under half the shortest edge). Empty: no box.
@@ -80,6 +96,8 @@ struct MapStats {
   double kernel_seconds = 0;       // GPU kernels alone (cuda backend)
   double lattice_points = 0;       // points computed
   double evaluations = 0;          // atom-lattice pair evaluations (direct summation; 0 for cutoff)
+  // msm: seconds of each stage ("short range", "anterpolation", ...), in order
+  std::vector<std::pair<std::string, double>> stage_seconds;
   double evaluations_per_second() const { return seconds > 0 ? evaluations / seconds : 0; }
   double points_per_second() const { return seconds > 0 ? lattice_points / seconds : 0; }
 };

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "maps/direct/direct.hpp"
+#include "maps/msm/msm.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/memory.hpp"
 
@@ -16,7 +17,8 @@ MapMethod parse_map_method(const std::string& name) {
   if (name == "direct" || name == "coulomb") return MapMethod::direct;
   if (name == "mdh" || name == "debye-huckel") return MapMethod::mdh;
   if (name == "cutoff") return MapMethod::cutoff;
-  throw Error("unknown method '" + name + "': expected direct, mdh or cutoff");
+  if (name == "msm" || name == "multilevel") return MapMethod::msm;
+  throw Error("unknown method '" + name + "': expected direct, mdh, cutoff or msm");
 }
 
 std::string to_string(MapMethod method) {
@@ -24,8 +26,25 @@ std::string to_string(MapMethod method) {
     case MapMethod::direct: return "direct";
     case MapMethod::mdh: return "mdh";
     case MapMethod::cutoff: return "cutoff";
+    case MapMethod::msm: return "msm";
   }
   return "?";
+}
+
+MsmInterpolation parse_msm_interpolation(const std::string& name) {
+  if (name == "cubic") return MsmInterpolation::cubic;
+  if (name == "quintic") return MsmInterpolation::quintic;
+  throw Error("unknown MSM interpolation '" + name + "': expected cubic or quintic");
+}
+
+std::string to_string(MsmInterpolation interpolation) {
+  return interpolation == MsmInterpolation::cubic ? "cubic" : "quintic";
+}
+
+double default_msm_spacing(MsmInterpolation interpolation) {
+  // The accuracy table in docs/methods.md: these keep the relative RMS error of a protein's
+  // map near 1e-3 with the default 12 A cutoff.
+  return interpolation == MsmInterpolation::cubic ? 2.0 : 2.0;
 }
 
 Smoothing parse_smoothing(const std::string& name) {
@@ -106,12 +125,22 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
   if (options.threads < 0) throw Error("thread count must be zero (all) or positive");
   std::string notice;
   Backend backend = resolve_backend(options.backend, &notice);
-  if (options.method == MapMethod::cutoff) {
+  if (options.method == MapMethod::cutoff || options.method == MapMethod::msm) {
     if (!(options.cutoff > 0) || !std::isfinite(options.cutoff))
       throw Error(fmt::format("cutoff must be a positive number of Angstrom, got {}", options.cutoff));
     if (!(options.bin_size >= 0) || !std::isfinite(options.bin_size))
       throw Error(fmt::format("bin size must be zero (automatic) or a positive number of Angstrom, got {}",
                               options.bin_size));
+    if (options.method == MapMethod::msm) {
+      if (options.periodic_box)
+        throw Error("the multilevel summation method has no periodic boundary in this version; use --method cutoff "
+                    "--periodic for minimum-image short-range sums");
+      if (options.msm_splitting != Smoothing::taylor1 && options.msm_splitting != Smoothing::taylor2 &&
+          options.msm_splitting != Smoothing::taylor3)
+        throw Error("the multilevel splitting must be taylor1, taylor2 or taylor3, got " + to_string(options.msm_splitting));
+      if (!(options.msm_spacing >= 0) || !std::isfinite(options.msm_spacing))
+        throw Error(fmt::format("MSM grid spacing must be zero (the default) or positive, got {}", options.msm_spacing));
+    }
   } else if (options.periodic_box) {
     throw Error(fmt::format("a periodic box needs the cutoff method (--method cutoff): the {} sum over all periodic "
                             "images does not converge absolutely",
@@ -133,8 +162,11 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
   std::string detail;
   double kernel_seconds = 0;
   const bool double_precision = options.precision == Precision::double_;
-  if (options.method == MapMethod::cutoff) {
-    const maps::CutoffMapLaw cutoff_law = cutoff_law_for(options.smoothing, options.cutoff);
+  std::vector<std::pair<std::string, double>> stage_seconds;
+  if (options.method == MapMethod::cutoff || options.method == MapMethod::msm) {
+    // msm: the short-range part is the cutoff sum with the splitting's smoothing.
+    const bool msm = options.method == MapMethod::msm;
+    const maps::CutoffMapLaw cutoff_law = cutoff_law_for(msm ? options.msm_splitting : options.smoothing, options.cutoff);
     Atoms images;  // periodic box: the atoms' images within the cutoff of the lattice
     if (options.periodic_box) images = periodic_images(atoms, *options.periodic_box, lattice, options.cutoff);
     const Atoms& sources = options.periodic_box ? images : atoms;
@@ -152,6 +184,27 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
       maps::cutoff_cpu(prepared, cutoff_law, rows, double_precision, threads, options.bin_size);
       detail = fmt::format("{} SIMD, bins, {}, {} thread{}", maps::direct_cpu_target(),
                            double_precision ? "float64" : "float32", threads, threads == 1 ? "" : "s");
+    }
+    if (msm) {
+      const auto long_start = std::chrono::steady_clock::now();
+      stage_seconds.emplace_back("short range", std::chrono::duration<double>(long_start - start).count());
+      maps::msm::Parameters parameters;
+      parameters.cutoff = options.cutoff;
+      parameters.grid_spacing = options.msm_spacing > 0 ? options.msm_spacing : default_msm_spacing(options.msm_interpolation);
+      parameters.interpolation = options.msm_interpolation;
+      parameters.splitting = options.msm_splitting;
+      const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, cutoff_law);
+      maps::msm::Stages stages;
+      maps::msm::add_long_range(prepared, parameters, rows, threads, &stages);
+      stage_seconds.insert(stage_seconds.end(), {{"anterpolation", stages.anterpolation},
+                                                 {"restriction", stages.restriction},
+                                                 {"lattice cutoff", stages.lattice_cutoff},
+                                                 {"top level", stages.top_level},
+                                                 {"prolongation", stages.prolongation},
+                                                 {"interpolation", stages.interpolation}});
+      detail += fmt::format("; long range: {} levels, {} {} A grid, {} splitting, float64, {} threads",
+                            stages.levels, to_string(options.msm_interpolation), parameters.grid_spacing,
+                            to_string(options.msm_splitting), threads);
     }
   } else if (backend == Backend::reference) {
     maps::direct_reference(atoms, law, rows);
@@ -176,10 +229,13 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
     stats->notice = notice;
     stats->seconds = seconds;
     stats->kernel_seconds = kernel_seconds;
+    stats->stage_seconds = stage_seconds;
     stats->lattice_points = static_cast<double>(row_end - row_begin) * static_cast<double>(lattice.dims[2]);
     // Direct summation evaluates every atom at every point; cutoff summation far fewer.
     stats->evaluations =
-        options.method == MapMethod::cutoff ? 0.0 : stats->lattice_points * static_cast<double>(atoms.size());
+        options.method == MapMethod::cutoff || options.method == MapMethod::msm
+            ? 0.0
+            : stats->lattice_points * static_cast<double>(atoms.size());
   }
 }
 

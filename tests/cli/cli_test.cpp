@@ -118,6 +118,22 @@ TEST(Cli, CutoffMapWithSmoothing) {
   EXPECT_TRUE(contains(bad.output, "unknown smoothing 'gauss'")) << bad.output;
 }
 
+TEST(Cli, MultilevelSummationMap) {
+  nbkit::test::ScratchDir dir;
+  const Result r = run_nbkit("map " + data("1a63.pqr") + " -o " + dir.file("m.dx") +
+                             " --method msm --msm-interpolation quintic --spacing 1.5 --report " + dir.file("m.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto report = nlohmann::json::parse(std::ifstream(dir.file("m.json")));
+  EXPECT_EQ(report["parameters"]["msm_interpolation"], "quintic");
+  EXPECT_EQ(report["parameters"]["msm_splitting"], "taylor3");  // quintic's pairing
+  EXPECT_EQ(report["parameters"]["msm_grid_spacing_angstrom"], 2.0);
+  EXPECT_TRUE(report["timing_seconds"].contains("msm lattice cutoff")) << report.dump();
+  const Result bad = run_nbkit("map " + data("1a63.pqr") + " -o " + dir.file("b.dx") + " --method msm --msm-splitting cutcp");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_TRUE(contains(bad.output, "splitting must be taylor1, taylor2 or taylor3")) << bad.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("b.dx")));
+}
+
 TEST(Cli, PeriodicBoxFromCryst1OrBox) {
   nbkit::test::ScratchDir dir;
   write_text(dir.file("water.pqr"),

@@ -1,0 +1,391 @@
+// The long-range grids of the multilevel summation method (msm.hpp says what each stage
+// computes and where it comes from).
+#include "maps/msm/msm.hpp"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "maps/laws.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbkit/core/memory.hpp"
+
+namespace nbkit::maps::msm {
+
+// Hardy's nodal basis functions (Parallel Computing 35:164, 2009, Eq 7; Hardy's thesis):
+// piecewise polynomials that interpolate (Phi(0) = 1, Phi(k) = 0 for other integers k),
+// reproduce polynomials up to their degree and are C1.
+double basis(MsmInterpolation interpolation, double t) {
+  const double x = std::fabs(t), x2 = t * t;
+  if (interpolation == MsmInterpolation::cubic) {
+    if (x <= 1) return (1 - x) * (1 + x - 1.5 * x2);
+    if (x <= 2) return -0.5 * (x - 1) * (2 - x) * (2 - x);
+    return 0;
+  }
+  if (x <= 1) return (1 - x2) * (2 - x) * (6 + 3 * x - 5 * x2) / 12;
+  if (x <= 2) return -(x - 1) * (2 - x) * (3 - x) * (4 + 9 * x - 5 * x2) / 24;
+  if (x <= 3) return (x - 1) * (x - 2) * (3 - x) * (3 - x) * (4 - x) / 24;
+  return 0;
+}
+
+int basis_support(MsmInterpolation interpolation) { return interpolation == MsmInterpolation::cubic ? 2 : 3; }
+
+double smoothed_kernel(Smoothing splitting, double cutoff, double distance) {
+  if (distance >= cutoff) return 1 / distance;
+  const double s = (distance / cutoff) * (distance / cutoff);
+  const ScalarMath<double> math;
+  switch (splitting) {
+    case Smoothing::taylor1: return taylor_gamma<Smoothing::taylor1>(math, s) / cutoff;
+    case Smoothing::taylor2: return taylor_gamma<Smoothing::taylor2>(math, s) / cutoff;
+    case Smoothing::taylor3: return taylor_gamma<Smoothing::taylor3>(math, s) / cutoff;
+    default: throw Error("the multilevel splitting must be taylor1, taylor2 or taylor3");
+  }
+}
+
+namespace {
+
+using Index3 = std::array<std::int64_t, 3>;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::int64_t floor_half(std::int64_t a) { return a >= 0 ? a / 2 : -((1 - a) / 2); }
+std::int64_t ceil_half(std::int64_t a) { return -floor_half(-a); }
+
+// Values on grid points lo .. lo + n - 1 (grid indices; point m sits at m h from the
+// lattice origin), x slowest.
+struct Grid {
+  Index3 lo{0, 0, 0}, n{1, 1, 1};
+  std::vector<double> v;
+  Grid() = default;
+  Grid(Index3 lower, Index3 count) : lo(lower), n(count), v(static_cast<std::size_t>(size()), 0.0) {}
+  std::int64_t size() const { return n[0] * n[1] * n[2]; }
+  std::int64_t hi(int axis) const { return lo[axis] + n[axis] - 1; }
+  std::size_t offset(std::int64_t i, std::int64_t j, std::int64_t k) const {
+    return static_cast<std::size_t>(((i - lo[0]) * n[1] + (j - lo[1])) * n[2] + (k - lo[2]));
+  }
+  std::size_t offset(const Index3& p) const { return offset(p[0], p[1], p[2]); }
+};
+
+// Weights of restriction and prolongation, Phi(k/2) for k = -K .. K (K = 2 support - 1):
+// the coarse basis function written in fine ones.
+std::vector<double> transfer_weights(MsmInterpolation interpolation, int& half_width) {
+  half_width = 2 * basis_support(interpolation) - 1;
+  std::vector<double> w(static_cast<std::size_t>(2 * half_width + 1));
+  for (int k = -half_width; k <= half_width; ++k) w[static_cast<std::size_t>(k + half_width)] = basis(interpolation, 0.5 * k);
+  return w;
+}
+
+// One axis of restriction: out[M] = sum_k w[k] in[2M + k] along `axis`.
+Grid restrict_axis(const Grid& in, int axis, const std::vector<double>& w, int half) {
+  Index3 lo = in.lo, n = in.n;
+  lo[axis] = ceil_half(in.lo[axis] - half);
+  n[axis] = floor_half(in.hi(axis) + half) - lo[axis] + 1;
+  Grid out(lo, n);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = out.lo[0]; i <= out.hi(0); ++i)
+    for (std::int64_t j = out.lo[1]; j <= out.hi(1); ++j)
+      for (std::int64_t k = out.lo[2]; k <= out.hi(2); ++k) {
+        Index3 p{i, j, k};
+        const std::int64_t coarse = p[axis];
+        double sum = 0;
+        for (int t = -half; t <= half; ++t) {
+          p[axis] = 2 * coarse + t;
+          if (p[axis] < in.lo[axis] || p[axis] > in.hi(axis)) continue;
+          sum += w[static_cast<std::size_t>(t + half)] * in.v[in.offset(p)];
+        }
+        out.v[out.offset(i, j, k)] = sum;
+      }
+  return out;
+}
+
+// One axis of prolongation (the transpose): out[m] = sum_M w[m - 2M] in[M] along `axis`,
+// for fine indices fine_lo .. fine_lo + fine_n - 1.
+Grid prolong_axis(const Grid& in, int axis, std::int64_t fine_lo, std::int64_t fine_n, const std::vector<double>& w,
+                  int half) {
+  Index3 lo = in.lo, n = in.n;
+  lo[axis] = fine_lo;
+  n[axis] = fine_n;
+  Grid out(lo, n);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = out.lo[0]; i <= out.hi(0); ++i)
+    for (std::int64_t j = out.lo[1]; j <= out.hi(1); ++j)
+      for (std::int64_t k = out.lo[2]; k <= out.hi(2); ++k) {
+        Index3 p{i, j, k};
+        const std::int64_t fine = p[axis];
+        double sum = 0;
+        for (std::int64_t coarse = std::max(ceil_half(fine - half), in.lo[axis]);
+             coarse <= std::min(floor_half(fine + half), in.hi(axis)); ++coarse) {
+          p[axis] = coarse;
+          sum += w[static_cast<std::size_t>(fine - 2 * coarse + half)] * in.v[in.offset(p)];
+        }
+        out.v[out.offset(i, j, k)] = sum;
+      }
+  return out;
+}
+
+// A kernel on grid offsets d with |d_axis| <= radius[axis], x slowest; for each (dx, dy)
+// the range of dz where it is not zero (empty rows skipped).
+struct Stencil {
+  Index3 radius{0, 0, 0};
+  std::vector<double> w;
+  struct Row {
+    std::int64_t dx, dy, dz_first, dz_last;
+  };
+  std::vector<Row> rows;
+  template <class F>
+  Stencil(Index3 r, F&& kernel_of_offset) : radius(r) {
+    const std::int64_t nx = 2 * r[0] + 1, ny = 2 * r[1] + 1, nz = 2 * r[2] + 1;
+    w.assign(static_cast<std::size_t>(nx * ny * nz), 0.0);
+    for (std::int64_t dx = -r[0]; dx <= r[0]; ++dx)
+      for (std::int64_t dy = -r[1]; dy <= r[1]; ++dy) {
+        std::int64_t first = r[2] + 1, last = -r[2] - 1;
+        for (std::int64_t dz = -r[2]; dz <= r[2]; ++dz) {
+          const double value = kernel_of_offset(dx, dy, dz);
+          w[static_cast<std::size_t>(((dx + r[0]) * ny + (dy + r[1])) * nz + (dz + r[2]))] = value;
+          if (value != 0) first = std::min(first, dz), last = std::max(last, dz);
+        }
+        if (first <= last) rows.push_back({dx, dy, first, last});
+      }
+  }
+  const double* row(std::int64_t dx, std::int64_t dy) const {
+    return &w[static_cast<std::size_t>(((dx + radius[0]) * (2 * radius[1] + 1) + (dy + radius[1])) * (2 * radius[2] + 1) +
+                                       radius[2])];  // indexable by dz in [-radius, radius]
+  }
+};
+
+// e[m] += scale sum_d stencil[d] q[m + d] over the points of q's grid (e has q's shape).
+void convolve(const Grid& q, const Stencil& stencil, double scale, Grid& e) {
+  const std::int64_t nz = q.n[2];
+#pragma omp parallel
+  {
+    std::vector<double> acc(static_cast<std::size_t>(nz));
+#pragma omp for collapse(2) schedule(dynamic, 4)
+    for (std::int64_t i = q.lo[0]; i <= q.hi(0); ++i)
+      for (std::int64_t j = q.lo[1]; j <= q.hi(1); ++j) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (const Stencil::Row& r : stencil.rows) {
+          const std::int64_t si = i + r.dx, sj = j + r.dy;
+          if (si < q.lo[0] || si > q.hi(0) || sj < q.lo[1] || sj > q.hi(1)) continue;
+          const double* source = &q.v[q.offset(si, sj, q.lo[2])];
+          const double* weights = stencil.row(r.dx, r.dy);
+          for (std::int64_t dz = r.dz_first; dz <= r.dz_last; ++dz) {
+            const double weight = weights[dz];
+            const std::int64_t first = std::max<std::int64_t>(0, -dz), last = std::min(nz, nz - dz);
+            for (std::int64_t k = first; k < last; ++k) acc[static_cast<std::size_t>(k)] += weight * source[k + dz];
+          }
+        }
+        double* target = &e.v[e.offset(i, j, e.lo[2])];
+        for (std::int64_t k = 0; k < nz; ++k) target[k] += scale * acc[static_cast<std::size_t>(k)];
+      }
+  }
+}
+
+// Per lattice index along one axis: the first grid index of its basis stencil and the
+// 2 support weights.
+struct AxisWeights {
+  std::vector<std::int64_t> first;
+  std::vector<double> w;  // [index * width + t]
+  int width = 0;
+};
+
+AxisWeights axis_weights(std::int64_t count, double lattice_spacing, double grid_spacing, MsmInterpolation ip) {
+  AxisWeights a;
+  const int support = basis_support(ip);
+  a.width = 2 * support;
+  a.first.resize(static_cast<std::size_t>(count));
+  a.w.resize(static_cast<std::size_t>(count * a.width));
+  for (std::int64_t i = 0; i < count; ++i) {
+    const double u = static_cast<double>(i) * lattice_spacing / grid_spacing;
+    const std::int64_t first = static_cast<std::int64_t>(std::floor(u)) - support + 1;
+    a.first[static_cast<std::size_t>(i)] = first;
+    for (int t = 0; t < a.width; ++t)
+      a.w[static_cast<std::size_t>(i * a.width + t)] = basis(ip, u - static_cast<double>(first + t));
+  }
+  return a;
+}
+
+}  // namespace
+
+void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows, int threads,
+                    Stages* stages) {
+  const Lattice& lattice = *rows.lattice;
+  const double h = parameters.grid_spacing, a = parameters.cutoff;
+  if (!(h > 0) || !std::isfinite(h)) throw Error(fmt::format("MSM grid spacing must be positive, got {}", h));
+  if (!(a > 0) || !std::isfinite(a)) throw Error(fmt::format("MSM cutoff must be positive, got {}", a));
+  if (a < 2 * h)
+    throw Error(fmt::format("MSM: the cutoff ({} A) must be at least twice the grid spacing ({} A): the grids "
+                            "cannot represent a smoother splitting",
+                            a, h));
+  const MsmInterpolation ip = parameters.interpolation;
+  const int support = basis_support(ip);
+  omp_set_num_threads(std::max(threads, 1));
+  Stages local;
+  Stages& st = stages ? *stages : local;
+
+  // The finest grid covers every atom's and every lattice point's basis stencil.
+  Index3 lower, upper;
+  for (int ax = 0; ax < 3; ++ax) {
+    const double last_point = static_cast<double>(lattice.dims[ax] - 1) * lattice.spacing;
+    double lo = std::min(0.0, last_point), hi = std::max(0.0, last_point);
+    const std::vector<double>& coordinate = ax == 0 ? atoms.x : (ax == 1 ? atoms.y : atoms.z);
+    for (double c : coordinate) lo = std::min(lo, c), hi = std::max(hi, c);
+    lower[ax] = static_cast<std::int64_t>(std::floor(lo / h)) - support + 1;
+    upper[ax] = static_cast<std::int64_t>(std::floor(hi / h)) + support;
+  }
+  const Index3 count{upper[0] - lower[0] + 1, upper[1] - lower[1] + 1, upper[2] - lower[2] + 1};
+  const double points = static_cast<double>(count[0]) * static_cast<double>(count[1]) * static_cast<double>(count[2]);
+  // Every level together is at most 8/7 of the finest grid; charges, potentials and the
+  // transfer temporaries need about 4 arrays of it.
+  check_memory(static_cast<std::uint64_t>(points * 4.6 * sizeof(double)),
+               fmt::format("the multilevel summation grids ({}x{}x{} points at {} A, covering the atoms and the "
+                           "lattice; atoms far from the lattice make it large)",
+                           count[0], count[1], count[2], h));
+
+  // Anterpolation, atom by atom in input order (deterministic).
+  auto start = Clock::now();
+  std::vector<Grid> charge;
+  charge.emplace_back(lower, count);
+  {
+    Grid& q0 = charge[0];
+    const int width = 2 * support;
+    std::vector<double> wx(width), wy(width), wz(width);
+    for (std::int64_t n = 0; n < atoms.size(); ++n) {
+      const double u[3] = {atoms.x[n] / h, atoms.y[n] / h, atoms.z[n] / h};
+      std::int64_t first[3];
+      for (int ax = 0; ax < 3; ++ax) first[ax] = static_cast<std::int64_t>(std::floor(u[ax])) - support + 1;
+      for (int t = 0; t < width; ++t) {
+        wx[t] = basis(ip, u[0] - static_cast<double>(first[0] + t));
+        wy[t] = basis(ip, u[1] - static_cast<double>(first[1] + t));
+        wz[t] = atoms.coefficient[n] * basis(ip, u[2] - static_cast<double>(first[2] + t));
+      }
+      for (int tx = 0; tx < width; ++tx)
+        for (int ty = 0; ty < width; ++ty) {
+          const double wxy = wx[tx] * wy[ty];
+          double* column = &q0.v[q0.offset(first[0] + tx, first[1] + ty, first[2])];
+          for (int tz = 0; tz < width; ++tz) column[tz] += wxy * wz[tz];
+        }
+    }
+  }
+  st.anterpolation = seconds_since(start);
+
+  // Restriction up the levels until the top grid is small enough for all pairs.
+  start = Clock::now();
+  int half = 0;
+  const std::vector<double> transfer = transfer_weights(ip, half);
+  constexpr std::int64_t kTopPoints = 4096;  // top level: N^2 <= 1.7e7 pairs
+  while (charge.back().size() > kTopPoints && charge.size() < 40) {
+    Grid g = restrict_axis(charge.back(), 0, transfer, half);
+    g = restrict_axis(g, 1, transfer, half);
+    charge.push_back(restrict_axis(g, 2, transfer, half));
+  }
+  const int levels = static_cast<int>(charge.size());
+  st.restriction = seconds_since(start);
+
+  // Lattice cutoff at every level but the top: the level-0 stencil K(d) = g_a(|d| h) -
+  // g_2a(|d| h), zero from |d| h >= 2a on, scaled by 2^-l at level l.
+  start = Clock::now();
+  std::vector<Grid> potential;
+  for (const Grid& q : charge) potential.emplace_back(q.lo, q.n);
+  const Smoothing split = parameters.splitting;
+  if (levels > 1) {
+    const std::int64_t r = static_cast<std::int64_t>(std::floor(2 * a / h));
+    const Stencil stencil({r, r, r}, [&](std::int64_t dx, std::int64_t dy, std::int64_t dz) {
+      const double distance = h * std::sqrt(static_cast<double>(dx * dx + dy * dy + dz * dz));
+      if (distance >= 2 * a) return 0.0;
+      return smoothed_kernel(split, a, distance) - smoothed_kernel(split, 2 * a, distance);
+    });
+    for (int l = 0; l + 1 < levels; ++l) convolve(charge[l], stencil, std::ldexp(1.0, -l), potential[l]);
+  }
+  st.lattice_cutoff = seconds_since(start);
+
+  // Top level: g_{2^L a} between all pairs of its points.
+  start = Clock::now();
+  {
+    const Grid& q = charge.back();
+    const Stencil all({q.n[0] - 1, q.n[1] - 1, q.n[2] - 1}, [&](std::int64_t dx, std::int64_t dy, std::int64_t dz) {
+      const double distance = h * std::sqrt(static_cast<double>(dx * dx + dy * dy + dz * dz));
+      return distance == 0 ? smoothed_kernel(split, a, 0.0) : smoothed_kernel(split, a, distance);
+    });
+    convolve(q, all, std::ldexp(1.0, -(levels - 1)), potential.back());
+  }
+  st.top_level = seconds_since(start);
+
+  // Prolongation down the levels.
+  start = Clock::now();
+  for (int l = levels - 2; l >= 0; --l) {
+    Grid& fine = potential[static_cast<std::size_t>(l)];
+    Grid g = prolong_axis(potential[static_cast<std::size_t>(l + 1)], 2, fine.lo[2], fine.n[2], transfer, half);
+    g = prolong_axis(g, 1, fine.lo[1], fine.n[1], transfer, half);
+    g = prolong_axis(g, 0, fine.lo[0], fine.n[0], transfer, half);
+    for (std::size_t p = 0; p < fine.v.size(); ++p) fine.v[p] += g.v[p];
+  }
+  st.prolongation = seconds_since(start);
+
+  // Interpolation onto the map's rows: per row, the grid columns collapsed in x and y
+  // first, then each point's z stencil.
+  start = Clock::now();
+  {
+    const Grid& e0 = potential[0];
+    const AxisWeights wx = axis_weights(lattice.dims[0], lattice.spacing, h, ip);
+    const AxisWeights wy = axis_weights(lattice.dims[1], lattice.spacing, h, ip);
+    const AxisWeights wz = axis_weights(lattice.dims[2], lattice.spacing, h, ip);
+    const std::int64_t ny = lattice.dims[1], nz = lattice.dims[2], width = 2 * support;
+#pragma omp parallel
+    {
+      std::vector<double> column(static_cast<std::size_t>(e0.n[2]));
+#pragma omp for schedule(static)
+      for (std::int64_t row = rows.row_begin; row < rows.row_end; ++row) {
+        const std::int64_t i = row / ny, j = row % ny;
+        std::fill(column.begin(), column.end(), 0.0);
+        for (std::int64_t tx = 0; tx < width; ++tx)
+          for (std::int64_t ty = 0; ty < width; ++ty) {
+            const double w = wx.w[static_cast<std::size_t>(i * width + tx)] * wy.w[static_cast<std::size_t>(j * width + ty)];
+            const double* source = &e0.v[e0.offset(wx.first[static_cast<std::size_t>(i)] + tx,
+                                                   wy.first[static_cast<std::size_t>(j)] + ty, e0.lo[2])];
+            for (std::int64_t k = 0; k < e0.n[2]; ++k) column[static_cast<std::size_t>(k)] += w * source[k];
+          }
+        double* out = rows.out + (row - rows.row_begin) * nz;
+        for (std::int64_t k = 0; k < nz; ++k) {
+          double v = 0;
+          const std::int64_t first = wz.first[static_cast<std::size_t>(k)] - e0.lo[2];
+          for (std::int64_t tz = 0; tz < width; ++tz)
+            v += wz.w[static_cast<std::size_t>(k * width + tz)] * column[static_cast<std::size_t>(first + tz)];
+          out[k] += rows.prefactor * v;
+        }
+      }
+    }
+  }
+  // A lattice point within singular distance of an atom leaves that atom out (as every
+  // method does, nbkit::singular_distance): the short-range part did; take out its smooth
+  // long-range part g_a(r) too.
+  for (std::int64_t n = 0; n < atoms.size(); ++n) {
+    const double p[3] = {atoms.x[n], atoms.y[n], atoms.z[n]};
+    std::int64_t index[3];
+    double r2 = 0;
+    bool inside = true;
+    for (int ax = 0; ax < 3; ++ax) {
+      index[ax] = static_cast<std::int64_t>(std::llround(p[ax] / lattice.spacing));
+      inside = inside && index[ax] >= 0 && index[ax] < lattice.dims[ax];
+      const double d = p[ax] - static_cast<double>(index[ax]) * lattice.spacing;
+      r2 += d * d;
+    }
+    if (!inside || r2 >= singular_distance * singular_distance) continue;
+    const std::int64_t row = index[0] * lattice.dims[1] + index[1];
+    if (row < rows.row_begin || row >= rows.row_end) continue;
+    rows.out[(row - rows.row_begin) * lattice.dims[2] + index[2]] -=
+        rows.prefactor * atoms.coefficient[n] * smoothed_kernel(split, a, std::sqrt(r2));
+  }
+  st.interpolation = seconds_since(start);
+  st.levels = levels;
+  st.finest_points = charge[0].size();
+}
+
+}  // namespace nbkit::maps::msm

@@ -1,0 +1,56 @@
+#pragma once
+// The long-range part of the multilevel summation method (MSM) for potential maps
+// (Skeel, Tezcan, Hardy, J Comp Chem 23:673, 2002; Hardy, Stone, Schulten, Parallel
+// Computing 35:164, 2009; Hardy's thesis, UIUC 2006; seed 000, "Multilevel Summation").
+//
+// 1/r = (1/r - g_a(r)) + g_a(r), g_a(r) = gamma(r/a)/a below the cutoff a and 1/r beyond:
+// the first part is the short-range cutoff sum (CutoffLaw<taylorN>, any backend); the
+// smooth second part is split further, g_a = (g_a - g_2a) + (g_2a - g_4a) + ... + g_{2^L a},
+// each piece summed on a grid twice as coarse as the one before:
+//   anterpolation   q0[m] = sum_i q_i Phi(x_i/h - m)              charges to the finest grid
+//   restriction     q(l+1) = I^T q(l)                             up the levels
+//   lattice cutoff  e(l)[m] = sum_n K_l(m - n) q(l)[n],  K_l = g_{2^l a} - g_{2^(l+1) a},
+//                   zero beyond 2^(l+1) a: the same stencil at every level, scaled by 2^-l
+//   top level       e(L)[m] = sum_n g_{2^L a}(|m - n|) q(L)[n], all pairs
+//   prolongation    e(l) += I e(l+1)                              down the levels
+//   interpolation   V(r) = sum_m e0[m] Phi(r/h - m)               onto the map lattice
+// Phi is the nodal basis of piecewise cubic (C1) or quintic (C1) interpolation, separable
+// in x, y, z. Everything here is float64 on the CPU (OpenMP): the grids are ~1/64 to 1/500
+// of the map's points, and the method's own error (1e-3 to 1e-5) dwarfs float32 rounding.
+#include <string>
+
+#include "maps/direct/direct.hpp"
+#include "nbkit/maps.hpp"
+
+namespace nbkit::maps::msm {
+
+struct Parameters {
+  double cutoff = 12;       // a, Angstrom
+  double grid_spacing = 2;  // h of the finest grid, Angstrom
+  MsmInterpolation interpolation = MsmInterpolation::cubic;
+  Smoothing splitting = Smoothing::taylor2;  // gamma: taylor1..3
+};
+
+// Seconds per stage and the grid sizes, for reports and benchmarks.
+struct Stages {
+  double anterpolation = 0, restriction = 0, lattice_cutoff = 0, top_level = 0, prolongation = 0,
+         interpolation = 0;
+  int levels = 0;                  // grids, the finest and the top one included
+  std::int64_t finest_points = 0;  // points of the finest grid
+};
+
+// Adds rows.prefactor times the long-range potential at the rows' lattice points to
+// rows.out. `atoms` hold charges as coefficients, positions relative to the lattice origin;
+// `lattice` is the whole map's lattice (the grids depend on it, not on the rows, so that
+// any split into rows gives the same values).
+void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows, int threads,
+                    Stages* stages = nullptr);
+
+// g_a(r) of the splitting, a float64 scalar (for the stages' tests and the reference).
+double smoothed_kernel(Smoothing splitting, double cutoff, double distance);
+
+// The nodal basis function Phi(t) and its support: Phi(t) = 0 for |t| >= support.
+double basis(MsmInterpolation interpolation, double t);
+int basis_support(MsmInterpolation interpolation);
+
+}  // namespace nbkit::maps::msm
