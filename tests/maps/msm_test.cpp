@@ -150,6 +150,16 @@ INSTANTIATE_TEST_SUITE_P(Backends, MsmMaps, ::testing::Values(Backend::reference
                            return info.param == Backend::cuda ? std::string("Cuda") : to_string(info.param);
                          });
 
+TEST(MsmDeterminism, SameBitsForOneAndTwoThreads) {
+  const Atoms atoms = io::read_pqr(test::data_file("hca.pqr"));
+  const Lattice lattice = lattice_around(atoms, 1.9, 5.0);
+  MapOptions one = msm_options(Backend::cpu, MsmInterpolation::quintic);
+  one.threads = 1;
+  MapOptions two = one;
+  two.threads = 2;
+  EXPECT_EQ(test::run(atoms, lattice, one), test::run(atoms, lattice, two));
+}
+
 TEST(MsmRequests, BadValuesAreRefused) {
   Atoms atoms;
   atoms.push_back({0, 0, 0}, 1, 1);

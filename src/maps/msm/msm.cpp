@@ -226,7 +226,13 @@ void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, co
                             a, h));
   const MsmInterpolation ip = parameters.interpolation;
   const int support = basis_support(ip);
-  omp_set_num_threads(std::max(threads, 1));
+  // The stages' parallel regions take the caller's thread count; the previous default is
+  // put back on the way out.
+  struct ThreadCount {
+    int previous = omp_get_max_threads();
+    explicit ThreadCount(int n) { omp_set_num_threads(std::max(n, 1)); }
+    ~ThreadCount() { omp_set_num_threads(previous); }
+  } thread_count(threads);
   Stages local;
   Stages& st = stages ? *stages : local;
 
@@ -249,29 +255,55 @@ void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, co
                            "lattice; atoms far from the lattice make it large)",
                            count[0], count[1], count[2], h));
 
-  // Anterpolation, atom by atom in input order (deterministic).
+  // Anterpolation. Atoms are grouped by slabs of kSlab grid planes along x (input order
+  // kept within a slab); an atom's stencil spans 2 support <= kSlab planes, so slabs of the
+  // same parity never touch the same grid points: even slabs in parallel, then odd ones.
+  // Each grid point then sums its atoms in an order fixed by the input alone, whatever the
+  // thread count.
   auto start = Clock::now();
   std::vector<Grid> charge;
   charge.emplace_back(lower, count);
   {
     Grid& q0 = charge[0];
     const int width = 2 * support;
-    std::vector<double> wx(width), wy(width), wz(width);
-    for (std::int64_t n = 0; n < atoms.size(); ++n) {
-      const double u[3] = {atoms.x[n] / h, atoms.y[n] / h, atoms.z[n] / h};
-      std::int64_t first[3];
-      for (int ax = 0; ax < 3; ++ax) first[ax] = static_cast<std::int64_t>(std::floor(u[ax])) - support + 1;
-      for (int t = 0; t < width; ++t) {
-        wx[t] = basis(ip, u[0] - static_cast<double>(first[0] + t));
-        wy[t] = basis(ip, u[1] - static_cast<double>(first[1] + t));
-        wz[t] = atoms.coefficient[n] * basis(ip, u[2] - static_cast<double>(first[2] + t));
+    constexpr std::int64_t kSlab = 8;
+    static_assert(kSlab >= 6, "a slab must be as wide as the widest stencil (quintic: 6 planes)");
+    const std::int64_t slabs = (count[0] + kSlab - 1) / kSlab;
+    std::vector<std::int64_t> slab_start(static_cast<std::size_t>(slabs + 1), 0), order(static_cast<std::size_t>(atoms.size()));
+    auto slab_of = [&](std::int64_t n) {
+      const std::int64_t first = static_cast<std::int64_t>(std::floor(atoms.x[n] / h)) - support + 1;
+      return (first - lower[0]) / kSlab;
+    };
+    for (std::int64_t n = 0; n < atoms.size(); ++n) ++slab_start[static_cast<std::size_t>(slab_of(n) + 1)];
+    for (std::int64_t b = 0; b < slabs; ++b) slab_start[static_cast<std::size_t>(b + 1)] += slab_start[static_cast<std::size_t>(b)];
+    {
+      std::vector<std::int64_t> fill(slab_start.begin(), slab_start.end() - 1);
+      for (std::int64_t n = 0; n < atoms.size(); ++n) order[static_cast<std::size_t>(fill[static_cast<std::size_t>(slab_of(n))]++)] = n;
+    }
+    for (int parity = 0; parity < 2; ++parity) {
+#pragma omp parallel
+      {
+        std::vector<double> wx(width), wy(width), wz(width);
+#pragma omp for schedule(dynamic, 1)
+        for (std::int64_t b = parity; b < slabs; b += 2)
+          for (std::int64_t o = slab_start[static_cast<std::size_t>(b)]; o < slab_start[static_cast<std::size_t>(b + 1)]; ++o) {
+            const std::int64_t n = order[static_cast<std::size_t>(o)];
+            const double u[3] = {atoms.x[n] / h, atoms.y[n] / h, atoms.z[n] / h};
+            std::int64_t first[3];
+            for (int ax = 0; ax < 3; ++ax) first[ax] = static_cast<std::int64_t>(std::floor(u[ax])) - support + 1;
+            for (int t = 0; t < width; ++t) {
+              wx[t] = basis(ip, u[0] - static_cast<double>(first[0] + t));
+              wy[t] = basis(ip, u[1] - static_cast<double>(first[1] + t));
+              wz[t] = atoms.coefficient[n] * basis(ip, u[2] - static_cast<double>(first[2] + t));
+            }
+            for (int tx = 0; tx < width; ++tx)
+              for (int ty = 0; ty < width; ++ty) {
+                const double wxy = wx[tx] * wy[ty];
+                double* column = &q0.v[q0.offset(first[0] + tx, first[1] + ty, first[2])];
+                for (int tz = 0; tz < width; ++tz) column[tz] += wxy * wz[tz];
+              }
+          }
       }
-      for (int tx = 0; tx < width; ++tx)
-        for (int ty = 0; ty < width; ++ty) {
-          const double wxy = wx[tx] * wy[ty];
-          double* column = &q0.v[q0.offset(first[0] + tx, first[1] + ty, first[2])];
-          for (int tz = 0; tz < width; ++tz) column[tz] += wxy * wz[tz];
-        }
     }
   }
   st.anterpolation = seconds_since(start);
