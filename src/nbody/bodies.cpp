@@ -1,0 +1,101 @@
+// Bodies, Plummer initial conditions, diagnostics and the leapfrog integrator.
+#include <cmath>
+#include <random>
+
+#include "nbkit/core/error.hpp"
+#include "nbkit/nbody.hpp"
+
+namespace nbkit::nbody {
+
+void Bodies::resize(std::size_t n) {
+  for (auto* v : {&x, &y, &z, &vx, &vy, &vz, &mass}) v->resize(n);
+}
+
+void Accelerations::resize(std::size_t n) {
+  for (auto* v : {&ax, &ay, &az, &potential}) v->resize(n);
+}
+
+namespace {
+
+// A uniformly random direction times `length`.
+std::array<double, 3> isotropic(std::mt19937_64& rng, double length) {
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  const double cos_theta = 2 * uniform(rng) - 1, phi = 2 * M_PI * uniform(rng);
+  const double sin_theta = std::sqrt(std::max(0.0, 1 - cos_theta * cos_theta));
+  return {length * sin_theta * std::cos(phi), length * sin_theta * std::sin(phi), length * cos_theta};
+}
+
+}  // namespace
+
+Bodies plummer(std::size_t n, std::uint64_t seed) {
+  if (n == 0) throw Error("a Plummer sphere needs at least one body");
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  Bodies b;
+  b.resize(n);
+  // Plummer model with scale length a = 1 in units G = M = 1 has E = -3 pi / 64; scaling
+  // lengths by 3 pi / 16 and velocities by sqrt(16 / (3 pi)) gives Henon units (E = -1/4).
+  const double length_scale = 3 * M_PI / 16, velocity_scale = std::sqrt(16 / (3 * M_PI));
+  for (std::size_t i = 0; i < n; ++i) {
+    double r = 0;
+    do {  // cumulative mass m(r) = r^3 / (1 + r^2)^(3/2) inverted; the far tail (beyond
+          // 99.9% of the mass, r > 22 a) is drawn again, as is customary
+      const double m = uniform(rng);
+      r = 1 / std::sqrt(std::pow(m, -2.0 / 3.0) - 1);
+    } while (!(r < 22.0));
+    // Speed: q = v / v_escape with density g(q) = q^2 (1 - q^2)^(7/2), by rejection (max < 0.1).
+    double q = 0;
+    while (true) {
+      q = uniform(rng);
+      if (0.1 * uniform(rng) < q * q * std::pow(1 - q * q, 3.5)) break;
+    }
+    const double speed = q * std::sqrt(2.0) * std::pow(1 + r * r, -0.25);
+    const auto p = isotropic(rng, r * length_scale), v = isotropic(rng, speed * velocity_scale);
+    b.x[i] = p[0], b.y[i] = p[1], b.z[i] = p[2];
+    b.vx[i] = v[0], b.vy[i] = v[1], b.vz[i] = v[2];
+    b.mass[i] = 1.0 / static_cast<double>(n);
+  }
+  // Centre of mass at rest at the origin.
+  double c[6] = {0, 0, 0, 0, 0, 0};
+  for (std::size_t i = 0; i < n; ++i) {
+    const double m = b.mass[i];
+    c[0] += m * b.x[i], c[1] += m * b.y[i], c[2] += m * b.z[i];
+    c[3] += m * b.vx[i], c[4] += m * b.vy[i], c[5] += m * b.vz[i];
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    b.x[i] -= c[0], b.y[i] -= c[1], b.z[i] -= c[2];
+    b.vx[i] -= c[3], b.vy[i] -= c[4], b.vz[i] -= c[5];
+  }
+  return b;
+}
+
+Diagnostics diagnose(const Bodies& b, const Accelerations& acc, double time) {
+  Diagnostics d;
+  d.time = time;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    const double m = b.mass[i];
+    d.kinetic += 0.5 * m * (b.vx[i] * b.vx[i] + b.vy[i] * b.vy[i] + b.vz[i] * b.vz[i]);
+    d.potential += 0.5 * m * acc.potential[i];  // each pair counted twice
+    d.momentum[0] += m * b.vx[i], d.momentum[1] += m * b.vy[i], d.momentum[2] += m * b.vz[i];
+    d.angular_momentum[0] += m * (b.y[i] * b.vz[i] - b.z[i] * b.vy[i]);
+    d.angular_momentum[1] += m * (b.z[i] * b.vx[i] - b.x[i] * b.vz[i]);
+    d.angular_momentum[2] += m * (b.x[i] * b.vy[i] - b.y[i] * b.vx[i]);
+  }
+  d.total = d.kinetic + d.potential;
+  d.virial_ratio = d.potential != 0 ? d.kinetic / std::fabs(d.potential) : 0;
+  return d;
+}
+
+void leapfrog_step(Bodies& b, Accelerations& acc, double dt, const ForceOptions& options) {
+  const std::size_t n = b.size();
+  const double half = 0.5 * dt;
+  for (std::size_t i = 0; i < n; ++i) {
+    b.vx[i] += half * acc.ax[i], b.vy[i] += half * acc.ay[i], b.vz[i] += half * acc.az[i];
+    b.x[i] += dt * b.vx[i], b.y[i] += dt * b.vy[i], b.z[i] += dt * b.vz[i];
+  }
+  accelerations(b, options, acc);
+  for (std::size_t i = 0; i < n; ++i)
+    b.vx[i] += half * acc.ax[i], b.vy[i] += half * acc.ay[i], b.vz[i] += half * acc.az[i];
+}
+
+}  // namespace nbkit::nbody
