@@ -19,5 +19,6 @@ struct Command {
 
 Action setup_map(CLI::App& app);
 Action setup_info(CLI::App& app);
+Action setup_nbody(CLI::App& app);
 
 }  // namespace nbkit::cli

@@ -40,6 +40,9 @@ struct Accelerations {
 
 void accelerations(const Bodies& bodies, const ForceOptions& options, Accelerations& out);
 
+// The SIMD target the CPU force loop runs on here (e.g. "AVX3").
+const char* nbody_cpu_target_name();
+
 // What an astrophysicist checks before trusting a run.
 struct Diagnostics {
   double time = 0;

@@ -44,4 +44,6 @@ void accelerations(const Bodies& bodies, const ForceOptions& options, Accelerati
   }
 }
 
+const char* nbody_cpu_target_name() { return nbody_cpu_target(); }
+
 }  // namespace nbkit::nbody

@@ -134,6 +134,23 @@ TEST(Cli, MultilevelSummationMap) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("b.dx")));
 }
 
+TEST(Cli, NbodyRunWritesDiagnostics) {
+  nbkit::test::ScratchDir dir;
+  const Result r = run_nbkit("nbody --plummer 300 --softening 0.05 --dt 0.01 --steps 20 --every 5 -o " + dir.file("run"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "interactions/s")) << r.output;
+  std::ifstream log(dir.file("run") + "/diagnostics.csv");
+  std::string line;
+  int rows = 0;
+  while (std::getline(log, line))
+    if (!line.empty() && line[0] != '#' && line[0] != 't') ++rows;
+  EXPECT_EQ(rows, 5);  // t = 0 and every 5 of 20 steps
+  const Result bad = run_nbkit("nbody --plummer 10 --softening 0 -o " + dir.file("bad"));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_TRUE(contains(bad.output, "softening must be a positive length")) << bad.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("bad") + "/diagnostics.csv"));
+}
+
 TEST(Cli, PeriodicBoxFromCryst1OrBox) {
   nbkit::test::ScratchDir dir;
   write_text(dir.file("water.pqr"),
