@@ -7,11 +7,14 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "command.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/progress.hpp"
 #include "nbkit/io/atomic_file.hpp"
+#include "nbkit/io/nbody_pictures.hpp"
+#include "nbkit/io/snapshot.hpp"
 #include "nbkit/nbody.hpp"
 #include "options.hpp"
 
@@ -26,22 +29,50 @@ struct NbodyArguments {
   std::optional<long long> steps;
   std::optional<double> time;
   int every = 1;
+  long long snapshot_every = 0;
+  std::string restart;
+  bool png = false;
   std::string output = "nbody-out", backend = "auto", precision = "single";
   int threads = 0;
   bool quiet = false;
 };
 
+std::string snapshot_path(const std::string& directory, long long step) {
+  return (std::filesystem::path(directory) / fmt::format("snapshot_{:08d}.hdf5", step)).string();
+}
+
 int run_nbody(const NbodyArguments& args) {
-  if (args.plummer == 0) throw Error("--plummer N: give the number of bodies (initial conditions from files: not yet)");
-  if (!(args.dt > 0) || !std::isfinite(args.dt)) throw Error(fmt::format("--dt must be positive, got {}", args.dt));
+  const bool restarting = !args.restart.empty();
+  if (!restarting && args.plummer == 0)
+    throw Error("give the initial conditions: --plummer N, or --restart SNAPSHOT to continue a run");
+  if (restarting && args.plummer != 0) throw Error("--plummer and --restart both give initial conditions: use one");
   if (args.steps && args.time) throw Error("--steps and --time both give the run's length: use one");
   if (args.every < 1) throw Error("--every must be at least 1");
+  if (args.snapshot_every < 0) throw Error("--snapshot-every must not be negative");
+
+  // Initial conditions: a new Plummer sphere, or the state a snapshot holds (its step,
+  // time step, softening and seed continue the run bit for bit).
+  nbody::Bodies bodies;
+  io::SnapshotInfo state;
+  if (restarting) {
+    bodies = io::read_snapshot(args.restart, &state);
+  } else {
+    bodies = nbody::plummer(args.plummer, args.seed);
+    state.dt = args.dt;
+    state.softening = args.softening;
+    state.seed = args.seed;
+  }
+  const double dt = state.dt;
+  if (!(dt > 0) || !std::isfinite(dt)) throw Error(fmt::format("--dt must be positive, got {}", dt));
+  // --steps and --time count from the initial conditions, so a restart ends where the
+  // uninterrupted run would.
   const long long steps = args.steps ? *args.steps
-                          : args.time ? static_cast<long long>(std::llround(*args.time / args.dt))
-                                      : static_cast<long long>(std::llround(2 * std::sqrt(2.0) / args.dt));
-  if (steps < 0) throw Error("--steps must not be negative");
+                          : args.time ? static_cast<long long>(std::llround(*args.time / dt))
+                                      : static_cast<long long>(std::llround(2 * std::sqrt(2.0) / dt));
+  if (steps < state.step)
+    throw Error(fmt::format("the run ends at step {}, before the snapshot's step {}", steps, state.step));
   nbody::ForceOptions options;
-  options.softening = args.softening;
+  options.softening = state.softening;
   options.backend = parse_backend(args.backend);
   options.precision = parse_precision(args.precision);
   options.threads = args.threads;
@@ -55,47 +86,66 @@ int run_nbody(const NbodyArguments& args) {
   io::check_writable(log_path);
 
   const auto start = std::chrono::steady_clock::now();
-  nbody::Bodies bodies = nbody::plummer(args.plummer, args.seed);
   nbody::Accelerations acc;
   nbody::accelerations(bodies, options, acc);
-  const nbody::Diagnostics first = nbody::diagnose(bodies, acc, 0);
+  const nbody::Diagnostics first = nbody::diagnose(bodies, acc, static_cast<double>(state.step) * dt);
+  if (!restarting) state.initial_energy = first.total;
+  const double e0 = state.initial_energy;
   nbody::Diagnostics last = first;
-  double worst = 0;
+  double worst = std::fabs(first.total / e0 - 1);
+  std::vector<double> times, errors;
+  auto snapshot = [&](long long step) {
+    state.step = step;
+    state.time = static_cast<double>(step) * dt;
+    io::write_snapshot(snapshot_path(args.output, step), bodies, state);
+  };
   io::write_atomically(log_path, [&](const std::string& temporary) {
     std::ofstream log(temporary);
-    log << "# nbkit nbody: Henon units (G = M = 1, E = -1/4); Plummer sphere of " << args.plummer << " bodies, seed "
-        << args.seed << ", softening " << args.softening << ", dt " << args.dt << ", leapfrog KDK\n";
+    log << "# nbkit nbody: Henon units (G = M = 1, E = -1/4); " << bodies.size() << " bodies, seed " << state.seed
+        << ", softening " << state.softening << ", dt " << dt << ", leapfrog KDK"
+        << (restarting ? ", continued from " + args.restart : std::string()) << "\n";
     log << "time,kinetic,potential,total,relative_energy_error,px,py,pz,lx,ly,lz,virial_ratio\n";
     auto write = [&](const nbody::Diagnostics& d) {
       log << fmt::format("{:.9g},{:.17g},{:.17g},{:.17g},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.9g}\n",
-                         d.time, d.kinetic, d.potential, d.total, d.total / first.total - 1, d.momentum[0],
-                         d.momentum[1], d.momentum[2], d.angular_momentum[0], d.angular_momentum[1],
-                         d.angular_momentum[2], d.virial_ratio);
+                         d.time, d.kinetic, d.potential, d.total, d.total / e0 - 1, d.momentum[0], d.momentum[1],
+                         d.momentum[2], d.angular_momentum[0], d.angular_momentum[1], d.angular_momentum[2],
+                         d.virial_ratio);
+      times.push_back(d.time);
+      errors.push_back(d.total / e0 - 1);
     };
     write(first);
+    if (!restarting) snapshot(0);
     ProgressBar bar("nbody", !args.quiet);
-    for (long long k = 1; k <= steps; ++k) {
-      nbody::leapfrog_step(bodies, acc, args.dt, options);
+    const long long first_step = state.step;
+    for (long long k = first_step + 1; k <= steps; ++k) {
+      nbody::leapfrog_step(bodies, acc, dt, options);
       if (k % args.every == 0 || k == steps) {
-        last = nbody::diagnose(bodies, acc, static_cast<double>(k) * args.dt);
-        worst = std::max(worst, std::fabs(last.total / first.total - 1));
+        last = nbody::diagnose(bodies, acc, static_cast<double>(k) * dt);
+        worst = std::max(worst, std::fabs(last.total / e0 - 1));
         write(last);
       }
-      bar.update(static_cast<double>(k) / static_cast<double>(std::max(steps, 1LL)));
+      if ((args.snapshot_every > 0 && k % args.snapshot_every == 0) || k == steps) snapshot(k);
+      bar.update(static_cast<double>(k - first_step) / static_cast<double>(std::max(steps - first_step, 1LL)));
     }
     bar.finish();
     if (!log) throw Error(log_path + ": write failed");
   });
+  if (args.png) {
+    io::write_density_png((std::filesystem::path(args.output) / "density.png").string(), bodies, 2.0,
+                          static_cast<double>(steps) * dt);
+    io::write_energy_png((std::filesystem::path(args.output) / "energy.png").string(), times, errors);
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!notice.empty() && !args.quiet) fmt::print(stderr, "nbkit: notice: {}\n", notice);
   if (!args.quiet) {
-    const double interactions = static_cast<double>(args.plummer) * static_cast<double>(args.plummer) *
-                                static_cast<double>(steps + 1);
-    fmt::print("nbkit nbody: {} bodies, {} steps of {} to t = {:.4g}, {:.3f} s, {:.3g} interactions/s ({})\n",
-               args.plummer, steps, args.dt, static_cast<double>(steps) * args.dt, seconds, interactions / seconds,
-               options.backend == Backend::reference ? "float64 reference"
-                                                     : fmt::format("CPU {}, {}", nbody::nbody_cpu_target_name(),
-                                                                   to_string(options.precision)));
+    const double n = static_cast<double>(bodies.size());
+    const double interactions = n * n * static_cast<double>(steps - first.time / dt + 1);
+    fmt::print("nbkit nbody: {} bodies, steps {} to {} of {} (t = {:.4g}), {:.3f} s, {:.3g} interactions/s ({})\n",
+               bodies.size(), static_cast<long long>(std::llround(first.time / dt)), steps, dt,
+               static_cast<double>(steps) * dt, seconds, interactions / seconds,
+               options.backend == Backend::reference
+                   ? std::string("float64 reference")
+                   : fmt::format("CPU {}, {}", nbody::nbody_cpu_target_name(), to_string(options.precision)));
     fmt::print("  energy {:.9g} -> {:.9g}, largest |dE/E| {:.2e}, virial ratio {:.3f} -> {:.3f}; log {}\n", first.total,
                last.total, worst, first.virial_ratio, last.virial_ratio, log_path);
   }
@@ -110,14 +160,21 @@ Action setup_nbody(CLI::App& app) {
       "Gravitational N-body run in Henon units (G = M = 1, E = -1/4): all-pairs Plummer-softened gravity, "
       "kick-drift-kick leapfrog, diagnostics (energies, momentum, angular momentum, virial ratio) in a CSV log.\n"
       "Example: nbkit nbody --plummer 4096 --softening 0.01 --dt 0.0078125 --time 2.83 -o run");
-  app.add_option("--plummer", args->plummer, "initial conditions: a Plummer sphere of N bodies")->required();
+  app.add_option("--plummer", args->plummer, "initial conditions: a Plummer sphere of N bodies");
+  app.add_option("--restart", args->restart,
+                 "continue from a snapshot (its time step, softening and seed); --steps/--time count from step 0");
   app.add_option("--seed", args->seed, "random seed of the initial conditions")->capture_default_str();
   app.add_option("--softening", args->softening, "Plummer softening length eps (N-body units)")->capture_default_str();
   app.add_option("--dt", args->dt, "time step (N-body units)")->capture_default_str();
   app.add_option("--steps", args->steps, "number of steps (default: one crossing time, 2 sqrt 2)");
   app.add_option("--time", args->time, "length of the run (N-body units) instead of --steps");
   app.add_option("--every", args->every, "diagnostics every K steps")->capture_default_str();
-  app.add_option("-o,--output", args->output, "output directory (diagnostics.csv)")->capture_default_str();
+  app.add_option("--snapshot-every", args->snapshot_every,
+                 "HDF5 snapshot (GADGET/SWIFT layout) every K steps; 0: the first and the last only")
+      ->capture_default_str();
+  app.add_flag("--png", args->png, "pictures: density.png (x-y projection of the last state) and energy.png");
+  app.add_option("-o,--output", args->output, "output directory (diagnostics.csv, snapshot_*.hdf5, *.png)")
+      ->capture_default_str();
   app.add_option("--backend", args->backend, "auto, cpu or reference (float64, slow)")->capture_default_str();
   app.add_option("--precision", args->precision, "single (float32 forces, float64 sums) or double")->capture_default_str();
   app.add_option("--threads", args->threads, "CPU threads (0: all)")->capture_default_str();

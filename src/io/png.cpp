@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/bitmap_font.hpp"
+#include "io/canvas.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/atomic_file.hpp"
 
@@ -36,10 +37,6 @@ SliceSpec parse_slice(const std::string& text) {
 
 namespace {
 
-struct Rgb {
-  std::uint8_t r, g, b;
-};
-
 // Diverging red-white-blue (ColorBrewer RdBu end points), t in [-1, 1].
 Rgb diverging(double t) {
   t = std::clamp(t, -1.0, 1.0);
@@ -47,60 +44,6 @@ Rgb diverging(double t) {
   const double a = std::fabs(t);
   auto mix = [a](std::uint8_t c) { return static_cast<std::uint8_t>(std::lround(255.0 + a * (c - 255.0))); };
   return {mix(end.r), mix(end.g), mix(end.b)};
-}
-
-class Canvas {
- public:
-  Canvas(int width, int height) : width_(width), height_(height), pixels_(3 * width * height, 255) {}
-  void set(int x, int y, Rgb c) {
-    if (x < 0 || y < 0 || x >= width_ || y >= height_) return;
-    std::uint8_t* p = &pixels_[3 * (static_cast<std::size_t>(y) * width_ + x)];
-    p[0] = c.r, p[1] = c.g, p[2] = c.b;
-  }
-  void text(int x, int y, const std::string& s, int scale, Rgb c = {0, 0, 0}) {
-    for (char ch : s) {
-      const Glyph& g = glyph_for(ch);
-      for (int row = 0; row < 7; ++row)
-        for (int col = 0; col < 5; ++col)
-          if (g.rows[row] & (0x10 >> col))
-            for (int dy = 0; dy < scale; ++dy)
-              for (int dx = 0; dx < scale; ++dx) set(x + col * scale + dx, y + row * scale + dy, c);
-      x += 6 * scale;
-    }
-  }
-  static int text_width(const std::string& s, int scale) { return static_cast<int>(s.size()) * 6 * scale; }
-  int width() const { return width_; }
-  int height() const { return height_; }
-  const std::uint8_t* row(int y) const { return &pixels_[3 * static_cast<std::size_t>(y) * width_]; }
-
- private:
-  int width_, height_;
-  std::vector<std::uint8_t> pixels_;
-};
-
-void save_png(const std::string& path, const Canvas& canvas) {
-  write_atomically(path, [&](const std::string& temporary) {
-    std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(temporary.c_str(), "wb"), &std::fclose);
-    if (!file) throw Error(path + ": cannot open for writing");
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-    png_infop info = png ? png_create_info_struct(png) : nullptr;
-    if (!png || !info) {
-      png_destroy_write_struct(&png, &info);
-      throw Error(path + ": libpng could not start");
-    }
-    if (setjmp(png_jmpbuf(png))) {
-      png_destroy_write_struct(&png, &info);
-      throw Error(path + ": libpng failed to write the image");
-    }
-    png_init_io(png, file.get());
-    png_set_IHDR(png, info, canvas.width(), canvas.height(), 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    for (int y = 0; y < canvas.height(); ++y) png_write_row(png, const_cast<png_bytep>(canvas.row(y)));
-    png_write_end(png, nullptr);
-    png_destroy_write_struct(&png, &info);
-    if (std::fflush(file.get()) != 0) throw Error(path + ": write failed (disk full?)");
-  });
 }
 
 std::string legend_number(double v) {

@@ -10,6 +10,7 @@
 
 #include "nbkit/core/backend.hpp"
 #include "nbkit/io/map_files.hpp"
+#include "nbkit/io/snapshot.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -149,6 +150,28 @@ TEST(Cli, NbodyRunWritesDiagnostics) {
   EXPECT_NE(bad.status, 0);
   EXPECT_TRUE(contains(bad.output, "softening must be a positive length")) << bad.output;
   EXPECT_FALSE(std::filesystem::exists(dir.file("bad") + "/diagnostics.csv"));
+}
+
+TEST(Cli, NbodyRestartContinuesBitForBit) {
+  nbkit::test::ScratchDir dir;
+  const std::string common = " --softening 0.03 --dt 0.01 --steps 24 --png -q";
+  ASSERT_EQ(run_nbkit("nbody --plummer 257 --seed 5 --snapshot-every 12" + common + " -o " + dir.file("whole")).status, 0);
+  const Result part = run_nbkit("nbody --restart " + dir.file("whole") + "/snapshot_00000012.hdf5" + common + " -o " +
+                                dir.file("continued"));
+  ASSERT_EQ(part.status, 0) << part.output;
+  nbkit::io::SnapshotInfo a_info, b_info;
+  const auto a = nbkit::io::read_snapshot(dir.file("whole") + "/snapshot_00000024.hdf5", &a_info);
+  const auto b = nbkit::io::read_snapshot(dir.file("continued") + "/snapshot_00000024.hdf5", &b_info);
+  EXPECT_EQ(a.x, b.x);
+  EXPECT_EQ(a.vz, b.vz);
+  EXPECT_EQ(a_info.step, 24);
+  EXPECT_EQ(b_info.time, a_info.time);
+  EXPECT_EQ(b_info.initial_energy, a_info.initial_energy);  // the energy error stays relative to t = 0
+  EXPECT_TRUE(std::filesystem::exists(dir.file("continued") + "/density.png"));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("continued") + "/energy.png"));
+  const Result missing = run_nbkit("nbody --restart " + dir.file("nothing.hdf5") + " -o " + dir.file("x"));
+  EXPECT_NE(missing.status, 0);
+  EXPECT_TRUE(contains(missing.output, "not an HDF5 file")) << missing.output;
 }
 
 TEST(Cli, PeriodicBoxFromCryst1OrBox) {

@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <numbers>
 #include <random>
 
 #include "nbkit/core/error.hpp"
+#include "nbkit/io/snapshot.hpp"
 #include "nbkit/nbody.hpp"
+#include "test_support.hpp"
 
 namespace nbkit::nbody {
 
@@ -162,6 +165,26 @@ TEST(NbodyPlummer, EnergyIsConservedOverACrossingTime) {
   }
   EXPECT_LT(worst, 1e-4);
   std::printf("[ accuracy ] plummer 512, eps 0.05, dt 1/256, one crossing time: max |dE/E| %.2e\n", worst);
+}
+
+TEST(NbodySnapshots, RoundTripKeepsEveryBit) {
+  test::ScratchDir dir;
+  const Bodies b = plummer(101, 8);
+  io::SnapshotInfo info;
+  info.time = 1.25, info.step = 160, info.dt = 1.0 / 128, info.softening = 0.02, info.seed = 8, info.initial_energy = -0.2497;
+  io::write_snapshot(dir.file("s.hdf5"), b, info);
+  io::SnapshotInfo back;
+  const Bodies r = io::read_snapshot(dir.file("s.hdf5"), &back);
+  EXPECT_EQ(r.x, b.x);
+  EXPECT_EQ(r.y, b.y);
+  EXPECT_EQ(r.vz, b.vz);
+  EXPECT_EQ(r.mass, b.mass);
+  EXPECT_EQ(back.step, 160);
+  EXPECT_EQ(back.time, 1.25);
+  EXPECT_EQ(back.softening, 0.02);
+  EXPECT_EQ(back.initial_energy, -0.2497);
+  std::ofstream(dir.file("text.hdf5")) << "not hdf5\n";
+  EXPECT_THROW(io::read_snapshot(dir.file("text.hdf5")), Error);
 }
 
 }  // namespace nbkit::nbody
