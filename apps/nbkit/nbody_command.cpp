@@ -30,7 +30,7 @@ struct NbodyArguments {
   std::optional<double> time;
   int every = 1;
   long long snapshot_every = 0;
-  std::string restart;
+  std::string restart, initial;
   bool png = false;
   std::string output = "nbody-out", backend = "auto", precision = "single";
   int threads = 0;
@@ -43,9 +43,10 @@ std::string snapshot_path(const std::string& directory, long long step) {
 
 int run_nbody(const NbodyArguments& args) {
   const bool restarting = !args.restart.empty();
-  if (!restarting && args.plummer == 0)
-    throw Error("give the initial conditions: --plummer N, or --restart SNAPSHOT to continue a run");
-  if (restarting && args.plummer != 0) throw Error("--plummer and --restart both give initial conditions: use one");
+  const int sources = (args.plummer != 0) + restarting + !args.initial.empty();
+  if (sources == 0)
+    throw Error("give the initial conditions: --plummer N, --initial FILE.hdf5, or --restart SNAPSHOT to continue a run");
+  if (sources > 1) throw Error("--plummer, --initial and --restart each give initial conditions: use one");
   if (args.steps && args.time) throw Error("--steps and --time both give the run's length: use one");
   if (args.every < 1) throw Error("--every must be at least 1");
   if (args.snapshot_every < 0) throw Error("--snapshot-every must not be negative");
@@ -57,7 +58,9 @@ int run_nbody(const NbodyArguments& args) {
   if (restarting) {
     bodies = io::read_snapshot(args.restart, &state);
   } else {
-    bodies = nbody::plummer(args.plummer, args.seed);
+    // A snapshot's bodies as new initial conditions (step 0, this command's dt and
+    // softening), or a Plummer sphere.
+    bodies = args.initial.empty() ? nbody::plummer(args.plummer, args.seed) : io::read_snapshot(args.initial);
     state.dt = args.dt;
     state.softening = args.softening;
     state.seed = args.seed;
@@ -161,6 +164,9 @@ Action setup_nbody(CLI::App& app) {
       "kick-drift-kick leapfrog, diagnostics (energies, momentum, angular momentum, virial ratio) in a CSV log.\n"
       "Example: nbkit nbody --plummer 4096 --softening 0.01 --dt 0.0078125 --time 2.83 -o run");
   app.add_option("--plummer", args->plummer, "initial conditions: a Plummer sphere of N bodies");
+  app.add_option("--initial", args->initial,
+                 "initial conditions from an HDF5 snapshot in the GADGET/SWIFT layout (PartType1 Coordinates, "
+                 "Velocities, Masses), in N-body units");
   app.add_option("--restart", args->restart,
                  "continue from a snapshot (its time step, softening and seed); --steps/--time count from step 0");
   app.add_option("--seed", args->seed, "random seed of the initial conditions")->capture_default_str();

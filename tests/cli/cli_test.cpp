@@ -169,6 +169,13 @@ TEST(Cli, NbodyRestartContinuesBitForBit) {
   EXPECT_EQ(b_info.initial_energy, a_info.initial_energy);  // the energy error stays relative to t = 0
   EXPECT_TRUE(std::filesystem::exists(dir.file("continued") + "/density.png"));
   EXPECT_TRUE(std::filesystem::exists(dir.file("continued") + "/energy.png"));
+  // A snapshot as initial conditions: a new run from step 0 with this command's parameters.
+  const Result initial = run_nbkit("nbody --initial " + dir.file("whole") + "/snapshot_00000024.hdf5 --dt 0.02 --steps 3 -o " +
+                                   dir.file("fresh"));
+  ASSERT_EQ(initial.status, 0) << initial.output;
+  EXPECT_TRUE(contains(initial.output, "257 bodies, steps 0 to 3")) << initial.output;
+  const Result both = run_nbkit("nbody --plummer 10 --initial x.hdf5 -o " + dir.file("y"));
+  EXPECT_NE(both.status, 0);
   const Result missing = run_nbkit("nbody --restart " + dir.file("nothing.hdf5") + " -o " + dir.file("x"));
   EXPECT_NE(missing.status, 0);
   EXPECT_TRUE(contains(missing.output, "not an HDF5 file")) << missing.output;
