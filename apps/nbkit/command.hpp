@@ -20,5 +20,6 @@ struct Command {
 Action setup_map(CLI::App& app);
 Action setup_info(CLI::App& app);
 Action setup_nbody(CLI::App& app);
+Action setup_ionize(CLI::App& app);
 
 }  // namespace nbkit::cli

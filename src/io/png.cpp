@@ -55,7 +55,8 @@ std::string legend_number(double v) {
 
 }  // namespace
 
-SliceInfo write_slice_png(const std::string& path, const Map& map, const SliceSpec& spec) {
+SliceInfo write_slice_png(const std::string& path, const Map& map, const SliceSpec& spec, const std::vector<Vec3>& markers,
+                          double marker_depth) {
   const Lattice& lattice = map.lattice;
   SliceInfo info;
   info.axis = spec.axis;
@@ -100,6 +101,22 @@ SliceInfo write_slice_png(const std::string& path, const Map& map, const SliceSp
       const std::int64_t iu = px / scale, iv = nv - 1 - py / scale;  // second axis upwards
       canvas.set(margin + px, top + py, diverging(value(iu, iv) / info.range));
     }
+  // Markers within `marker_depth` of the slice plane: a black ring with a yellow centre,
+  // projected onto the plane.
+  for (const Vec3& m : markers) {
+    if (std::fabs(m[a] - info.coordinate) > marker_depth) continue;
+    const double fu = (m[u] - lattice.origin[u]) / lattice.spacing, fv = (m[v] - lattice.origin[v]) / lattice.spacing;
+    const int cx = margin + static_cast<int>(std::lround((fu + 0.5) * scale));
+    const int cy = top + static_cast<int>(std::lround((static_cast<double>(nv) - 0.5 - fv) * scale));
+    const int radius = std::max(4, scale * 2);
+    for (int dy = -radius; dy <= radius; ++dy)
+      for (int dx = -radius; dx <= radius; ++dx) {
+        const int r2 = dx * dx + dy * dy;
+        if (r2 > radius * radius) continue;
+        if (cx + dx < margin || cx + dx >= margin + image_w || cy + dy < top || cy + dy >= top + image_h) continue;
+        canvas.set(cx + dx, cy + dy, r2 > (radius - 2) * (radius - 2) ? Rgb{0, 0, 0} : Rgb{250, 210, 40});
+      }
+  }
   const int bar_top = top + image_h + margin, bar_w = width - 2 * margin;
   for (int px = 0; px < bar_w; ++px) {
     const Rgb c = diverging(2.0 * px / (bar_w - 1) - 1.0);

@@ -10,6 +10,7 @@
 
 #include "nbkit/core/backend.hpp"
 #include "nbkit/io/map_files.hpp"
+#include "nbkit/io/pqr.hpp"
 #include "nbkit/io/snapshot.hpp"
 #include "test_support.hpp"
 
@@ -179,6 +180,26 @@ TEST(Cli, NbodyRestartContinuesBitForBit) {
   const Result missing = run_nbkit("nbody --restart " + dir.file("nothing.hdf5") + " -o " + dir.file("x"));
   EXPECT_NE(missing.status, 0);
   EXPECT_TRUE(contains(missing.output, "not an HDF5 file")) << missing.output;
+}
+
+TEST(Cli, IonizeAppendsIonsToThePqr) {
+  nbkit::test::ScratchDir dir;
+  const Result r = run_nbkit("ionize " + data("1a63.pqr") + " --cations 3 --anions 2 --spacing 1.5 --backend cpu -o " +
+                             dir.file("ions.pqr") + " --png " + dir.file("ions.png"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "3 cations and 2 anions")) << r.output;
+  const nbkit::Atoms with_ions = nbkit::io::read_pqr(dir.file("ions.pqr"));
+  const nbkit::Atoms protein = nbkit::io::read_pqr(data("1a63.pqr"));
+  EXPECT_EQ(with_ions.size(), protein.size() + 5);
+  EXPECT_NEAR(with_ions.net_charge(), protein.net_charge() + 1, 1e-9);
+  EXPECT_TRUE(std::filesystem::exists(dir.file("ions.png")));
+  const Result neutral = run_nbkit("ionize " + data("1a63.pqr") + " --neutralize --spacing 1.5 --backend cpu -q -o " +
+                                   dir.file("neutral.pqr"));
+  ASSERT_EQ(neutral.status, 0) << neutral.output;
+  EXPECT_NEAR(nbkit::io::read_pqr(dir.file("neutral.pqr")).net_charge(), 0.0, 0.5);
+  const Result none = run_nbkit("ionize " + data("1a63.pqr") + " -o " + dir.file("x.pqr"));
+  EXPECT_NE(none.status, 0);
+  EXPECT_TRUE(contains(none.output, "give --cations N")) << none.output;
 }
 
 TEST(Cli, PeriodicBoxFromCryst1OrBox) {

@@ -4,6 +4,7 @@
 // with a legend bar giving the range and the unit.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "nbkit/maps.hpp"
 
@@ -24,6 +25,9 @@ struct SliceInfo {
 
 // The colour scale spans +-(99th percentile of |V| on the slice), so the few points next
 // to atoms do not wash out the rest; the legend states the range.
-SliceInfo write_slice_png(const std::string& path, const Map& map, const SliceSpec& slice);
+// `markers` (e.g. placed ions) within `marker_depth` Angstrom of the slice plane are drawn
+// as rings.
+SliceInfo write_slice_png(const std::string& path, const Map& map, const SliceSpec& slice,
+                          const std::vector<Vec3>& markers = {}, double marker_depth = 0);
 
 }  // namespace nbkit::io
