@@ -14,10 +14,12 @@
 #include "nbkit/core/progress.hpp"
 #include "nbkit/io/atomic_file.hpp"
 #include "nbkit/io/cell.hpp"
+#include "nbkit/io/dcd.hpp"
 #include "nbkit/io/map_files.hpp"
 #include "nbkit/io/png.hpp"
 #include "nbkit/io/structure.hpp"
 #include "nbkit/maps.hpp"
+#include "nbkit/trajectory.hpp"
 #include "options.hpp"
 
 namespace nbkit::cli {
@@ -40,6 +42,8 @@ struct MapArguments {
   std::string msm_interpolation = "cubic", msm_splitting;
   int threads = 0;
   bool quiet = false;
+  std::string trajectory, combine = "avg";
+  long long first = 0, last = -1, stride = 1;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -109,7 +113,35 @@ int run_map(const MapArguments& args) {
 
   io::ChargeOptions charge_options;
   charge_options.force_field = args.charges;
-  const Atoms atoms = io::read_atoms(args.input, charge_options);
+  Atoms atoms = io::read_atoms(args.input, charge_options);
+  // A trajectory: charges and radii from the input, positions from its frames; the lattice
+  // is chosen from the first frame used (or given).
+  std::unique_ptr<io::DcdReader> trajectory;
+  if (!args.trajectory.empty()) {
+    if (args.first < 0 || args.stride < 1 || (args.last >= 0 && args.last < args.first))
+      throw Error("--first, --last, --stride: expected 0 <= first <= last (or last = -1 for the end) and stride >= 1");
+    trajectory = std::make_unique<io::DcdReader>(args.trajectory);
+    if (trajectory->atoms() != static_cast<std::int64_t>(atoms.size()))
+      throw Error(fmt::format("{}: {} atoms per frame, but {} has {}", args.trajectory, trajectory->atoms(), args.input,
+                              atoms.size()));
+  }
+  io::DcdFrame frame;
+  long long frame_index = -1;  // 0-based index of the frame in `frame`
+  auto advance = [&]() {       // to the next frame in [first, last] on the stride; false at the end
+    while (trajectory->next(frame)) {
+      ++frame_index;
+      if (args.last >= 0 && frame_index > args.last) return false;
+      if (frame_index >= args.first && (frame_index - args.first) % args.stride == 0) return true;
+    }
+    return false;
+  };
+  auto load = [&](Atoms& target) {
+    for (std::size_t n = 0; n < target.size(); ++n) target.x[n] = frame.x[n], target.y[n] = frame.y[n], target.z[n] = frame.z[n];
+  };
+  if (trajectory) {
+    if (!advance()) throw Error(fmt::format("{}: no frame at --first {}", args.trajectory, args.first));
+    load(atoms);
+  }
   const double read_seconds = seconds_since(start);
   if (!args.box.empty() && !args.periodic) throw Error("--box gives the periodic box: add --periodic");
   if (args.periodic) {
@@ -137,7 +169,30 @@ int run_map(const MapArguments& args) {
   ProgressBar bar(fmt::format("{} map", to_string(options.method)), !args.quiet);
   options.progress = [&bar](double fraction) { bar.update(fraction); };
   MapStats stats;
-  const Map map = compute_map(atoms, lattice, options, &stats);
+  Map map;
+  TrajectoryMapStats trajectory_stats;
+  if (trajectory) {
+    options.progress = nullptr;
+    const std::int64_t total = trajectory->frames();
+    const long long end = args.last >= 0 ? std::min<long long>(args.last, total - 1) : total - 1;
+    const long long expected = std::max<long long>(1, (end - args.first) / args.stride + 1);
+    bool first_frame = true;
+    map = combine_frame_maps(
+        atoms, lattice, options, parse_combine(args.combine),
+        [&](Atoms& target) {
+          if (first_frame) return !(first_frame = false);  // already loaded
+          if (!advance()) return false;
+          load(target);
+          return true;
+        },
+        [&](int done) { bar.update(static_cast<double>(done) / static_cast<double>(expected)); }, &trajectory_stats);
+    stats = trajectory_stats.last_frame;
+    stats.seconds = trajectory_stats.seconds;
+    stats.lattice_points *= trajectory_stats.frames;
+    stats.evaluations *= trajectory_stats.frames;
+  } else {
+    map = compute_map(atoms, lattice, options, &stats);
+  }
   bar.finish();
   if (!stats.notice.empty() && !args.quiet) fmt::print(stderr, "nbkit: notice: {}\n", stats.notice);
 
@@ -166,6 +221,9 @@ int run_map(const MapArguments& args) {
                             : ""),
       "vertex-centred lattice: point (i,j,k) at origin + (i,j,k)*delta; x index slowest, z fastest",
   };
+  if (trajectory)
+    comments.push_back(fmt::format("{} of the maps of {} frames of {} (first {}, stride {})", args.combine,
+                                   trajectory_stats.frames, args.trajectory, args.first, args.stride));
   io::write_map(output, map, comments);
   std::optional<io::SliceInfo> slice_info;
   if (!args.png.empty()) slice_info = io::write_slice_png(args.png, map, slice);
@@ -207,6 +265,9 @@ int run_map(const MapArguments& args) {
       report["parameters"]["kappa_per_angstrom"] = kappa;
       if (kappa > 0) report["parameters"]["debye_length_angstrom"] = 1.0 / kappa;
     }
+    if (trajectory)
+      report["trajectory"] = {{"file", args.trajectory}, {"combine", args.combine}, {"frames", trajectory_stats.frames},
+                              {"first", args.first}, {"last", args.last}, {"stride", args.stride}};
     report["backend"] = {{"requested", args.backend}, {"used", to_string(stats.backend)}, {"detail", stats.detail}};
     report["timing_seconds"] = {{"read", read_seconds}, {"compute", stats.seconds}, {"write", write_seconds},
                                 {"total", seconds_since(start)}};
@@ -290,6 +351,13 @@ Action setup_map(CLI::App& app) {
   group_run->add_option("--gpus", args->gpus, "GPUs for --backend cuda/auto: all, a count N, or indices like 0,2")
       ->capture_default_str();
   group_run->add_flag("-q,--quiet", args->quiet, "no progress bar, no summary");
+  auto* group_traj = app.add_option_group("trajectory");
+  group_traj->add_option("--trajectory", args->trajectory,
+                         "DCD trajectory of INPUT's atoms (CHARMM, NAMD, LAMMPS, OpenMM): the map of every frame, combined");
+  group_traj->add_option("--combine", args->combine, "avg, min, max or stdev over the frames")->capture_default_str();
+  group_traj->add_option("--first", args->first, "first frame (0-based)")->capture_default_str();
+  group_traj->add_option("--last", args->last, "last frame (0-based, inclusive; -1: the end)")->capture_default_str();
+  group_traj->add_option("--stride", args->stride, "every stride-th frame")->capture_default_str();
   auto* group_out = app.add_option_group("outputs");
   group_out->add_option("--png", args->png, "PNG picture of a slice through the map");
   group_out->add_option("--slice", args->slice, "slice to draw: z=COORD (Angstrom), y=..., x=...; default: z through the centre");

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "nbkit/core/backend.hpp"
+#include "nbkit/io/dcd.hpp"
 #include "nbkit/io/map_files.hpp"
 #include "nbkit/io/pqr.hpp"
 #include "nbkit/io/snapshot.hpp"
@@ -200,6 +201,32 @@ TEST(Cli, IonizeAppendsIonsToThePqr) {
   const Result none = run_nbkit("ionize " + data("1a63.pqr") + " -o " + dir.file("x.pqr"));
   EXPECT_NE(none.status, 0);
   EXPECT_TRUE(contains(none.output, "give --cations N")) << none.output;
+}
+
+TEST(Cli, TrajectoryAverageOfADcd) {
+  nbkit::test::ScratchDir dir;
+  const nbkit::Atoms protein = nbkit::io::read_pqr(data("1a63.pqr"));
+  std::vector<nbkit::io::DcdFrame> frames(6);
+  for (std::size_t f = 0; f < frames.size(); ++f)
+    for (std::size_t n = 0; n < protein.size(); ++n) {
+      frames[f].x.push_back(static_cast<float>(protein.x[n] + 0.1 * f));
+      frames[f].y.push_back(static_cast<float>(protein.y[n]));
+      frames[f].z.push_back(static_cast<float>(protein.z[n]));
+    }
+  nbkit::io::write_dcd(dir.file("t.dcd"), frames);
+  const Result r = run_nbkit("map " + data("1a63.pqr") + " --trajectory " + dir.file("t.dcd") +
+                             " --first 1 --stride 2 --combine stdev --spacing 2 --backend cpu -o " + dir.file("sd.dx") +
+                             " --report " + dir.file("sd.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto report = nlohmann::json::parse(std::ifstream(dir.file("sd.json")));
+  EXPECT_EQ(report["trajectory"]["frames"], 3);  // frames 1, 3, 5
+  const nbkit::Map sd = nbkit::io::read_dx(dir.file("sd.dx"));
+  double largest = 0;
+  for (double v : sd.values) largest = std::max(largest, v);
+  EXPECT_GT(largest, 0.0);
+  const Result wrong = run_nbkit("map " + data("hca.pqr") + " --trajectory " + dir.file("t.dcd") + " -o " + dir.file("w.dx"));
+  EXPECT_NE(wrong.status, 0);
+  EXPECT_TRUE(contains(wrong.output, "atoms per frame")) << wrong.output;
 }
 
 TEST(Cli, PeriodicBoxFromCryst1OrBox) {

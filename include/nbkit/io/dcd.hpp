@@ -1,0 +1,45 @@
+#pragma once
+// DCD trajectories (CHARMM/NAMD/LAMMPS/OpenMM): the CHARMM flavour with or without the
+// unit-cell block, little- or big-endian (detected from the first record marker), 32-bit
+// record markers. Fixed atoms and 4-D coordinates are refused with a clear error.
+#include <array>
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nbkit::io {
+
+struct DcdFrame {
+  std::vector<float> x, y, z;                 // Angstrom
+  std::optional<std::array<double, 6>> cell;  // as stored: A, gamma, B, beta, alpha, C
+};
+
+class DcdReader {
+ public:
+  explicit DcdReader(const std::string& path);  // reads and checks the header
+  std::int64_t atoms() const { return atoms_; }
+  std::int64_t frames() const { return frames_; }  // from the file size (the header's count may be stale)
+  bool has_cell() const { return has_cell_; }
+  double timestep() const { return timestep_; }  // as stored (AKMA units for CHARMM/NAMD)
+  // The next frame; false at the end of the file. Throws nbkit::Error naming the file and
+  // the frame (1-based) when a frame is truncated or its records are malformed.
+  bool next(DcdFrame& frame);
+  std::int64_t frames_read() const { return read_; }
+
+ private:
+  std::int32_t read_int();
+  void read_record(void* data, std::int64_t bytes, const char* what);
+  std::string path_;
+  std::ifstream in_;
+  bool swap_ = false, has_cell_ = false;
+  std::int64_t atoms_ = 0, frames_ = 0, read_ = 0, first_frame_offset_ = 0, frame_bytes_ = 0;
+  double timestep_ = 0;
+};
+
+// Writes frames in the CHARMM flavour (little-endian, with the unit-cell block when every
+// frame has a cell), atomically.
+void write_dcd(const std::string& path, const std::vector<DcdFrame>& frames, double timestep = 1.0);
+
+}  // namespace nbkit::io

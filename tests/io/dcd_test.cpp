@@ -1,0 +1,123 @@
+// DCD trajectories: round trips with and without unit cells, big-endian files, and clear
+// errors for truncated or corrupt files.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+#include "nbkit/core/error.hpp"
+#include "nbkit/io/dcd.hpp"
+#include "test_support.hpp"
+
+namespace nbkit::io {
+
+namespace {
+
+std::vector<DcdFrame> random_frames(int frames, int atoms, bool cell, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-50, 50);
+  std::vector<DcdFrame> out(static_cast<std::size_t>(frames));
+  for (DcdFrame& f : out) {
+    for (auto* axis : {&f.x, &f.y, &f.z}) {
+      axis->resize(static_cast<std::size_t>(atoms));
+      for (float& v : *axis) v = u(rng);
+    }
+    if (cell) f.cell = std::array<double, 6>{40.5, 90, 41.5, 90, 90, 42.5};
+  }
+  return out;
+}
+
+std::vector<DcdFrame> read_all(const std::string& path) {
+  DcdReader reader(path);
+  std::vector<DcdFrame> frames;
+  DcdFrame f;
+  while (reader.next(f)) frames.push_back(f);
+  return frames;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+}  // namespace
+
+TEST(Dcd, RoundTripWithAndWithoutUnitCells) {
+  test::ScratchDir dir;
+  for (const bool cell : {false, true}) {
+    const auto frames = random_frames(5, 37, cell, 3);
+    write_dcd(dir.file("t.dcd"), frames, 2.0);
+    DcdReader reader(dir.file("t.dcd"));
+    EXPECT_EQ(reader.atoms(), 37);
+    EXPECT_EQ(reader.frames(), 5);
+    EXPECT_EQ(reader.has_cell(), cell);
+    EXPECT_FLOAT_EQ(static_cast<float>(reader.timestep()), 2.0f);
+    const auto back = read_all(dir.file("t.dcd"));
+    ASSERT_EQ(back.size(), 5u);
+    for (std::size_t f = 0; f < 5; ++f) {
+      EXPECT_EQ(back[f].x, frames[f].x);
+      EXPECT_EQ(back[f].z, frames[f].z);
+      EXPECT_EQ(back[f].cell.has_value(), cell);
+      if (cell) EXPECT_EQ((*back[f].cell)[2], 41.5);
+    }
+  }
+}
+
+TEST(Dcd, BigEndianFilesReadTheSame) {
+  test::ScratchDir dir;
+  const auto frames = random_frames(3, 11, true, 4);
+  write_dcd(dir.file("le.dcd"), frames);
+  // Byte-swap every 4-byte word, and the 8-byte cell values, record by record.
+  std::string bytes = read_bytes(dir.file("le.dcd"));
+  std::size_t pos = 0;
+  auto swap = [&](std::size_t at, int width) { std::reverse(bytes.begin() + static_cast<long>(at), bytes.begin() + static_cast<long>(at + width)); };
+  while (pos < bytes.size()) {
+    std::int32_t length = 0;
+    std::memcpy(&length, bytes.data() + pos, 4);
+    const bool doubles = length == 48;
+    swap(pos, 4);
+    if (length == 84) {  // "CORD" stays, the 20 control words swap
+      for (std::size_t w = 4; w < 84; w += 4) swap(pos + 4 + w, 4);
+    } else {
+      const int width = doubles ? 8 : 4;
+      for (std::int32_t w = 0; w < length; w += width) swap(pos + 4 + static_cast<std::size_t>(w), width);
+    }
+    swap(pos + 4 + static_cast<std::size_t>(length), 4);
+    pos += 8 + static_cast<std::size_t>(length);
+  }
+  std::ofstream(dir.file("be.dcd"), std::ios::binary) << bytes;
+  const auto back = read_all(dir.file("be.dcd"));
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[2].y, frames[2].y);
+  EXPECT_EQ((*back[1].cell)[5], 42.5);
+}
+
+TEST(Dcd, TruncatedAndCorruptFilesNameTheFrame) {
+  test::ScratchDir dir;
+  write_dcd(dir.file("t.dcd"), random_frames(4, 20, false, 5));
+  const std::string bytes = read_bytes(dir.file("t.dcd"));
+  std::ofstream(dir.file("cut.dcd"), std::ios::binary) << bytes.substr(0, bytes.size() - 30);
+  try {
+    read_all(dir.file("cut.dcd"));
+    FAIL() << "a truncated file was read";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("frame 4: Z: the file ends inside the frame"), std::string::npos) << error.what();
+  }
+  std::string corrupt = bytes;
+  corrupt[corrupt.size() - 3 * (20 * 4 + 8) - 2] ^= 0x7f;  // the trailing marker of frame 3's Z record
+  std::ofstream(dir.file("bad.dcd"), std::ios::binary) << corrupt;
+  try {
+    read_all(dir.file("bad.dcd"));
+    FAIL() << "a corrupt file was read";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("frame 3"), std::string::npos) << error.what();
+  }
+  std::ofstream(dir.file("text.dcd")) << "hello, not a trajectory\n";
+  EXPECT_THROW(DcdReader(dir.file("text.dcd")), Error);
+  EXPECT_THROW(DcdReader(dir.file("missing.dcd")), Error);
+}
+
+}  // namespace nbkit::io
