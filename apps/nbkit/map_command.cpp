@@ -1,6 +1,8 @@
 // nbkit map: electrostatic potential map of a molecule.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -116,19 +118,43 @@ int run_map(const MapArguments& args) {
   Atoms atoms = io::read_atoms(args.input, charge_options);
   // A trajectory: charges and radii from the input, positions from its frames; the lattice
   // is chosen from the first frame used (or given).
-  std::unique_ptr<io::DcdReader> trajectory;
-  if (!args.trajectory.empty()) {
+  // A DCD streams; a multi-model PQR/PDB/mmCIF file is read whole (models as frames).
+  std::unique_ptr<io::DcdReader> dcd;
+  std::vector<Atoms> models;
+  const bool trajectory = !args.trajectory.empty();
+  std::int64_t trajectory_frames = 0;
+  if (trajectory) {
     if (args.first < 0 || args.stride < 1 || (args.last >= 0 && args.last < args.first))
       throw Error("--first, --last, --stride: expected 0 <= first <= last (or last = -1 for the end) and stride >= 1");
-    trajectory = std::make_unique<io::DcdReader>(args.trajectory);
-    if (trajectory->atoms() != static_cast<std::int64_t>(atoms.size()))
-      throw Error(fmt::format("{}: {} atoms per frame, but {} has {}", args.trajectory, trajectory->atoms(), args.input,
+    std::string extension = std::filesystem::path(args.trajectory).extension().string();
+    std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::int64_t per_frame = 0;
+    if (extension == ".dcd") {
+      dcd = std::make_unique<io::DcdReader>(args.trajectory);
+      per_frame = dcd->atoms();
+      trajectory_frames = dcd->frames();
+    } else {
+      models = io::read_models(args.trajectory);
+      per_frame = static_cast<std::int64_t>(models.front().size());
+      trajectory_frames = static_cast<std::int64_t>(models.size());
+    }
+    if (per_frame != static_cast<std::int64_t>(atoms.size()))
+      throw Error(fmt::format("{}: {} atoms per frame, but {} has {}", args.trajectory, per_frame, args.input,
                               atoms.size()));
   }
   io::DcdFrame frame;
   long long frame_index = -1;  // 0-based index of the frame in `frame`
+  auto next_frame = [&]() {
+    if (dcd) return dcd->next(frame);
+    if (frame_index + 1 >= static_cast<long long>(models.size())) return false;
+    const Atoms& m = models[static_cast<std::size_t>(frame_index + 1)];
+    frame.x.assign(m.x.begin(), m.x.end());
+    frame.y.assign(m.y.begin(), m.y.end());
+    frame.z.assign(m.z.begin(), m.z.end());
+    return true;
+  };
   auto advance = [&]() {       // to the next frame in [first, last] on the stride; false at the end
-    while (trajectory->next(frame)) {
+    while (next_frame()) {
       ++frame_index;
       if (args.last >= 0 && frame_index > args.last) return false;
       if (frame_index >= args.first && (frame_index - args.first) % args.stride == 0) return true;
@@ -173,7 +199,7 @@ int run_map(const MapArguments& args) {
   TrajectoryMapStats trajectory_stats;
   if (trajectory) {
     options.progress = nullptr;
-    const std::int64_t total = trajectory->frames();
+    const std::int64_t total = trajectory_frames;
     const long long end = args.last >= 0 ? std::min<long long>(args.last, total - 1) : total - 1;
     const long long expected = std::max<long long>(1, (end - args.first) / args.stride + 1);
     bool first_frame = true;

@@ -10,8 +10,9 @@
 
 namespace nbkit::io {
 
-Atoms parse_pqr(std::string_view text, const std::string& source) {
+std::vector<Atoms> parse_pqr_models(std::string_view text, const std::string& source) {
   static constexpr std::array<const char*, 5> kFieldNames = {"x", "y", "z", "charge", "radius"};
+  std::vector<Atoms> models;
   Atoms atoms;
   std::int64_t line_number = 0;
   std::size_t position = 0;
@@ -21,6 +22,17 @@ Atoms parse_pqr(std::string_view text, const std::string& source) {
     const std::string_view line = text.substr(position, end - position);
     position = end + 1;
     ++line_number;
+    if (line.starts_with("ENDMDL")) {  // a model ends: the next ATOM records are the next model's
+      if (!atoms.empty()) {
+        if (!models.empty() && atoms.size() != models.front().size())
+          throw InputError(source, line_number, "ENDMDL",
+                           fmt::format("model {} has {} atoms, model 1 has {}", models.size() + 1, atoms.size(),
+                                       models.front().size()));
+        models.push_back(std::move(atoms));
+        atoms = Atoms{};
+      }
+      continue;
+    }
     if (!(line.starts_with("ATOM") || line.starts_with("HETATM"))) continue;
     const auto fields = split_whitespace(line);
     if (fields[0] != "ATOM" && fields[0] != "HETATM") continue;  // e.g. "ATOMIC ..." is no record
@@ -44,9 +56,22 @@ Atoms parse_pqr(std::string_view text, const std::string& source) {
       throw InputError(source, line_number, "radius", "expected zero or a positive radius, got " + quoted(fields.back()));
     atoms.push_back({values[0], values[1], values[2]}, values[3], values[4]);
   }
-  if (atoms.empty()) throw InputError(source, 0, "", "no ATOM or HETATM records: expected a PQR file with atoms");
-  return atoms;
+  if (!atoms.empty()) {
+    if (!models.empty() && atoms.size() != models.front().size())
+      throw InputError(source, line_number, "ATOM",
+                       fmt::format("model {} has {} atoms, model 1 has {}", models.size() + 1, atoms.size(),
+                                   models.front().size()));
+    models.push_back(std::move(atoms));
+  }
+  if (models.empty()) throw InputError(source, 0, "", "no ATOM or HETATM records: expected a PQR file with atoms");
+  return models;
 }
+
+Atoms parse_pqr(std::string_view text, const std::string& source) {
+  return std::move(parse_pqr_models(text, source).front());
+}
+
+std::vector<Atoms> read_pqr_models(const std::string& path) { return parse_pqr_models(read_file_text(path), path); }
 
 Atoms read_pqr(const std::string& path) { return parse_pqr(read_file_text(path), path); }
 

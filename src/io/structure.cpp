@@ -127,4 +127,28 @@ Atoms read_atoms(const std::string& path, const ChargeOptions& charges) {
   return charges_from_pdb2pqr(path, structure, charges);
 }
 
+std::vector<Atoms> read_models(const std::string& path) {
+  if (guess_structure_format(path) == StructureFormat::pqr) return read_pqr_models(path);
+  if (!fs::exists(path)) throw Error(path + ": no such file");
+  gemmi::Structure structure;
+  try {
+    structure = gemmi::read_structure(gemmi::MaybeGzipped(path));
+  } catch (const std::exception& error) {
+    throw Error(fmt::format("{}: {}", path, error.what()));
+  }
+  std::vector<Atoms> models;
+  for (const auto& model : structure.models) {
+    Atoms atoms;
+    for (const auto& chain : model.chains)
+      for (const auto& residue : chain.residues)
+        for (const auto& atom : residue.atoms) atoms.push_back({atom.pos.x, atom.pos.y, atom.pos.z}, 0.0, 0.0);
+    if (!models.empty() && atoms.size() != models.front().size())
+      throw Error(fmt::format("{}: model {} has {} atoms, model 1 has {}", path, models.size() + 1, atoms.size(),
+                              models.front().size()));
+    models.push_back(std::move(atoms));
+  }
+  if (models.empty()) throw Error(path + ": no models");
+  return models;
+}
+
 }  // namespace nbkit::io

@@ -224,6 +224,16 @@ TEST(Cli, TrajectoryAverageOfADcd) {
   double largest = 0;
   for (double v : sd.values) largest = std::max(largest, v);
   EXPECT_GT(largest, 0.0);
+  // A multi-model PQR as the trajectory: two identical models average to the single map.
+  write_text(dir.file("one.pqr"), "ATOM 1 N HIS 1 1.0 2.0 3.0 0.5 1.0\nATOM 2 C HIS 1 2.0 2.0 3.0 -0.25 1.0\n");
+  write_text(dir.file("two.pqr"), "MODEL 1\nATOM 1 N HIS 1 1.0 2.0 3.0 0.5 1.0\nATOM 2 C HIS 1 2.0 2.0 3.0 -0.25 1.0\n"
+                                  "ENDMDL\nMODEL 2\nATOM 1 N HIS 1 1.0 2.0 3.0 0.5 1.0\n"
+                                  "ATOM 2 C HIS 1 2.0 2.0 3.0 -0.25 1.0\nENDMDL\n");
+  ASSERT_EQ(run_nbkit("map " + dir.file("one.pqr") + " --spacing 1 --backend cpu -q -o " + dir.file("one.dx")).status, 0);
+  const Result models = run_nbkit("map " + dir.file("one.pqr") + " --trajectory " + dir.file("two.pqr") +
+                                  " --spacing 1 --backend cpu -q -o " + dir.file("two.dx"));
+  ASSERT_EQ(models.status, 0) << models.output;
+  EXPECT_EQ(nbkit::io::read_dx(dir.file("two.dx")).values, nbkit::io::read_dx(dir.file("one.dx")).values);
   const Result wrong = run_nbkit("map " + data("hca.pqr") + " --trajectory " + dir.file("t.dcd") + " -o " + dir.file("w.dx"));
   EXPECT_NE(wrong.status, 0);
   EXPECT_TRUE(contains(wrong.output, "atoms per frame")) << wrong.output;

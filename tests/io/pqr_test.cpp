@@ -66,6 +66,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadPqr{"REMARK only\nEND\n", "bad.pqr: no ATOM or HETATM records: expected a PQR file with atoms"},
         BadPqr{"", "bad.pqr: no ATOM or HETATM records: expected a PQR file with atoms"}));
 
+TEST(Pqr, ModelsAreFramesAndTheFirstModelIsTheStructure) {
+  const std::string text =
+      "MODEL 1\nATOM 1 N HIS 1 1.0 2.0 3.0 0.5 1.0\nATOM 2 C HIS 1 2.0 2.0 3.0 -0.25 1.0\nENDMDL\n"
+      "MODEL 2\nATOM 1 N HIS 1 1.5 2.0 3.0 0.5 1.0\nATOM 2 C HIS 1 2.5 2.0 3.0 -0.25 1.0\nENDMDL\n";
+  EXPECT_EQ(parse_pqr(text, "m.pqr").size(), 2u);  // not 4: the first model only
+  const auto models = parse_pqr_models(text, "m.pqr");
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[1].x[0], 1.5);
+  EXPECT_THROW(parse_pqr_models("ATOM 1 N HIS 1 1 2 3 0.5 1\nENDMDL\nATOM 1 N HIS 1 1 2 3 0.5 1\n"
+                                "ATOM 2 N HIS 1 1 2 3 0.5 1\nENDMDL\n", "bad.pqr"),
+               InputError);
+}
+
 TEST(Pqr, MissingFileIsAnError) {
   EXPECT_THROW(read_pqr("/nonexistent/file.pqr"), Error);
 }

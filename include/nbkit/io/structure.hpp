@@ -2,6 +2,7 @@
 // Reads atoms with charges and radii from a PQR file, or from a PDB/mmCIF file (through
 // gemmi) by running pdb2pqr with a force field, since PDB and mmCIF carry no partial charges.
 #include <string>
+#include <vector>
 
 #include "nbkit/core/atoms.hpp"
 
@@ -16,6 +17,10 @@ struct ChargeOptions {
 };
 
 Atoms read_atoms(const std::string& path, const ChargeOptions& charges = {});
+
+// The positions of every model of a PQR, PDB or mmCIF file, as a trajectory (charges and
+// radii: from the PQR, zero for PDB/mmCIF). Every model must have the same atom count.
+std::vector<Atoms> read_models(const std::string& path);
 
 // The pdb2pqr executable on PATH ("pdb2pqr" or "pdb2pqr30"), or empty.
 std::string find_pdb2pqr();
