@@ -12,13 +12,19 @@ if(NOT TARGET CLI11::CLI11)
 endif()
 find_package(nlohmann_json REQUIRED)
 find_package(PNG REQUIRED)
-# N-body snapshots (GADGET/SWIFT HDF5 layout): the HDF5 C library.
+# N-body snapshots (GADGET/SWIFT HDF5 layout): the HDF5 C library (scripts/setup installs
+# libhdf5-dev). Optional so that a machine without it still builds everything else; there
+# snapshot reads and writes fail with a message saying so.
 enable_language(C)  # FindHDF5 test-compiles a C program
-find_package(HDF5 REQUIRED COMPONENTS C)
-if(NOT TARGET HDF5::HDF5)
+find_package(HDF5 COMPONENTS C)
+set(NBKIT_HAVE_HDF5 ${HDF5_FOUND})
+if(HDF5_FOUND AND NOT TARGET HDF5::HDF5)
   add_library(HDF5::HDF5 INTERFACE IMPORTED)
   target_include_directories(HDF5::HDF5 INTERFACE ${HDF5_INCLUDE_DIRS})
   target_link_libraries(HDF5::HDF5 INTERFACE ${HDF5_LIBRARIES})
+endif()
+if(NOT HDF5_FOUND)
+  message(WARNING "nbkit: HDF5 not found (apt-get install libhdf5-dev): N-body snapshots are disabled in this build")
 endif()
 find_package(ZLIB REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)

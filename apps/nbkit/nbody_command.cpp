@@ -97,7 +97,13 @@ int run_nbody(const NbodyArguments& args) {
   nbody::Diagnostics last = first;
   double worst = std::fabs(first.total / e0 - 1);
   std::vector<double> times, errors;
+  // Without HDF5 in this build: no snapshots unless asked for (then an error up front).
+  if (!io::snapshots_available() && args.snapshot_every > 0)
+    throw Error("--snapshot-every: this build of nbkit has no HDF5 (apt-get install libhdf5-dev, then rebuild)");
+  if (!io::snapshots_available() && !args.quiet)
+    fmt::print(stderr, "nbkit: notice: this build has no HDF5: no snapshots are written\n");
   auto snapshot = [&](long long step) {
+    if (!io::snapshots_available()) return;
     state.step = step;
     state.time = static_cast<double>(step) * dt;
     io::write_snapshot(snapshot_path(args.output, step), bodies, state);

@@ -20,6 +20,9 @@ struct SnapshotInfo {
   double initial_energy = 0;  // E at step 0, for the relative energy error of a continued run
 };
 
+// False in builds without the HDF5 library, where the two functions below throw.
+bool snapshots_available();
+
 // Written to a temporary file and renamed over `path`.
 void write_snapshot(const std::string& path, const nbody::Bodies& bodies, const SnapshotInfo& info);
 
