@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench_args.hpp"
+#include "cutoff_pairs.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/maps.hpp"
 #include "test_support.hpp"
@@ -25,21 +26,6 @@ struct Row {
   std::size_t atoms;
   nbkit::Lattice lattice;
 };
-
-// Mean number of atoms within the cutoff of a lattice point, from 400 sampled points.
-double pairs_per_point(const nbkit::Atoms& atoms, const nbkit::Lattice& lattice, double cutoff) {
-  std::mt19937_64 rng(5);
-  double total = 0;
-  const int samples = 400;
-  for (int s = 0; s < samples; ++s) {
-    const nbkit::Vec3 p = lattice.point(static_cast<std::int64_t>(rng() % lattice.dims[0]),
-                                        static_cast<std::int64_t>(rng() % lattice.dims[1]),
-                                        static_cast<std::int64_t>(rng() % lattice.dims[2]));
-    for (std::size_t n = 0; n < atoms.size(); ++n)
-      if (nbkit::norm(p - atoms.position(n)) < cutoff) total += 1;
-  }
-  return total / samples;
-}
 
 }  // namespace
 
@@ -80,7 +66,7 @@ int main(int argc, char** argv) {
     nbkit::MapStats stats;
     nbkit::compute_map(atoms, r.lattice, options, &stats);
     const double seconds = stats.seconds;
-    const double pairs = pairs_per_point(atoms, r.lattice, cutoff) * static_cast<double>(r.lattice.size());
+    const double pairs = nbkit::bench::pairs_per_point(atoms, r.lattice, cutoff, 400) * static_cast<double>(r.lattice.size());
     // The direct method on the same input, on a few rows (each row costs the same).
     nbkit::MapOptions direct;
     direct.backend = nbkit::Backend::cpu;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench_args.hpp"
+#include "cutoff_pairs.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/maps.hpp"
 #include "rsqrt_ceiling.cuh"
@@ -38,22 +39,6 @@ struct Input {
   nbkit::Lattice lattice;
   nbkit::Smoothing smoothing = nbkit::Smoothing::cutcp;
 };
-
-// Atoms within the cutoff of a lattice point, summed over the lattice: the mean over
-// 2000 sampled points times the point count (sampling error ~1%).
-double in_cutoff_pairs(const nbkit::Atoms& atoms, const nbkit::Lattice& lattice, double cutoff) {
-  std::mt19937_64 rng(5);
-  double total = 0;
-  const int samples = 2000;
-  for (int s = 0; s < samples; ++s) {
-    const nbkit::Vec3 p = lattice.point(static_cast<std::int64_t>(rng() % lattice.dims[0]),
-                                        static_cast<std::int64_t>(rng() % lattice.dims[1]),
-                                        static_cast<std::int64_t>(rng() % lattice.dims[2]));
-    for (std::size_t n = 0; n < atoms.size(); ++n)
-      if (nbkit::norm(p - atoms.position(n)) < cutoff) total += 1;
-  }
-  return total / samples * static_cast<double>(lattice.size());
-}
 
 struct Timing {
   double wall = 0, kernel = 0, error = 0;
@@ -148,7 +133,8 @@ int main(int argc, char** argv) {
   const int repeats = parsed->quick ? 3 : 5;
   for (const Input& input : inputs) {
     const nbkit::Atoms atoms = nbkit::test::random_atoms(input.atoms, {0, 0, 0}, input.lattice.extent(), 23);
-    const double pairs = in_cutoff_pairs(atoms, input.lattice, cutoff);
+    // Pairs from 2000 sampled points (sampling error ~1%).
+    const double pairs = nbkit::bench::pairs_per_point(atoms, input.lattice, cutoff, 2000) * static_cast<double>(input.lattice.size());
     const Timing gpu = run(atoms, input, nbkit::Backend::cuda, {0}, repeats, cutoff);
     const bool with_cpu = input.smoothing == nbkit::Smoothing::cutcp && input.atoms <= 100000;
     const Timing cpu = with_cpu ? run(atoms, input, nbkit::Backend::cpu, {}, 1, cutoff) : Timing{};

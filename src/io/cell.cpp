@@ -40,14 +40,11 @@ std::optional<Vec3> orthorhombic(const std::array<double, 6>& cell, const std::s
 
 std::optional<Vec3> parse_cryst1(std::string_view text, const std::string& source) {
   static constexpr std::array<const char*, 6> kNames = {"a", "b", "c", "alpha", "beta", "gamma"};
+  Lines lines(text);
+  std::string_view line;
   std::int64_t line_number = 0;
-  std::size_t position = 0;
-  while (position < text.size()) {
-    std::size_t end = text.find('\n', position);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(position, end - position);
-    position = end + 1;
-    ++line_number;
+  while (lines.next(line)) {
+    line_number = lines.number();
     if (!line.starts_with("CRYST1")) continue;
     // CRYST1 a b c alpha beta gamma [space group] [Z]; PDB's fixed columns are
     // whitespace-separated in practice, and PQR writers keep the record as it was.

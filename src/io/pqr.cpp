@@ -14,14 +14,11 @@ std::vector<Atoms> parse_pqr_models(std::string_view text, const std::string& so
   static constexpr std::array<const char*, 5> kFieldNames = {"x", "y", "z", "charge", "radius"};
   std::vector<Atoms> models;
   Atoms atoms;
+  Lines lines(text);
+  std::string_view line;
   std::int64_t line_number = 0;
-  std::size_t position = 0;
-  while (position < text.size()) {
-    std::size_t end = text.find('\n', position);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(position, end - position);
-    position = end + 1;
-    ++line_number;
+  while (lines.next(line)) {
+    line_number = lines.number();
     if (line.starts_with("ENDMDL")) {  // a model ends: the next ATOM records are the next model's
       if (!atoms.empty()) {
         if (!models.empty() && atoms.size() != models.front().size())

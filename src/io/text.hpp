@@ -2,6 +2,7 @@
 // Small text helpers shared by the hand-written readers (PQR, OpenDX).
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,6 +11,28 @@
 namespace nbkit::io {
 
 std::string read_file_text(const std::string& path);  // throws nbkit::Error naming the path
+
+// The lines of a text one at a time ('\n' removed), with their 1-based numbers for error
+// messages.
+class Lines {
+ public:
+  explicit Lines(std::string_view text) : text_(text) {}
+  bool next(std::string_view& line) {
+    if (position_ >= text_.size()) return false;
+    std::size_t end = text_.find('\n', position_);
+    if (end == std::string_view::npos) end = text_.size();
+    line = text_.substr(position_, end - position_);
+    position_ = end + 1;
+    ++number_;
+    return true;
+  }
+  std::int64_t number() const { return number_; }
+
+ private:
+  std::string_view text_;
+  std::size_t position_ = 0;
+  std::int64_t number_ = 0;
+};
 
 inline std::vector<std::string_view> split_whitespace(std::string_view line) {
   std::vector<std::string_view> fields;
