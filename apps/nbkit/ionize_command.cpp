@@ -20,7 +20,7 @@ namespace nbkit::cli {
 namespace {
 
 struct IonizeArguments {
-  std::string input, output, png, method = "direct", backend = "auto", cation = "Na+", anion = "Cl-", gpus = "all";
+  std::string input, output, pdb, png, method = "direct", backend = "auto", cation = "Na+", anion = "Cl-", gpus = "all";
   int cations = -1, anions = -1;
   bool neutralize = false;
   double ionic_strength = 0;
@@ -82,6 +82,7 @@ int run_ionize(const IonizeArguments& args) {
   const std::string output = args.output.empty() ? std::filesystem::path(args.input).stem().string() + "-ions.pqr" : args.output;
   io::check_writable(output);
   if (!args.png.empty()) io::check_writable(args.png);
+  if (!args.pdb.empty()) io::check_writable(args.pdb);
 
   ProgressBar bar("ionize", !args.quiet);
   options.progress = [&bar](double fraction) { bar.update(fraction); };
@@ -90,6 +91,11 @@ int run_ionize(const IonizeArguments& args) {
   io::write_atomically(output, [&](const std::string& temporary) {
     std::ofstream(temporary) << pqr_with_ions(args.input, result);
   });
+  if (!args.pdb.empty()) {
+    std::vector<io::ExtraAtom> ions;
+    for (const PlacedIon& ion : result.ions) ions.push_back({ion.species.residue, ion.position});
+    io::write_pqr_as_pdb(args.input, ions, args.pdb);
+  }
   if (!args.png.empty()) {
     std::vector<Vec3> positions;
     for (const PlacedIon& ion : result.ions) positions.push_back(ion.position);
@@ -126,6 +132,7 @@ Action setup_ionize(CLI::App& app) {
       "Example: nbkit ionize data/1a63.pqr --neutralize --ionic-strength 0.15 -o 1a63-ions.pqr --png ions.png");
   app.add_option("input", args->input, "PQR file")->required();
   app.add_option("-o,--output", args->output, "PQR file with the ions appended (default: INPUT-ions.pqr)");
+  app.add_option("--pdb", args->pdb, "also a PDB file of the structure with the ions (chain I), for viewers");
   app.add_option("--cations", args->cations, "number of cations");
   app.add_option("--anions", args->anions, "number of anions");
   app.add_flag("--neutralize", args->neutralize, "counter-ions for the structure's net charge (with --ionic-strength: salt too)");

@@ -9,11 +9,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cctype>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <sstream>
 
 #include "nbkit/core/error.hpp"
+#include "nbkit/io/atomic_file.hpp"
 #include "nbkit/io/pqr.hpp"
 
 namespace nbkit::io {
@@ -149,6 +152,83 @@ std::vector<Atoms> read_models(const std::string& path) {
   }
   if (models.empty()) throw Error(path + ": no models");
   return models;
+}
+
+namespace {
+
+// Element from a PDB/PQR atom name: its first letter ("1HB" -> H, "CA" -> C); ions name
+// their element (NA, CL, MG...) and are looked up whole.
+gemmi::Element element_of(const std::string& name, bool whole) {
+  if (whole) return gemmi::Element(name);
+  for (char c : name)
+    if (std::isalpha(static_cast<unsigned char>(c))) return gemmi::Element(std::string(1, c));
+  return gemmi::El::X;
+}
+
+}  // namespace
+
+void write_pqr_as_pdb(const std::string& pqr_path, const std::vector<ExtraAtom>& extra, const std::string& pdb_path) {
+  std::ifstream in(pqr_path);
+  if (!in) throw Error(pqr_path + ": cannot open");
+  gemmi::Structure st;
+  st.models.emplace_back("1");
+  gemmi::Model& model = st.models.back();
+  std::string line;
+  std::int64_t line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.rfind("ENDMDL", 0) == 0) break;  // the first model
+    if (line.rfind("ATOM", 0) != 0 && line.rfind("HETATM", 0) != 0) continue;
+    std::istringstream fields_in(line);
+    std::vector<std::string> f{std::istream_iterator<std::string>(fields_in), std::istream_iterator<std::string>()};
+    if (f.size() < 10) throw InputError(pqr_path, line_number, "record", "expected at least 10 fields");
+    const std::string chain = f.size() >= 11 ? f[4] : "A";
+    const std::string& residue_number = f[f.size() - 6];
+    if (model.chains.empty() || model.chains.back().name != chain) model.chains.emplace_back(chain);
+    gemmi::Chain& c = model.chains.back();
+    int number = 0;
+    try {
+      number = std::stoi(residue_number);
+    } catch (...) {
+      throw InputError(pqr_path, line_number, "resSeq", "expected a residue number, got '" + residue_number + "'");
+    }
+    if (c.residues.empty() || c.residues.back().name != f[3] || *c.residues.back().seqid.num != number) {
+      gemmi::Residue r;
+      r.name = f[3];
+      r.seqid = gemmi::SeqId(number, ' ');
+      r.het_flag = line.rfind("HETATM", 0) == 0 ? 'H' : 'A';
+      c.residues.push_back(r);
+    }
+    gemmi::Atom a;
+    a.name = f[2];
+    a.element = element_of(a.name, false);
+    a.pos = gemmi::Position(std::stod(f[f.size() - 5]), std::stod(f[f.size() - 4]), std::stod(f[f.size() - 3]));
+    a.b_iso = 0;
+    c.residues.back().atoms.push_back(a);
+  }
+  if (!extra.empty()) {
+    gemmi::Chain ions("I");
+    int number = 0;
+    for (const ExtraAtom& e : extra) {
+      gemmi::Residue r;
+      r.name = e.name;
+      r.seqid = gemmi::SeqId(++number, ' ');
+      r.het_flag = 'H';
+      gemmi::Atom a;
+      a.name = e.name;
+      a.element = element_of(e.name, true);
+      a.pos = gemmi::Position(e.position.x, e.position.y, e.position.z);
+      a.b_iso = 0;
+      r.atoms.push_back(a);
+      ions.residues.push_back(r);
+    }
+    model.chains.push_back(ions);
+  }
+  write_atomically(pdb_path, [&](const std::string& temporary) {
+    std::ofstream out(temporary);
+    gemmi::write_pdb(st, out);
+    if (!out) throw Error(pdb_path + ": write failed");
+  });
 }
 
 }  // namespace nbkit::io

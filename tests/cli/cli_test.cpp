@@ -195,6 +195,19 @@ TEST(Cli, IonizeAppendsIonsToThePqr) {
   EXPECT_EQ(with_ions.size(), protein.size() + 5);
   EXPECT_NEAR(with_ions.net_charge(), protein.net_charge() + 1, 1e-9);
   EXPECT_TRUE(std::filesystem::exists(dir.file("ions.png")));
+  // The PDB file (gemmi's writer) has the protein's heavy and hydrogen atoms and the ions.
+  const Result pdb = run_nbkit("ionize " + data("1a63.pqr") + " --cations 1 --spacing 2 --backend cpu -q -o " +
+                               dir.file("p.pqr") + " --pdb " + dir.file("p.pdb"));
+  ASSERT_EQ(pdb.status, 0) << pdb.output;
+  std::ifstream pdb_file(dir.file("p.pdb"));
+  std::string line;
+  int atoms = 0, ions = 0;
+  while (std::getline(pdb_file, line)) {
+    if (line.rfind("ATOM", 0) == 0 || line.rfind("HETATM", 0) == 0) ++atoms;
+    if (line.rfind("HETATM", 0) == 0 && line.find(" NA ") != std::string::npos) ++ions;
+  }
+  EXPECT_EQ(atoms, static_cast<int>(protein.size()) + 1);
+  EXPECT_EQ(ions, 1);
   const Result neutral = run_nbkit("ionize " + data("1a63.pqr") + " --neutralize --spacing 1.5 --backend cpu -q -o " +
                                    dir.file("neutral.pqr"));
   ASSERT_EQ(neutral.status, 0) << neutral.output;
