@@ -114,6 +114,12 @@ std::string gpu_detail(const maps::CudaRunInfo& info, bool double_precision) {
                      double_precision ? "float64" : "float32");
 }
 
+// "AVX3 SIMD, bins, float32, 2 threads"
+std::string cpu_detail(const char* what, bool double_precision, int threads) {
+  return fmt::format("{} SIMD, {}{}, {} thread{}", maps::direct_cpu_target(), what,
+                     double_precision ? "float64" : "float32", threads, threads == 1 ? "" : "s");
+}
+
 }  // namespace
 
 void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
@@ -170,20 +176,20 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
     Atoms images;  // periodic box: the atoms' images within the cutoff of the lattice
     if (options.periodic_box) images = periodic_images(atoms, *options.periodic_box, lattice, options.cutoff);
     const Atoms& sources = options.periodic_box ? images : atoms;
+    // Prepared once: the fast paths' short range and msm's grids (msm has no periodic box,
+    // so there sources are the atoms).
+    const maps::PreparedAtoms prepared = maps::prepare_atoms(sources, lattice, cutoff_law);
     if (backend == Backend::reference) {
       maps::direct_reference(sources, cutoff_law, rows);
       detail = "float64 reference, 1 thread";
     } else if (backend == Backend::cuda) {
-      const maps::PreparedAtoms prepared = maps::prepare_atoms(sources, lattice, cutoff_law);
       maps::CudaRunInfo info;
       maps::cutoff_cuda(prepared, cutoff_law, rows, double_precision, options.gpus, &info);
       kernel_seconds = info.kernel_seconds;
       detail = gpu_detail(info, double_precision);
     } else {
-      const maps::PreparedAtoms prepared = maps::prepare_atoms(sources, lattice, cutoff_law);
       maps::cutoff_cpu(prepared, cutoff_law, rows, double_precision, threads, options.bin_size);
-      detail = fmt::format("{} SIMD, bins, {}, {} thread{}", maps::direct_cpu_target(),
-                           double_precision ? "float64" : "float32", threads, threads == 1 ? "" : "s");
+      detail = cpu_detail("bins, ", double_precision, threads);
     }
     if (msm) {
       const auto long_start = std::chrono::steady_clock::now();
@@ -193,7 +199,6 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
       parameters.grid_spacing = options.msm_spacing > 0 ? options.msm_spacing : default_msm_spacing(options.msm_interpolation);
       parameters.interpolation = options.msm_interpolation;
       parameters.splitting = options.msm_splitting;
-      const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, cutoff_law);
       maps::msm::Stages stages;
       maps::msm::add_long_range(prepared, parameters, rows, threads, &stages);
       stage_seconds.insert(stage_seconds.end(), {{"anterpolation", stages.anterpolation},
@@ -218,8 +223,7 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
   } else {
     const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, law);
     maps::direct_cpu(prepared, law, rows, double_precision, threads);
-    detail = fmt::format("{} SIMD, {}, {} thread{}", maps::direct_cpu_target(),
-                         double_precision ? "float64" : "float32", threads, threads == 1 ? "" : "s");
+    detail = cpu_detail("", double_precision, threads);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (options.progress) options.progress(1.0);
