@@ -32,7 +32,7 @@ struct NbodyArguments {
   long long snapshot_every = 0;
   std::string restart, initial;
   bool png = false;
-  std::string output = "nbody-out", backend = "auto", precision = "single";
+  std::string output = "nbody-out", backend = "auto", precision = "single", gpus = "all";
   int threads = 0;
   bool quiet = false;
 };
@@ -79,18 +79,18 @@ int run_nbody(const NbodyArguments& args) {
   options.backend = parse_backend(args.backend);
   options.precision = parse_precision(args.precision);
   options.threads = args.threads;
-  std::string notice;
-  if (options.backend == Backend::automatic) {
-    options.backend = Backend::cpu;  // the GPU path is not in this version
-    notice = "the N-body GPU path is not in this version; running on the CPU";
-  }
+  const std::vector<int> gpus = parse_gpus(args.gpus);
+  options.gpus = options.backend == Backend::cpu || options.backend == Backend::reference ? std::vector<int>{} : gpus;
+  nbody::ForceEngine forces(options);  // checks the options before anything is written
+  if (forces.backend() != Backend::cuda && !gpus.empty() && options.backend == Backend::automatic && !args.quiet)
+    fmt::print(stderr, "nbkit: notice: --gpus ignored: no GPU is usable\n");
   std::filesystem::create_directories(args.output);
   const std::string log_path = (std::filesystem::path(args.output) / "diagnostics.csv").string();
   io::check_writable(log_path);
 
   const auto start = std::chrono::steady_clock::now();
   nbody::Accelerations acc;
-  nbody::accelerations(bodies, options, acc);
+  forces.compute(bodies, acc, true);
   const nbody::Diagnostics first = nbody::diagnose(bodies, acc, static_cast<double>(state.step) * dt);
   if (!restarting) state.initial_energy = first.total;
   const double e0 = state.initial_energy;
@@ -127,8 +127,10 @@ int run_nbody(const NbodyArguments& args) {
     ProgressBar bar("nbody", !args.quiet);
     const long long first_step = state.step;
     for (long long k = first_step + 1; k <= steps; ++k) {
-      nbody::leapfrog_step(bodies, acc, dt, options);
-      if (k % args.every == 0 || k == steps) {
+      // Potentials only where the log needs them; the accelerations are the same bits either way.
+      const bool diagnostics_step = k % args.every == 0 || k == steps;
+      nbody::leapfrog_step(bodies, acc, dt, forces, diagnostics_step);
+      if (diagnostics_step) {
         last = nbody::diagnose(bodies, acc, static_cast<double>(k) * dt);
         worst = std::max(worst, std::fabs(last.total / e0 - 1));
         write(last);
@@ -145,16 +147,14 @@ int run_nbody(const NbodyArguments& args) {
     io::write_energy_png((std::filesystem::path(args.output) / "energy.png").string(), times, errors);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!notice.empty() && !args.quiet) fmt::print(stderr, "nbkit: notice: {}\n", notice);
+  if (!forces.notice().empty() && !args.quiet) fmt::print(stderr, "nbkit: notice: {}\n", forces.notice());
   if (!args.quiet) {
     const double n = static_cast<double>(bodies.size());
     const double interactions = n * n * static_cast<double>(steps - first.time / dt + 1);
     fmt::print("nbkit nbody: {} bodies, steps {} to {} of {} (t = {:.4g}), {:.3f} s, {:.3g} interactions/s ({})\n",
                bodies.size(), static_cast<long long>(std::llround(first.time / dt)), steps, dt,
                static_cast<double>(steps) * dt, seconds, interactions / seconds,
-               options.backend == Backend::reference
-                   ? std::string("float64 reference")
-                   : fmt::format("CPU {}, {}", nbody::nbody_cpu_target_name(), to_string(options.precision)));
+               forces.description());
     fmt::print("  energy {:.9g} -> {:.9g}, largest |dE/E| {:.2e}, virial ratio {:.3f} -> {:.3f}; log {}\n", first.total,
                last.total, worst, first.virial_ratio, last.virial_ratio, log_path);
   }
@@ -187,7 +187,10 @@ Action setup_nbody(CLI::App& app) {
   app.add_flag("--png", args->png, "pictures: density.png (x-y projection of the last state) and energy.png");
   app.add_option("-o,--output", args->output, "output directory (diagnostics.csv, snapshot_*.hdf5, *.png)")
       ->capture_default_str();
-  app.add_option("--backend", args->backend, "auto, cpu or reference (float64, slow)")->capture_default_str();
+  app.add_option("--backend", args->backend, "auto (the GPUs when usable, else the CPU), cuda, cpu or reference (float64, slow)")
+      ->capture_default_str();
+  app.add_option("--gpus", args->gpus, "GPUs to split the bodies over: all, a count N, or indices like 0,2")
+      ->capture_default_str();
   app.add_option("--precision", args->precision, "single (float32 forces, float64 sums) or double")->capture_default_str();
   app.add_option("--threads", args->threads, "CPU threads (0: all)")->capture_default_str();
   app.add_flag("-q,--quiet", args->quiet, "no progress bar, no summary");

@@ -70,6 +70,8 @@ Bodies plummer(std::size_t n, std::uint64_t seed) {
 }
 
 Diagnostics diagnose(const Bodies& b, const Accelerations& acc, double time) {
+  if (!acc.has_potential || acc.potential.size() != b.size())
+    throw Error("N-body diagnostics need the potentials at the current positions (compute them with_potential)");
   Diagnostics d;
   d.time = time;
   for (std::size_t i = 0; i < b.size(); ++i) {
@@ -87,13 +89,18 @@ Diagnostics diagnose(const Bodies& b, const Accelerations& acc, double time) {
 }
 
 void leapfrog_step(Bodies& b, Accelerations& acc, double dt, const ForceOptions& options) {
+  ForceEngine forces(options);
+  leapfrog_step(b, acc, dt, forces, true);
+}
+
+void leapfrog_step(Bodies& b, Accelerations& acc, double dt, ForceEngine& forces, bool with_potential) {
   const std::size_t n = b.size();
   const double half = 0.5 * dt;
   for (std::size_t i = 0; i < n; ++i) {
     b.vx[i] += half * acc.ax[i], b.vy[i] += half * acc.ay[i], b.vz[i] += half * acc.az[i];
     b.x[i] += dt * b.vx[i], b.y[i] += dt * b.vy[i], b.z[i] += dt * b.vz[i];
   }
-  accelerations(b, options, acc);
+  forces.compute(b, acc, with_potential);
   for (std::size_t i = 0; i < n; ++i)
     b.vx[i] += half * acc.ax[i], b.vy[i] += half * acc.ay[i], b.vz[i] += half * acc.az[i];
 }

@@ -1,4 +1,4 @@
-// nbody::accelerations: checks the request and picks the backend; the float64 reference.
+// nbody::ForceEngine: checks the request, picks the backend, keeps its resources; the float64 reference.
 #include "nbody/forces.hpp"
 
 #include <fmt/format.h>
@@ -13,6 +13,7 @@ namespace nbkit::nbody {
 void accelerations_reference(const Bodies& b, double softening, Accelerations& out) {
   const std::size_t n = b.size();
   out.resize(n);
+  out.has_potential = true;
   const double eps2 = softening * softening;
   for (std::size_t i = 0; i < n; ++i) {
     double ax = 0, ay = 0, az = 0, phi = 0;
@@ -28,20 +29,64 @@ void accelerations_reference(const Bodies& b, double softening, Accelerations& o
   }
 }
 
-void accelerations(const Bodies& bodies, const ForceOptions& options, Accelerations& out) {
+struct ForceEngine::Impl {
+  ForceOptions options;
+  std::string notice;
+  std::unique_ptr<GpuForces> gpu;
+};
+
+ForceEngine::ForceEngine(const ForceOptions& options) : impl_(std::make_unique<Impl>()) {
   if (!(options.softening > 0) || !std::isfinite(options.softening))
     throw Error(fmt::format("softening must be a positive length (N-body units), got {}", options.softening));
   if (options.threads < 0) throw Error("thread count must be zero (all) or positive");
-  switch (options.backend) {
-    case Backend::reference: accelerations_reference(bodies, options.softening, out); return;
+  impl_->options = options;
+  Backend& backend = impl_->options.backend;
+  if (backend == Backend::automatic) {
+    std::string why;
+    backend = list_gpus(&why).empty() ? Backend::cpu : Backend::cuda;
+    if (backend == Backend::cpu && build_info().cuda_compiled) impl_->notice = why + "; running on the CPU";
+  }
+  if (backend != Backend::cuda && !options.gpus.empty())
+    throw Error("--gpus picks GPUs for --backend cuda; this run is on the " + to_string(backend));
+  if (backend == Backend::cuda)
+    impl_->gpu = std::make_unique<GpuForces>(options.gpus, options.softening, options.precision == Precision::double_);
+}
+
+ForceEngine::~ForceEngine() = default;
+ForceEngine::ForceEngine(ForceEngine&&) noexcept = default;
+ForceEngine& ForceEngine::operator=(ForceEngine&&) noexcept = default;
+
+void ForceEngine::compute(const Bodies& bodies, Accelerations& out, bool with_potential) {
+  const ForceOptions& o = impl_->options;
+  switch (o.backend) {
+    case Backend::reference: accelerations_reference(bodies, o.softening, out); break;
     case Backend::automatic:
     case Backend::cpu:
-      accelerations_cpu(bodies, options.softening, options.precision == Precision::double_,
-                        options.threads > 0 ? options.threads : hardware_threads(), out);
-      return;
-    case Backend::cuda:
-      throw Error("--backend cuda: the GPU N-body path is not in this version yet; use --backend cpu");
+      accelerations_cpu(bodies, o.softening, o.precision == Precision::double_,
+                        o.threads > 0 ? o.threads : hardware_threads(), out);
+      break;
+    case Backend::cuda: impl_->gpu->compute(bodies, out, with_potential); return;
   }
+  out.has_potential = true;  // the CPU loops always sum the potentials: they cost ~1/12 more there
+}
+
+Backend ForceEngine::backend() const { return impl_->options.backend; }
+const std::string& ForceEngine::notice() const { return impl_->notice; }
+double ForceEngine::last_kernel_seconds() const { return impl_->gpu ? impl_->gpu->last_kernel_seconds() : 0.0; }
+
+std::string ForceEngine::description() const {
+  const ForceOptions& o = impl_->options;
+  const std::string arithmetic =
+      o.precision == Precision::double_ ? "float64" : "float32 with float64 sums";
+  switch (o.backend) {
+    case Backend::reference: return "float64 reference";
+    case Backend::cuda: return impl_->gpu->description() + ", " + arithmetic;
+    default: return fmt::format("CPU {}, {}", nbody_cpu_target(), arithmetic);
+  }
+}
+
+void accelerations(const Bodies& bodies, const ForceOptions& options, Accelerations& out) {
+  ForceEngine(options).compute(bodies, out, true);
 }
 
 const char* nbody_cpu_target_name() { return nbody_cpu_target(); }

@@ -1,5 +1,9 @@
 #pragma once
-// The force loops behind nbody::accelerations, one per backend. Internal to the library.
+// The force loops behind nbody::ForceEngine, one per backend. Internal to the library.
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "nbkit/nbody.hpp"
 
 namespace nbkit::nbody {
@@ -12,5 +16,23 @@ void accelerations_reference(const Bodies& bodies, double softening, Acceleratio
 void accelerations_cpu(const Bodies& bodies, double softening, bool double_precision, int threads,
                        Accelerations& out);
 const char* nbody_cpu_target();
+
+// The GPU path (forces_cuda.cu; no_cuda.cpp in builds without CUDA, where the constructor
+// throws): bodies i split over the devices, every device holding all bodies j; device
+// buffers and pinned staging memory kept from call to call.
+class GpuForces {
+ public:
+  GpuForces(const std::vector<int>& gpus, double softening, bool double_precision);
+  ~GpuForces();
+  GpuForces(const GpuForces&) = delete;
+  GpuForces& operator=(const GpuForces&) = delete;
+  void compute(const Bodies& bodies, Accelerations& out, bool with_potential);
+  double last_kernel_seconds() const;
+  std::string description() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace nbkit::nbody

@@ -152,12 +152,26 @@ TEST(Cli, NbodyRunWritesDiagnostics) {
   EXPECT_NE(bad.status, 0);
   EXPECT_TRUE(contains(bad.output, "softening must be a positive length")) << bad.output;
   EXPECT_FALSE(std::filesystem::exists(dir.file("bad") + "/diagnostics.csv"));
+  // --backend cuda: the GPU path where there is one, a clear error where there is none.
+  std::string why;
+  const Result gpu = run_nbkit("nbody --plummer 300 --softening 0.05 --dt 0.01 --steps 4 --backend cuda -o " +
+                               dir.file("gpu"));
+  if (nbkit::list_gpus(&why).empty()) {
+    EXPECT_NE(gpu.status, 0);
+    EXPECT_TRUE(contains(gpu.output, "--backend cuda:")) << gpu.output;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("gpu") + "/diagnostics.csv"));
+  } else {
+    ASSERT_EQ(gpu.status, 0) << gpu.output;
+    EXPECT_TRUE(contains(gpu.output, "GPU 0")) << gpu.output;
+  }
 }
 
 TEST(Cli, NbodyRestartContinuesBitForBit) {
   if (!nbkit::io::snapshots_available()) GTEST_SKIP() << "this build has no HDF5";
   nbkit::test::ScratchDir dir;
-  const std::string common = " --softening 0.03 --dt 0.01 --steps 24 --png -q";
+  // --every 5: potentials on some steps only; a restart must not see the difference (on the
+  // GPU, where --backend auto runs this when one is usable, they are a separate kernel).
+  const std::string common = " --softening 0.03 --dt 0.01 --steps 24 --every 5 --png -q";
   ASSERT_EQ(run_nbkit("nbody --plummer 257 --seed 5 --snapshot-every 12" + common + " -o " + dir.file("whole")).status, 0);
   const Result part = run_nbkit("nbody --restart " + dir.file("whole") + "/snapshot_00000012.hdf5" + common + " -o " +
                                 dir.file("continued"));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cuda/fast_math.cuh"
 #include "maps/direct/direct.hpp"
 #include "maps/laws.hpp"
 #include "nbkit/maps.hpp"
@@ -33,12 +34,7 @@ struct DeviceMath {
   __host__ __device__ Real max0(Real v) const { return max(v, Real(0)); }
 };
 
-__device__ __forceinline__ float reciprocal_sqrt(float x) {
-  float y;
-  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));  // MUFU.RSQ, ~2^-23 relative error
-  return y;
-}
-__device__ __forceinline__ double reciprocal_sqrt(double x) { return ::rsqrt(x); }
+using cuda::reciprocal_sqrt;
 
 // The laws in lattice units (lengths measured in spacings; the atoms' coefficients carry
 // 1/spacing, atoms_in_lattice_units).

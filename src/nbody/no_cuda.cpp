@@ -1,0 +1,17 @@
+// Compiled only into builds without CUDA: the GPU N-body path, saying it is not there.
+#include "nbkit/core/error.hpp"
+#include "nbody/forces.hpp"
+
+namespace nbkit::nbody {
+
+struct GpuForces::State {};
+
+GpuForces::GpuForces(const std::vector<int>&, double, bool) {
+  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+}
+GpuForces::~GpuForces() = default;
+void GpuForces::compute(const Bodies&, Accelerations&, bool) {}
+double GpuForces::last_kernel_seconds() const { return 0; }
+std::string GpuForces::description() const { return "no GPU"; }
+
+}  // namespace nbkit::nbody
