@@ -46,15 +46,14 @@ constexpr int kBodiesPerBlock = kThreads * kBodiesPerThread;
 constexpr int kTileLoads = 1;                 // bodies j each thread stages per tile
 constexpr int kTile = kThreads * kTileLoads;  // bodies j per shared-memory tile
 constexpr int kTileUnroll = 16;               // bodies j per trip of the tile loop
-constexpr bool kPrefetchTile = true;          // load the next tile while summing this one
 constexpr int kMinBlocksPerSm = 3;            // registers capped at 85: three blocks (24 warps) an SM
 // Measured on an H100 (bench_nbody_cuda, N = 131072 and 1048576): 4 bodies a thread beat 6
-// and 8 (registers), unrolling by 16 beat 8 (+3%) and 4 (+5%); 512-body tiles, blocks of 128
-// or 512 threads, and four or five blocks an SM (float64 sums moved to shared memory to fit)
-// gained nothing at large N. What limits the
-// kernel is issue: 12 FP32 instructions, an rsqrt and a quarter of a shared load an
-// interaction, issued on 83% of cycles (Nsight Compute; the rest mostly dispatch stalls
-// between the FMA pipes and the MIO queue the rsqrts go through).
+// and 8 (registers); unrolling by 16 beat 8 (+3%) and 4 (+5%); 512-body tiles, blocks of 128
+// or 512 threads, four or five blocks an SM (float64 sums moved to shared memory to fit) and
+// loading the next tile into registers during this one's sums gained nothing or lost (-6%).
+// What limits the kernel is issue: 12 FP32 instructions, an rsqrt and a quarter of a shared
+// load an interaction, issued on 83% of cycles at unroll 8 (Nsight Compute; the rest mostly
+// dispatch stalls between the FMA pipes and the MIO queue the rsqrts go through).
 constexpr int kComponents = 4;                // ax, ay, az, potential
 constexpr int kMaxSplits = 64;
 constexpr std::size_t kMaxPartialBytes = std::size_t(1) << 30;  // partial sums of the j splits
@@ -122,24 +121,13 @@ __global__ void __launch_bounds__(kThreads, sizeof(Real) == 4 ? kMinBlocksPerSm 
   }
   const int j_first = static_cast<int>(blockIdx.y) * j_per_split;
   const int j_last = min(n, j_first + j_per_split);
-  // The next tile's bodies are loaded into registers while this tile is summed, so the
-  // global-memory latency hides behind the arithmetic.
-  auto load_tile = [&](int first, Body<Real>(&staged)[kTileLoads]) {
+  for (int tile_first = j_first; tile_first < j_last; tile_first += kTile) {
 #pragma unroll
     for (int load = 0; load < kTileLoads; ++load) {
-      const int j = first + load * kThreads + static_cast<int>(threadIdx.x);
-      staged[load] = j < j_last ? bodies[j] : Body<Real>{};  // massless padding
+      const int slot = load * kThreads + static_cast<int>(threadIdx.x), j = tile_first + slot;
+      tile[slot] = j < j_last ? bodies[j] : Body<Real>{};  // massless padding
     }
-  };
-  Body<Real> staged[kTileLoads];
-  if constexpr (kPrefetchTile) load_tile(j_first, staged);
-  for (int tile_first = j_first; tile_first < j_last; tile_first += kTile) {
-    if constexpr (!kPrefetchTile) load_tile(tile_first, staged);
-#pragma unroll
-    for (int load = 0; load < kTileLoads; ++load) tile[load * kThreads + threadIdx.x] = staged[load];
     __syncthreads();
-    if constexpr (kPrefetchTile)
-      if (tile_first + kTile < j_last) load_tile(tile_first + kTile, staged);
     TileSums<Real> sums;
 #pragma unroll
     for (int t = 0; t < kBodiesPerThread; ++t) sums.ax[t] = sums.ay[t] = sums.az[t] = sums.phi[t] = 0;
