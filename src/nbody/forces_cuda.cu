@@ -56,6 +56,7 @@ constexpr int kMinBlocksPerSm = 3;            // registers capped at 85: three b
 // dispatch stalls between the FMA pipes and the MIO queue the rsqrts go through).
 constexpr int kComponents = 4;                // ax, ay, az, potential
 constexpr int kMaxSplits = 64;
+constexpr int kLongestSplit = 256;            // tiles; shorter blocks where the split limits allow
 constexpr std::size_t kMaxPartialBytes = std::size_t(1) << 30;  // partial sums of the j splits
 
 template <class Real>
@@ -199,6 +200,7 @@ int choose_splits(int i_count, int n, int resident_blocks) {
   for (int tiles_per_split = tiles; tiles_per_split >= 1; --tiles_per_split) {
     const int splits = (tiles + tiles_per_split - 1) / tiles_per_split;  // those with bodies in them
     if (splits > most) break;
+    if (tiles_per_split > kLongestSplit && (tiles + kLongestSplit - 1) / kLongestSplit <= most) continue;
     const long long blocks = blocks_x * splits;
     const long long waves = (blocks + resident_blocks - 1) / resident_blocks;
     const double balance = static_cast<double>(blocks) / static_cast<double>(waves * resident_blocks);
