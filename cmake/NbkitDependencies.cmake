@@ -47,6 +47,13 @@ add_library(nbkit_gemmi INTERFACE)
 target_include_directories(nbkit_gemmi SYSTEM INTERFACE ${GEMMI_INCLUDE_DIR})
 target_link_libraries(nbkit_gemmi INTERFACE ZLIB::ZLIB)
 
+# toml++: the MD command's input files; used header-only (the default of toml++ 3), so
+# only its headers are needed (Debian's libtomlplusplus-dev; .deps/ on the GPU machine).
+find_path(TOMLPP_INCLUDE_DIR toml++/toml.h REQUIRED)
+add_library(nbkit_tomlpp INTERFACE)
+target_include_directories(nbkit_tomlpp SYSTEM INTERFACE ${TOMLPP_INCLUDE_DIR})
+target_compile_definitions(nbkit_tomlpp INTERFACE TOML_HEADER_ONLY=1 TOML_EXCEPTIONS=1)
+
 if(NBKIT_TESTS)
   find_package(GTest REQUIRED)
 endif()

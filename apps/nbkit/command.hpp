@@ -21,5 +21,6 @@ Action setup_map(CLI::App& app);
 Action setup_info(CLI::App& app);
 Action setup_nbody(CLI::App& app);
 Action setup_ionize(CLI::App& app);
+Action setup_md(CLI::App& app);
 
 }  // namespace nbkit::cli

@@ -1,0 +1,158 @@
+#pragma once
+// Molecular dynamics, part 1: the nonbonded engine (Lennard-Jones within a cutoff, with
+// per-type parameters and explicit exclusions) in an orthorhombic periodic box, the
+// neighbour (Verlet) list with a skin, velocity-Verlet NVE, and the thermodynamic output a
+// LAMMPS user checks (seed 001: NAMD's nonbonded forces; LAMMPS's in.lj benchmark).
+//
+// Units follow LAMMPS: `lj` (sigma, epsilon, mass of a type, k_B = 1; energies reported per
+// atom) and `real` (Angstrom, kcal/mol, g/mol, fs, K; energies reported in total). Plain
+// C++: the same header for CPU-only and CUDA builds.
+#include <array>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nbkit/core/backend.hpp"
+
+namespace nbkit::md {
+
+enum class Units { lj, real };
+Units parse_units(const std::string& name);  // "lj" | "real"
+std::string to_string(Units units);
+
+struct Box {
+  std::array<double, 3> lo{}, hi{};
+  double length(int axis) const { return hi[axis] - lo[axis]; }
+  double volume() const { return length(0) * length(1) * length(2); }
+};
+
+// Atoms as structure of arrays. Types are 0-based here (LAMMPS's 1-based in files).
+struct System {
+  Units units = Units::lj;
+  Box box;
+  std::vector<double> x, y, z, vx, vy, vz, charge;
+  std::vector<int> type;
+  std::vector<std::int64_t> id;  // LAMMPS atom IDs, kept for the files
+  std::vector<double> type_mass;  // mass of each type
+  bool has_charges = false;      // LAMMPS atom style `charge` rather than `atomic`
+  std::size_t size() const { return x.size(); }
+  int types() const { return static_cast<int>(type_mass.size()); }
+  void resize(std::size_t n);
+};
+
+// An fcc lattice of cells x cells x cells unit cells (4 atoms each) at reduced number density
+// `density` (LAMMPS `lattice fcc 0.8442`, `create_atoms`), one type of mass 1, at rest.
+System fcc_lattice(double density, int cells_x, int cells_y, int cells_z);
+
+// Maxwell-Boltzmann velocities at `temperature` (units' energy / k_B), centre-of-mass
+// momentum removed and scaled to exactly that temperature (3N - 3 degrees of freedom, as
+// LAMMPS's `velocity ... create` with its default `mom yes`). Deterministic for a seed.
+void assign_velocities(System& system, double temperature, std::uint64_t seed);
+
+// Per-type-pair Lennard-Jones parameters: E(r) = 4 eps ((sigma/r)^12 - (sigma/r)^6), r < cutoff
+// (not shifted unless `shift`, as LAMMPS's lj/cut).
+struct ForceField {
+  double cutoff = 2.5;
+  // Energies shifted so that each pair's is zero at the cutoff (LAMMPS's pair_modify shift
+  // yes); forces unchanged. Without it the total energy jumps as pairs cross the cutoff.
+  bool shift = false;
+  std::vector<double> epsilon, sigma;  // types x types, symmetric
+  // Pairs of atom indices whose interaction is removed (e.g. bonded neighbours).
+  std::vector<std::pair<std::int64_t, std::int64_t>> exclusions;
+  int types() const;
+  // Sets type pair (a, b) and (b, a).
+  void set_pair(int a, int b, double eps, double sig);
+  // Fills the unset pairs from the diagonal: geometric (LAMMPS's default: both means
+  // geometric) or arithmetic (Lorentz-Berthelot) mixing.
+  static ForceField mixed(const std::vector<double>& type_epsilon, const std::vector<double>& type_sigma,
+                          double cutoff, bool arithmetic = false);
+};
+
+struct Forces {
+  std::vector<double> fx, fy, fz;
+  double potential = 0;  // total, in energy units
+  double virial = 0;     // sum over pairs of r_ij . f_ij (for the pressure)
+  void resize(std::size_t n);
+};
+
+// All pairs over every periodic image within the cutoff (boxes smaller than twice the cutoff
+// too), float64: the oracle.
+void forces_reference(const System& system, const ForceField& field, Forces& out);
+
+// A Verlet list: for every atom, the atoms of higher index (and periodic images) within
+// cutoff + skin, found through cells at least that wide (or the whole box along an axis that
+// has fewer than three): a half list, each pair once.
+class NeighborList {
+ public:
+  NeighborList(double cutoff, double skin);
+  void build(const System& system, const ForceField& field);
+  // True when some atom moved more than half the skin since the last build (checked, not
+  // assumed), or the box changed.
+  bool needs_rebuild(const System& system) const;
+  std::int64_t builds() const { return builds_; }
+  std::size_t pairs() const { return neighbors_.size(); }
+  double cutoff() const { return cutoff_; }
+  double skin() const { return skin_; }
+
+  // Row i: neighbors_[first_[i] .. first_[i + 1]), each with its image shift in box lengths.
+  std::vector<std::int64_t> first_;
+  std::vector<std::int32_t> neighbors_;
+  std::vector<std::array<std::int8_t, 3>> shifts_;
+
+ private:
+  double cutoff_, skin_;
+  std::vector<double> built_x_, built_y_, built_z_;
+  Box built_box_;
+  std::int64_t builds_ = 0;
+};
+
+// Forces through a neighbour list on all cores (`threads` 0: all), Newton's third law
+// applied; deterministic for a given thread count.
+void forces_cpu(const System& system, const ForceField& field, const NeighborList& list, Forces& out,
+                int threads = 0);
+
+// Thermodynamic state, LAMMPS's definitions: temperature from 3N - 3 degrees of freedom,
+// pressure (N k T + virial / 3) / V, in the units' own terms (lj: reduced).
+struct Thermo {
+  std::int64_t step = 0;
+  double temperature = 0, potential = 0, kinetic = 0, total = 0, pressure = 0;
+};
+// Energies per atom in lj units (LAMMPS's thermo_modify norm yes default), total in real.
+Thermo thermo(const System& system, const Forces& forces, std::int64_t step);
+
+// Constants of a unit system: k_B, and the factor that turns force / mass into acceleration
+// and mass v^2 into energy (LAMMPS's ftm2v and mvv2e); pressure conversion (nktv2p).
+struct UnitConstants {
+  double boltzmann, force_to_acceleration, mv2_to_energy, pressure;
+};
+UnitConstants unit_constants(Units units);
+
+// Langevin thermostat as LAMMPS's fix langevin (Schneider & Stoll, Phys. Rev. B 17, 1302
+// (1978)): after each force evaluation every atom gets a drag -m v / damping and a random
+// force sqrt(24 k T m / (damping dt)) (u - 1/2) per component, u uniform on [0, 1), so the
+// random force has the variance 2 k T m / (damping dt) the fluctuation-dissipation theorem
+// asks. Deterministic for a seed (one stream, atoms in index order).
+class Langevin {
+ public:
+  Langevin(double temperature, double damping, std::uint64_t seed);
+  void apply(const System& system, Forces& forces, double dt);
+  double temperature() const { return temperature_; }
+
+ private:
+  double temperature_, damping_;
+  std::mt19937_64 rng_;
+};
+
+// Moves every atom into the box [lo, hi) by whole box lengths.
+void wrap_into_box(System& system);
+
+// One velocity-Verlet step (NVE): v += f/m dt/2, x += v dt, forces, v += f/m dt/2. When the
+// list needs a rebuild, atoms are wrapped into the box first (as LAMMPS does at reneighbouring).
+// With a thermostat, its forces are added after each force evaluation (and the caller adds
+// them to the first evaluation, as LAMMPS's setup does).
+void verlet_step(System& system, Forces& forces, const ForceField& field, NeighborList& list, double dt,
+                 int threads = 0, Langevin* thermostat = nullptr);
+
+}  // namespace nbkit::md

@@ -1,0 +1,240 @@
+// LAMMPS data files: reader and writer (the format of read_data / write_data in the LAMMPS
+// manual). Hand-written: no library reads them, and the subset is small.
+#include "nbkit/io/lammps_data.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+#include <optional>
+
+#include "io/text.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbkit/io/atomic_file.hpp"
+
+namespace nbkit::io {
+
+namespace {
+
+std::string_view strip_comment(std::string_view line, std::string_view* comment = nullptr) {
+  const std::size_t hash = line.find('#');
+  if (hash == std::string_view::npos) return line;
+  if (comment) *comment = line.substr(hash + 1);
+  return line.substr(0, hash);
+}
+
+std::string trimmed(std::string_view s) {
+  const auto fields = split_whitespace(s);
+  std::string out;
+  for (const auto& f : fields) out += (out.empty() ? "" : " ") + std::string(f);
+  return out;
+}
+
+}  // namespace
+
+LammpsData read_lammps_data(const std::string& path, md::Units units) {
+  const std::string text = read_file_text(path);
+  if (text.empty()) throw Error(path + ": empty file, expected a LAMMPS data file");
+  LammpsData data;
+  md::System& s = data.system;
+  s.units = units;
+  std::int64_t atoms = -1, types = -1;
+  bool box[3] = {false, false, false};
+  // Header: counts and box until the first section keyword.
+  Lines raw(text);
+  std::string_view raw_line;
+  raw.next(raw_line);  // title
+  std::int64_t line_number = 1;
+  auto fail_at = [&](std::int64_t number, const std::string& what) -> void {
+    throw Error(fmt::format("{}:{}: {}", path, number, what));
+  };
+  auto number_at = [&](std::int64_t number, std::string_view token, const char* field) {
+    const auto value = parse_number(token);
+    if (!value || !std::isfinite(*value)) fail_at(number, fmt::format("{}: expected a number, got {}", field, quoted(token)));
+    return *value;
+  };
+  auto integer_at = [&](std::int64_t number, std::string_view token, const char* field) {
+    std::int64_t value = 0;
+    const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), value);
+    if (error != std::errc() || end != token.data() + token.size())
+      fail_at(number, fmt::format("{}: expected an integer, got {}", field, quoted(token)));
+    return value;
+  };
+  std::string section;
+  std::string section_style;
+  while (raw.next(raw_line)) {
+    line_number = raw.number();
+    std::string_view c;
+    const std::string_view content = strip_comment(raw_line, &c);
+    const auto f = split_whitespace(content);
+    if (f.empty()) continue;
+    const std::string joined = trimmed(content);
+    if (joined == "Masses" || joined == "Atoms" || joined == "Velocities" || joined == "Pair Coeffs") {
+      section = joined;
+      section_style = trimmed(c);
+      break;
+    }
+    if (f.size() == 2 && f[1] == "atoms") {
+      atoms = integer_at(line_number, f[0], "atom count");
+    } else if (f.size() == 3 && f[1] == "atom" && f[2] == "types") {
+      types = integer_at(line_number, f[0], "atom type count");
+    } else if (f.size() == 4 && (f[2] == "xlo" || f[2] == "ylo" || f[2] == "zlo")) {
+      const int a = f[2] == "xlo" ? 0 : f[2] == "ylo" ? 1 : 2;
+      s.box.lo[a] = number_at(line_number, f[0], "box low bound");
+      s.box.hi[a] = number_at(line_number, f[1], "box high bound");
+      if (!(s.box.hi[a] > s.box.lo[a])) fail_at(line_number, "the box's high bound must exceed its low bound");
+      box[a] = true;
+    } else if (f.size() == 6 && f[3] == "xy") {
+      fail_at(line_number, "a triclinic box (xy xz yz): this version takes orthorhombic boxes only");
+    } else if ((f.size() == 2 || f.size() == 3) && (f.back() == "bonds" || f.back() == "angles" ||
+                                                    f.back() == "dihedrals" || f.back() == "impropers" ||
+                                                    (f.size() == 3 && f.back() == "types"))) {
+      if (integer_at(line_number, f[0], "count") != 0)
+        fail_at(line_number, "'" + joined + "': bonded terms are not in this version (atoms and velocities only)");
+    } else {
+      fail_at(line_number, "unknown header line '" + joined + "' (expected counts, box bounds or a section)");
+    }
+  }
+  if (atoms < 0) throw Error(path + ": no 'N atoms' line in the header");
+  if (types < 1) throw Error(path + ": no 'N atom types' line in the header (at least one type)");
+  for (int a = 0; a < 3; ++a)
+    if (!box[a]) throw Error(path + ": the header lacks the box bounds '" + "xyz"[a] + "lo " + "xyz"[a] + "hi'");
+  s.resize(static_cast<std::size_t>(atoms));
+  s.type_mass.assign(static_cast<std::size_t>(types), 0.0);
+  std::vector<bool> mass_set(static_cast<std::size_t>(types), false);
+  bool have_atoms = false;
+  // Sections: each holds a known number of data lines.
+  while (!section.empty()) {
+    const std::int64_t header_line = line_number;
+    const std::int64_t rows = section == "Masses" || section == "Pair Coeffs" ? types : atoms;
+    std::vector<std::pair<std::int64_t, std::vector<std::string_view>>> lines;
+    std::string next_section, next_style;
+    while (raw.next(raw_line)) {
+      line_number = raw.number();
+      std::string_view c;
+      const std::string_view content = strip_comment(raw_line, &c);
+      const auto f = split_whitespace(content);
+      if (f.empty()) continue;
+      if (static_cast<std::int64_t>(lines.size()) == rows) {
+        next_section = trimmed(content);
+        next_style = trimmed(c);
+        if (next_section != "Masses" && next_section != "Atoms" && next_section != "Velocities" &&
+            next_section != "Pair Coeffs")
+          fail_at(line_number, "'" + next_section + "': expected a section (Masses, Pair Coeffs, Atoms, Velocities) after " +
+                                   std::to_string(rows) + " lines of " + section);
+        break;
+      }
+      lines.emplace_back(line_number, f);
+    }
+    if (static_cast<std::int64_t>(lines.size()) < rows)
+      fail_at(line_number, fmt::format("section {} (line {}) ends after {} lines, expected {}", section, header_line,
+                                       lines.size(), rows));
+    if (section == "Masses") {
+      for (const auto& [number, f] : lines) {
+        if (f.size() != 2) fail_at(number, "Masses: expected 'type mass'");
+        const std::int64_t t = integer_at(number, f[0], "atom type");
+        if (t < 1 || t > types) fail_at(number, fmt::format("atom type {} outside 1..{}", t, types));
+        const double m = number_at(number, f[1], "mass");
+        if (!(m > 0)) fail_at(number, "mass: expected a positive number");
+        s.type_mass[t - 1] = m;
+        mass_set[t - 1] = true;
+      }
+    } else if (section == "Pair Coeffs") {
+      if (!section_style.empty() && section_style != "lj/cut")
+        fail_at(header_line, "Pair Coeffs # " + section_style + ": only lj/cut coefficients (epsilon sigma) are read");
+      data.pair_epsilon.assign(types, 0.0);
+      data.pair_sigma.assign(types, 0.0);
+      for (const auto& [number, f] : lines) {
+        if (f.size() != 3) fail_at(number, "Pair Coeffs: expected 'type epsilon sigma'");
+        const std::int64_t t = integer_at(number, f[0], "atom type");
+        if (t < 1 || t > types) fail_at(number, fmt::format("atom type {} outside 1..{}", t, types));
+        data.pair_epsilon[t - 1] = number_at(number, f[1], "epsilon");
+        data.pair_sigma[t - 1] = number_at(number, f[2], "sigma");
+      }
+    } else if (section == "Atoms") {
+      const std::size_t columns = lines.empty() ? 0 : lines.front().second.size();
+      bool charged = section_style == "charge";
+      if (section_style.empty()) charged = columns == 6 || columns == 9;
+      else if (section_style != "atomic" && section_style != "charge")
+        fail_at(header_line, "Atoms # " + section_style + ": only the atomic and charge styles are read");
+      s.has_charges = charged;
+      const std::size_t base = charged ? 6 : 5;
+      std::vector<std::int64_t> ids(lines.size());
+      std::vector<std::size_t> index(lines.size());
+      std::iota(index.begin(), index.end(), 0);
+      for (std::size_t k = 0; k < lines.size(); ++k) {
+        const auto& [number, f] = lines[k];
+        if (f.size() != base && f.size() != base + 3)
+          fail_at(number, fmt::format("Atoms ({}): expected {} or {} columns (id type {}x y z [ix iy iz]), got {}",
+                                      charged ? "charge" : "atomic", base, base + 3, charged ? "q " : "", f.size()));
+        ids[k] = integer_at(number, f[0], "atom ID");
+        if (ids[k] < 1) fail_at(number, "atom ID: expected a positive integer");
+      }
+      std::sort(index.begin(), index.end(), [&](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
+      for (std::size_t k = 0; k < index.size(); ++k) {
+        const auto& [number, f] = lines[index[k]];
+        if (k > 0 && ids[index[k]] == ids[index[k - 1]]) fail_at(number, fmt::format("atom ID {} appears twice", ids[index[k]]));
+        const std::int64_t t = integer_at(number, f[1], "atom type");
+        if (t < 1 || t > types) fail_at(number, fmt::format("atom type {} outside 1..{}", t, types));
+        s.id[k] = ids[index[k]];
+        s.type[k] = static_cast<int>(t - 1);
+        const std::size_t c = charged ? 3 : 2;
+        s.charge[k] = charged ? number_at(number, f[2], "charge") : 0.0;
+        s.x[k] = number_at(number, f[c], "x");
+        s.y[k] = number_at(number, f[c + 1], "y");
+        s.z[k] = number_at(number, f[c + 2], "z");
+      }
+      have_atoms = true;
+    } else if (section == "Velocities") {
+      if (!have_atoms) fail_at(header_line, "Velocities before Atoms: this reader needs the Atoms section first");
+      for (const auto& [number, f] : lines) {
+        if (f.size() != 4) fail_at(number, "Velocities: expected 'id vx vy vz'");
+        const std::int64_t id = integer_at(number, f[0], "atom ID");
+        const auto it = std::lower_bound(s.id.begin(), s.id.end(), id);
+        if (it == s.id.end() || *it != id) fail_at(number, fmt::format("Velocities: atom ID {} is not in Atoms", id));
+        const std::size_t k = static_cast<std::size_t>(it - s.id.begin());
+        s.vx[k] = number_at(number, f[1], "vx");
+        s.vy[k] = number_at(number, f[2], "vy");
+        s.vz[k] = number_at(number, f[3], "vz");
+      }
+    }
+    section = next_section;
+    section_style = next_style;
+  }
+  if (!have_atoms && atoms > 0) throw Error(path + ": no Atoms section");
+  for (std::int64_t t = 0; t < types; ++t)
+    if (!mass_set[t]) throw Error(fmt::format("{}: no mass for atom type {} (a Masses section sets it)", path, t + 1));
+  return data;
+}
+
+void write_lammps_data(const std::string& path, const md::System& s, const std::vector<double>& pair_epsilon,
+                       const std::vector<double>& pair_sigma, const std::string& title) {
+  write_atomically(path, [&](const std::string& temporary) {
+    std::ofstream out(temporary);
+    out << "LAMMPS data file, " << title << "\n\n";
+    out << s.size() << " atoms\n" << s.types() << " atom types\n\n";
+    const char* axes[3] = {"x", "y", "z"};
+    for (int a = 0; a < 3; ++a)
+      out << fmt::format("{:.17g} {:.17g} {}lo {}hi\n", s.box.lo[a], s.box.hi[a], axes[a], axes[a]);
+    out << "\nMasses\n\n";
+    for (int t = 0; t < s.types(); ++t) out << fmt::format("{} {:.17g}\n", t + 1, s.type_mass[t]);
+    if (!pair_epsilon.empty()) {
+      out << "\nPair Coeffs # lj/cut\n\n";
+      for (int t = 0; t < s.types(); ++t) out << fmt::format("{} {:.17g} {:.17g}\n", t + 1, pair_epsilon[t], pair_sigma[t]);
+    }
+    out << (s.has_charges ? "\nAtoms # charge\n\n" : "\nAtoms # atomic\n\n");
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s.has_charges)
+        out << fmt::format("{} {} {:.17g} {:.17g} {:.17g} {:.17g} 0 0 0\n", s.id[i], s.type[i] + 1, s.charge[i], s.x[i], s.y[i], s.z[i]);
+      else
+        out << fmt::format("{} {} {:.17g} {:.17g} {:.17g} 0 0 0\n", s.id[i], s.type[i] + 1, s.x[i], s.y[i], s.z[i]);
+    }
+    out << "\nVelocities\n\n";
+    for (std::size_t i = 0; i < s.size(); ++i)
+      out << fmt::format("{} {:.17g} {:.17g} {:.17g}\n", s.id[i], s.vx[i], s.vy[i], s.vz[i]);
+    if (!out) throw Error(path + ": write failed");
+  });
+}
+
+}  // namespace nbkit::io

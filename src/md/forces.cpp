@@ -1,0 +1,231 @@
+// Lennard-Jones forces: the all-images float64 reference, the neighbour-list CPU loop, the
+// force field's mixing rules, and the velocity-Verlet step.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+#include "md/pair_law.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbkit/md.hpp"
+
+namespace nbkit::md {
+
+int ForceField::types() const { return static_cast<int>(std::lround(std::sqrt(static_cast<double>(epsilon.size())))); }
+
+void ForceField::set_pair(int a, int b, double eps, double sig) {
+  const int n = types();
+  if (a < 0 || b < 0 || a >= n || b >= n) throw Error("pair coefficients for a type that does not exist");
+  epsilon[a * n + b] = epsilon[b * n + a] = eps;
+  sigma[a * n + b] = sigma[b * n + a] = sig;
+}
+
+ForceField ForceField::mixed(const std::vector<double>& type_epsilon, const std::vector<double>& type_sigma,
+                             double cutoff, bool arithmetic) {
+  if (type_epsilon.size() != type_sigma.size() || type_epsilon.empty())
+    throw Error("Lennard-Jones parameters: one epsilon and one sigma for every type");
+  ForceField f;
+  f.cutoff = cutoff;
+  const std::size_t n = type_epsilon.size();
+  f.epsilon.resize(n * n);
+  f.sigma.resize(n * n);
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < n; ++b) {
+      f.epsilon[a * n + b] = std::sqrt(type_epsilon[a] * type_epsilon[b]);
+      f.sigma[a * n + b] = arithmetic ? 0.5 * (type_sigma[a] + type_sigma[b]) : std::sqrt(type_sigma[a] * type_sigma[b]);
+    }
+  return f;
+}
+
+void Forces::resize(std::size_t n) {
+  fx.assign(n, 0.0), fy.assign(n, 0.0), fz.assign(n, 0.0);
+  potential = virial = 0;
+}
+
+namespace {
+
+void check(const System& s, const ForceField& f) {
+  if (!(f.cutoff > 0) || !std::isfinite(f.cutoff)) throw Error("the cutoff must be a positive length");
+  if (f.types() < s.types() || static_cast<std::size_t>(f.types() * f.types()) != f.epsilon.size())
+    throw Error("the force field has parameters for " + std::to_string(f.types()) + " atom types, the system has " +
+                std::to_string(s.types()));
+  for (int axis = 0; axis < 3; ++axis)
+    if (!(s.box.length(axis) > 0)) throw Error("the box must have a positive length along every axis");
+}
+
+// Each type pair's coefficients, and its energy at the cutoff when the field shifts
+// energies (else zero).
+struct PairTable {
+  std::vector<LennardJonesPair> coefficients;
+  std::vector<double> offset;
+};
+
+PairTable pair_table(const ForceField& f) {
+  PairTable t;
+  t.coefficients.resize(f.epsilon.size());
+  t.offset.assign(f.epsilon.size(), 0.0);
+  for (std::size_t p = 0; p < f.epsilon.size(); ++p) {
+    const double sigma6 = std::pow(f.sigma[p], 6);
+    t.coefficients[p] = {4 * f.epsilon[p] * sigma6 * sigma6, 4 * f.epsilon[p] * sigma6};
+    if (f.shift) {
+      double force_over_r;
+      lennard_jones(1 / (f.cutoff * f.cutoff), t.coefficients[p].c12, t.coefficients[p].c6, t.offset[p], force_over_r);
+    }
+  }
+  return t;
+}
+
+std::uint64_t pair_key(std::int64_t a, std::int64_t b) {
+  const auto lo = static_cast<std::uint64_t>(std::min(a, b)), hi = static_cast<std::uint64_t>(std::max(a, b));
+  return lo << 32 | hi;
+}
+
+std::unordered_set<std::uint64_t> exclusion_set(const System& s, const ForceField& f) {
+  std::unordered_set<std::uint64_t> set;
+  for (const auto& [a, b] : f.exclusions) {
+    if (a < 0 || b < 0 || a >= static_cast<std::int64_t>(s.size()) || b >= static_cast<std::int64_t>(s.size()) || a == b)
+      throw Error("exclusion (" + std::to_string(a) + ", " + std::to_string(b) + "): atom indices must be distinct and below " +
+                  std::to_string(s.size()));
+    set.insert(pair_key(a, b));
+  }
+  return set;
+}
+
+}  // namespace
+
+void forces_reference(const System& s, const ForceField& f, Forces& out) {
+  check(s, f);
+  const std::size_t n = s.size();
+  out.resize(n);
+  const auto excluded = exclusion_set(s, f);
+  const PairTable table = pair_table(f);
+  const int types = f.types();
+  const double cutoff2 = f.cutoff * f.cutoff;
+  const double length[3] = {s.box.length(0), s.box.length(1), s.box.length(2)};
+  int reach[3];
+  for (int a = 0; a < 3; ++a) reach[a] = static_cast<int>(std::ceil(f.cutoff / length[a]));
+  for (std::size_t i = 0; i < n; ++i) {
+    double fx = 0, fy = 0, fz = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      if (j != i && excluded.count(pair_key(static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)))) continue;
+      const int pair = s.type[i] * types + s.type[j];
+      double dx0 = s.x[j] - s.x[i], dy0 = s.y[j] - s.y[i], dz0 = s.z[j] - s.z[i];
+      dx0 -= length[0] * std::round(dx0 / length[0]);  // nearest image first, then the others
+      dy0 -= length[1] * std::round(dy0 / length[1]);
+      dz0 -= length[2] * std::round(dz0 / length[2]);
+      for (int ix = -reach[0]; ix <= reach[0]; ++ix)
+        for (int iy = -reach[1]; iy <= reach[1]; ++iy)
+          for (int iz = -reach[2]; iz <= reach[2]; ++iz) {
+            if (j == i && ix == 0 && iy == 0 && iz == 0) continue;
+            const double dx = dx0 + ix * length[0], dy = dy0 + iy * length[1], dz = dz0 + iz * length[2];
+            const double r2 = dx * dx + dy * dy + dz * dz;
+            if (r2 >= cutoff2) continue;
+            double energy, force_over_r;
+            lennard_jones(1 / r2, table.coefficients[pair].c12, table.coefficients[pair].c6, energy, force_over_r);
+            fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
+            out.potential += 0.5 * (energy - table.offset[pair]);  // each pair is visited from both ends
+            out.virial += 0.5 * force_over_r * r2;
+          }
+    }
+    out.fx[i] = fx, out.fy[i] = fy, out.fz[i] = fz;
+  }
+}
+
+void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, Forces& out, int threads) {
+  check(s, f);
+  const std::int64_t n = static_cast<std::int64_t>(s.size());
+  if (static_cast<std::int64_t>(list.first_.size()) != n + 1)
+    throw Error("the neighbour list was built for another system: rebuild it");
+  out.resize(static_cast<std::size_t>(n));
+  const int types = f.types();
+  const double cutoff2 = f.cutoff * f.cutoff;
+  const double length[3] = {s.box.length(0), s.box.length(1), s.box.length(2)};
+  const PairTable table = pair_table(f);
+  const int team = threads > 0 ? threads : hardware_threads();
+  // A half list (each pair once, Newton's third law): every thread adds into its own force
+  // arrays, summed afterwards in thread order, and the atoms are dealt to threads in fixed
+  // blocks, so a run is the same bits whenever the thread count is the same.
+  std::vector<std::vector<double>> partial(static_cast<std::size_t>(team));
+  std::vector<double> energy_of(static_cast<std::size_t>(team)), virial_of(static_cast<std::size_t>(team));
+#pragma omp parallel num_threads(team)
+  {
+    const int me = omp_get_thread_num();
+    std::vector<double>& force = partial[me];
+    force.assign(3 * static_cast<std::size_t>(n), 0.0);
+    double energy = 0, virial = 0;
+#pragma omp for schedule(static, 256)
+    for (std::int64_t i = 0; i < n; ++i) {
+      double fx = 0, fy = 0, fz = 0;
+      const double xi = s.x[i], yi = s.y[i], zi = s.z[i];
+      const int row = s.type[i] * types;
+      for (std::int64_t k = list.first_[i]; k < list.first_[i + 1]; ++k) {
+        const std::int32_t j = list.neighbors_[k];
+        const auto& shift = list.shifts_[k];
+        const double dx = s.x[j] + shift[0] * length[0] - xi;
+        const double dy = s.y[j] + shift[1] * length[1] - yi;
+        const double dz = s.z[j] + shift[2] * length[2] - zi;
+        const double r2 = dx * dx + dy * dy + dz * dz;
+        if (r2 >= cutoff2) continue;  // in the skin
+        const int pair = row + s.type[j];
+        double e, force_over_r;
+        lennard_jones(1 / r2, table.coefficients[pair].c12, table.coefficients[pair].c6, e, force_over_r);
+        fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
+        force[3 * j] += force_over_r * dx, force[3 * j + 1] += force_over_r * dy, force[3 * j + 2] += force_over_r * dz;
+        energy += e - table.offset[pair], virial += force_over_r * r2;
+      }
+      force[3 * i] += fx, force[3 * i + 1] += fy, force[3 * i + 2] += fz;
+    }
+    energy_of[me] = energy, virial_of[me] = virial;
+  }
+  for (int t = 0; t < team; ++t) {
+    const std::vector<double>& force = partial[t];
+    for (std::int64_t i = 0; i < n; ++i)
+      out.fx[i] += force[3 * i], out.fy[i] += force[3 * i + 1], out.fz[i] += force[3 * i + 2];
+    out.potential += energy_of[t], out.virial += virial_of[t];
+  }
+}
+
+Langevin::Langevin(double temperature, double damping, std::uint64_t seed)
+    : temperature_(temperature), damping_(damping), rng_(seed) {
+  if (!(temperature >= 0) || !std::isfinite(temperature)) throw Error("Langevin: the temperature must not be negative");
+  if (!(damping > 0) || !std::isfinite(damping)) throw Error("Langevin: the damping time must be positive");
+}
+
+void Langevin::apply(const System& s, Forces& forces, double dt) {
+  const UnitConstants u = unit_constants(s.units);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const double m = s.type_mass[s.type[i]];
+    const double drag = -m / damping_ / u.force_to_acceleration;
+    const double kick = std::sqrt(m) * std::sqrt(24.0 * u.boltzmann * temperature_ / damping_ / dt / u.mv2_to_energy) /
+                        u.force_to_acceleration;
+    forces.fx[i] += drag * s.vx[i] + kick * (uniform(rng_) - 0.5);
+    forces.fy[i] += drag * s.vy[i] + kick * (uniform(rng_) - 0.5);
+    forces.fz[i] += drag * s.vz[i] + kick * (uniform(rng_) - 0.5);
+  }
+}
+
+void verlet_step(System& s, Forces& forces, const ForceField& field, NeighborList& list, double dt, int threads,
+                 Langevin* thermostat) {
+  const UnitConstants u = unit_constants(s.units);
+  const std::size_t n = s.size();
+  const double half = 0.5 * dt * u.force_to_acceleration;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double scale = half / s.type_mass[s.type[i]];
+    s.vx[i] += scale * forces.fx[i], s.vy[i] += scale * forces.fy[i], s.vz[i] += scale * forces.fz[i];
+    s.x[i] += dt * s.vx[i], s.y[i] += dt * s.vy[i], s.z[i] += dt * s.vz[i];
+  }
+  if (list.needs_rebuild(s)) {
+    wrap_into_box(s);
+    list.build(s, field);
+  }
+  forces_cpu(s, field, list, forces, threads);
+  if (thermostat) thermostat->apply(s, forces, dt);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double scale = half / s.type_mass[s.type[i]];
+    s.vx[i] += scale * forces.fx[i], s.vy[i] += scale * forces.fy[i], s.vz[i] += scale * forces.fz[i];
+  }
+}
+
+}  // namespace nbkit::md

@@ -1,0 +1,106 @@
+// MD systems: units, an fcc lattice, Maxwell-Boltzmann velocities, thermodynamic output.
+#include <cmath>
+#include <random>
+
+#include "nbkit/core/error.hpp"
+#include "nbkit/md.hpp"
+
+namespace nbkit::md {
+
+Units parse_units(const std::string& name) {
+  if (name == "lj") return Units::lj;
+  if (name == "real") return Units::real;
+  throw Error("units must be lj or real (as LAMMPS names them), got '" + name + "'");
+}
+
+std::string to_string(Units units) { return units == Units::lj ? "lj" : "real"; }
+
+UnitConstants unit_constants(Units units) {
+  if (units == Units::lj) return {1.0, 1.0, 1.0, 1.0};
+  // LAMMPS's `real` (src/update.cpp): kcal/mol, Angstrom, fs, g/mol, K, atm.
+  const double velocity = 48.88821291;  // g/mol (A/fs)^2 = velocity^2 kcal/mol, as LAMMPS defines it
+  return {0.0019872067, 1.0 / velocity / velocity, velocity * velocity, 68568.415};
+}
+
+void System::resize(std::size_t n) {
+  for (auto* v : {&x, &y, &z, &vx, &vy, &vz, &charge}) v->resize(n);
+  type.resize(n);
+  id.resize(n);
+}
+
+System fcc_lattice(double density, int cells_x, int cells_y, int cells_z) {
+  if (!(density > 0) || !std::isfinite(density)) throw Error("fcc lattice: the density must be positive");
+  if (cells_x < 1 || cells_y < 1 || cells_z < 1) throw Error("fcc lattice: at least one unit cell along each axis");
+  const double a = std::cbrt(4.0 / density);  // 4 atoms per cubic cell
+  const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
+  System s;
+  s.resize(static_cast<std::size_t>(4) * cells_x * cells_y * cells_z);
+  std::size_t n = 0;
+  for (int k = 0; k < cells_z; ++k)
+    for (int j = 0; j < cells_y; ++j)
+      for (int i = 0; i < cells_x; ++i)
+        for (const auto& b : basis) {
+          s.x[n] = (i + b[0]) * a, s.y[n] = (j + b[1]) * a, s.z[n] = (k + b[2]) * a;
+          s.type[n] = 0;
+          s.id[n] = static_cast<std::int64_t>(n) + 1;
+          ++n;
+        }
+  s.box.hi = {cells_x * a, cells_y * a, cells_z * a};
+  s.type_mass = {1.0};
+  return s;
+}
+
+void assign_velocities(System& s, double temperature, std::uint64_t seed) {
+  if (!(temperature >= 0) || !std::isfinite(temperature)) throw Error("the temperature must not be negative");
+  const std::size_t n = s.size();
+  if (n < 2) throw Error("velocities at a temperature need at least two atoms");
+  const UnitConstants u = unit_constants(s.units);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> gaussian(0.0, 1.0);
+  double momentum[3] = {0, 0, 0}, mass = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double m = s.type_mass[s.type[i]];
+    const double scale = std::sqrt(u.boltzmann * temperature / (m * u.mv2_to_energy));
+    s.vx[i] = scale * gaussian(rng), s.vy[i] = scale * gaussian(rng), s.vz[i] = scale * gaussian(rng);
+    momentum[0] += m * s.vx[i], momentum[1] += m * s.vy[i], momentum[2] += m * s.vz[i];
+    mass += m;
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    s.vx[i] -= momentum[0] / mass, s.vy[i] -= momentum[1] / mass, s.vz[i] -= momentum[2] / mass;
+  Forces none;
+  const double now = thermo(s, none, 0).temperature;
+  const double factor = now > 0 ? std::sqrt(temperature / now) : 0.0;
+  for (std::size_t i = 0; i < n; ++i) s.vx[i] *= factor, s.vy[i] *= factor, s.vz[i] *= factor;
+}
+
+void wrap_into_box(System& s) {
+  std::vector<double>* coordinate[3] = {&s.x, &s.y, &s.z};
+  for (int a = 0; a < 3; ++a) {
+    const double lo = s.box.lo[a], length = s.box.length(a);
+    for (double& v : *coordinate[a]) {
+      v -= length * std::floor((v - lo) / length);
+      if (v >= lo + length) v -= length;  // rounding at the upper edge
+    }
+  }
+}
+
+Thermo thermo(const System& s, const Forces& forces, std::int64_t step) {
+  const UnitConstants u = unit_constants(s.units);
+  const std::size_t n = s.size();
+  double mv2 = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    mv2 += s.type_mass[s.type[i]] * (s.vx[i] * s.vx[i] + s.vy[i] * s.vy[i] + s.vz[i] * s.vz[i]);
+  Thermo t;
+  t.step = step;
+  const double degrees_of_freedom = 3.0 * static_cast<double>(n) - 3.0;
+  t.kinetic = 0.5 * u.mv2_to_energy * mv2;
+  t.temperature = degrees_of_freedom > 0 ? u.mv2_to_energy * mv2 / (degrees_of_freedom * u.boltzmann) : 0.0;
+  t.potential = forces.potential;
+  // LAMMPS's compute pressure: (dof k T + virial) / (3 V), times nktv2p.
+  t.pressure = (degrees_of_freedom * u.boltzmann * t.temperature + forces.virial) / (3.0 * s.box.volume()) * u.pressure;
+  if (s.units == Units::lj && n > 0) t.kinetic /= static_cast<double>(n), t.potential /= static_cast<double>(n);
+  t.total = t.kinetic + t.potential;
+  return t;
+}
+
+}  // namespace nbkit::md

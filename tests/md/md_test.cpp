@@ -1,0 +1,370 @@
+// MD part 1 on the CPU: Lennard-Jones forces through the neighbour list against the
+// all-images float64 reference (random, lattice, small boxes, any atom count, exclusions),
+// force = -grad(energy), Newton's third law, neighbour-list rebuilds, determinism over
+// thread counts, NVE energy conservation, LAMMPS data files read back bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <sstream>
+
+#include "nbkit/core/error.hpp"
+#include "nbkit/io/lammps_data.hpp"
+#include "nbkit/md.hpp"
+#include "test_support.hpp"
+
+namespace nbkit::md {
+
+namespace {
+
+// A jiggled fcc lattice of two types (types alternate), LAMMPS's in.lj density.
+System liquid(int cells, unsigned seed, double jiggle = 0.1) {
+  System s = fcc_lattice(0.8442, cells, cells, cells);
+  s.type_mass = {1.0, 2.0};
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-jiggle, jiggle);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    s.x[i] += u(rng), s.y[i] += u(rng), s.z[i] += u(rng);
+    s.type[i] = static_cast<int>(i % 2);
+  }
+  return s;
+}
+
+// Atoms at random in a box of the given lengths (no overlap below 0.8 sigma).
+System random_box(std::size_t n, double lx, double ly, double lz, unsigned seed) {
+  System s;
+  s.resize(n);
+  s.box.hi = {lx, ly, lz};
+  s.type_mass = {1.0};
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (int attempt = 0;; ++attempt) {
+      s.x[i] = lx * u(rng), s.y[i] = ly * u(rng), s.z[i] = lz * u(rng);
+      bool clear = true;
+      for (std::size_t j = 0; j < i && clear; ++j) {
+        double dx = s.x[j] - s.x[i], dy = s.y[j] - s.y[i], dz = s.z[j] - s.z[i];
+        dx -= lx * std::round(dx / lx), dy -= ly * std::round(dy / ly), dz -= lz * std::round(dz / lz);
+        clear = dx * dx + dy * dy + dz * dz > 0.64;
+      }
+      if (clear || attempt > 1000) break;
+    }
+    s.id[i] = static_cast<std::int64_t>(i) + 1;
+  }
+  return s;
+}
+
+ForceField two_type_field(double cutoff = 2.5) {
+  return ForceField::mixed({1.0, 0.5}, {1.0, 1.2}, cutoff);
+}
+
+Forces through_list(const System& s, const ForceField& f, double skin = 0.3, int threads = 0) {
+  NeighborList list(f.cutoff, skin);
+  list.build(s, f);
+  Forces out;
+  forces_cpu(s, f, list, out, threads);
+  return out;
+}
+
+// Largest force difference over the largest force; energy and virial relative differences.
+void expect_same_forces(const Forces& a, const Forces& b, double tolerance, const std::string& what) {
+  double worst = 0, scale = 0;
+  for (std::size_t i = 0; i < a.fx.size(); ++i) {
+    worst = std::max({worst, std::fabs(a.fx[i] - b.fx[i]), std::fabs(a.fy[i] - b.fy[i]), std::fabs(a.fz[i] - b.fz[i])});
+    scale = std::max({scale, std::fabs(b.fx[i]), std::fabs(b.fy[i]), std::fabs(b.fz[i])});
+  }
+  EXPECT_LE(worst, tolerance * std::max(scale, 1.0)) << what;
+  EXPECT_NEAR(a.potential, b.potential, tolerance * std::max(std::fabs(b.potential), 1.0)) << what;
+  EXPECT_NEAR(a.virial, b.virial, tolerance * std::max(std::fabs(b.virial), 1.0)) << what;
+}
+
+}  // namespace
+
+// Sums in different orders (by cells vs by index): float64 rounding only, 1e-12 with room.
+TEST(MdForces, NeighborListMatchesTheReferenceOnALiquid) {
+  const System s = liquid(4, 1);  // 256 atoms, box 6.72
+  const ForceField f = two_type_field();
+  Forces reference;
+  forces_reference(s, f, reference);
+  expect_same_forces(through_list(s, f), reference, 1e-12, "liquid");
+  EXPECT_LT(reference.potential, 0.0);
+}
+
+TEST(MdForces, SmallBoxesAndAnyAtomCount) {
+  // Boxes with 1 or 2 cells along an axis, and shorter than the cutoff (an atom meets its
+  // own images and several images of each neighbour); atom counts from 1.
+  const ForceField f = ForceField::mixed({1.0}, {1.0}, 2.5);
+  struct Case { std::size_t n; double lx, ly, lz; };
+  for (const Case c : {Case{1, 2.0, 2.0, 2.0}, Case{2, 3.0, 6.0, 9.0}, Case{7, 5.5, 4.0, 12.0}, Case{33, 8.0, 5.9, 3.1},
+                       Case{64, 9.0, 9.0, 9.0}}) {
+    const System s = random_box(c.n, c.lx, c.ly, c.lz, static_cast<unsigned>(c.n));
+    Forces reference;
+    forces_reference(s, f, reference);
+    expect_same_forces(through_list(s, f), reference, 1e-12, "n = " + std::to_string(c.n));
+    if (c.n == 1) EXPECT_NE(reference.potential, 0.0);  // the lone atom feels its images
+  }
+}
+
+TEST(MdForces, ForceIsMinusTheGradientOfTheEnergy) {
+  System s = liquid(3, 2);
+  const ForceField f = two_type_field();
+  Forces at;
+  forces_reference(s, f, at);
+  const double h = 1e-6;
+  for (const std::size_t i : {0, 17, 63, 107}) {
+    for (int axis = 0; axis < 3; ++axis) {
+      std::vector<double>& c = axis == 0 ? s.x : axis == 1 ? s.y : s.z;
+      const double keep = c[i];
+      Forces plus, minus;
+      c[i] = keep + h;
+      forces_reference(s, f, plus);
+      c[i] = keep - h;
+      forces_reference(s, f, minus);
+      c[i] = keep;
+      const double gradient = (plus.potential - minus.potential) / (2 * h);
+      const double force = axis == 0 ? at.fx[i] : axis == 1 ? at.fy[i] : at.fz[i];
+      // Central differences: error ~h^2 |E'''| plus rounding ~1e-16 |E| / h; 1e-5 with room
+      // (no pair within h of the cutoff, where the unshifted energy jumps, in this input).
+      EXPECT_NEAR(force, -gradient, 1e-5 * std::max(1.0, std::fabs(force))) << "atom " << i << " axis " << axis;
+    }
+  }
+}
+
+TEST(MdForces, NewtonsThirdLawAndThreadCounts) {
+  const System s = liquid(5, 3);  // 500 atoms
+  const ForceField f = two_type_field();
+  const Forces one = through_list(s, f, 0.3, 1), two = through_list(s, f, 0.3, 2),
+               again = through_list(s, f, 0.3, 2);
+  EXPECT_EQ(two.fx, again.fx);  // the same thread count: the same bits
+  EXPECT_EQ(two.potential, again.potential);
+  expect_same_forces(one, two, 1e-12, "1 and 2 threads");
+  double sum[3] = {0, 0, 0}, scale = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    sum[0] += one.fx[i], sum[1] += one.fy[i], sum[2] += one.fz[i];
+    scale += std::fabs(one.fx[i]) + std::fabs(one.fy[i]) + std::fabs(one.fz[i]);
+  }
+  for (double v : sum) EXPECT_LT(std::fabs(v), 1e-13 * scale);
+}
+
+TEST(MdForces, ExclusionsRemoveExactlyTheListedPairs) {
+  System s = random_box(40, 7.0, 7.0, 7.0, 5);
+  ForceField f = ForceField::mixed({1.0}, {1.0}, 2.5);
+  Forces all;
+  forces_reference(s, f, all);
+  // Exclude the pairs of atom 0 with its three nearest neighbours (nearest images).
+  std::vector<std::pair<double, std::int64_t>> by_distance;
+  for (std::size_t j = 1; j < s.size(); ++j) {
+    double dx = s.x[j] - s.x[0], dy = s.y[j] - s.y[0], dz = s.z[j] - s.z[0];
+    dx -= 7.0 * std::round(dx / 7.0), dy -= 7.0 * std::round(dy / 7.0), dz -= 7.0 * std::round(dz / 7.0);
+    by_distance.push_back({dx * dx + dy * dy + dz * dz, static_cast<std::int64_t>(j)});
+  }
+  std::sort(by_distance.begin(), by_distance.end());
+  double removed = 0;
+  for (int k = 0; k < 3; ++k) {
+    f.exclusions.push_back({0, by_distance[k].second});
+    const double r2 = by_distance[k].first;
+    if (r2 < 6.25) removed += 4 * (std::pow(1 / r2, 6) - std::pow(1 / r2, 3));  // the pair's LJ energy
+  }
+  Forces reference;
+  forces_reference(s, f, reference);
+  EXPECT_NEAR(all.potential - reference.potential, removed, 1e-12 * std::fabs(all.potential));
+  expect_same_forces(through_list(s, f), reference, 1e-12, "exclusions");
+  // Atoms far from atom 0 and its excluded partners feel the same forces as before.
+  f.exclusions.push_back({0, 0});
+  EXPECT_THROW(forces_reference(s, f, reference), Error);
+}
+
+TEST(MdNeighborList, RebuildsWhenAnAtomMovesHalfTheSkin) {
+  System s = liquid(3, 4);
+  const ForceField f = two_type_field();
+  NeighborList list(2.5, 0.3);
+  EXPECT_TRUE(list.needs_rebuild(s));
+  list.build(s, f);
+  EXPECT_FALSE(list.needs_rebuild(s));
+  s.x[5] += 0.14;  // under half the skin (0.15)
+  EXPECT_FALSE(list.needs_rebuild(s));
+  s.x[5] += 0.02;
+  EXPECT_TRUE(list.needs_rebuild(s));
+  // A list kept past its validity would miss pairs; a rebuilt one matches the reference.
+  list.build(s, f);
+  Forces reference, listed;
+  forces_reference(s, f, reference);
+  forces_cpu(s, f, list, listed);
+  expect_same_forces(listed, reference, 1e-12, "after the move");
+  EXPECT_EQ(list.builds(), 2);
+  EXPECT_THROW(NeighborList(2.0, 0.3).build(s, f), Error);  // shorter than the field's cutoff
+}
+
+TEST(MdIntegration, NveConservesEnergy) {
+  // in.lj's state (density 0.8442, T 1.44, cutoff 2.5, dt 0.005) at 500 atoms, 400 steps.
+  // Unshifted, the energy jumps by 4 (2.5^-12 - 2.5^-6) = -0.0163 each time a pair crosses
+  // the cutoff, and melting the fcc start adds ~0.6 pairs per atom inside 2.5 (27 in the
+  // lattice, 27.6 in the liquid): ~0.01 per atom of drift (measured 1.1e-2 here, and the same
+  // in LAMMPS, which MdLammps matches step by step). Shifted energies (pair_modify shift
+  // yes) leave the force's jump at the cutoff (0.039 per crossing, an O(dt) error each time)
+  // and velocity Verlet's ~dt^2 error: measured 1.1e-3 per atom from this violent start (T
+  // falls from 1.44 to ~0.7 as the lattice melts); bound 3e-3. The integrator itself is
+  // checked against LAMMPS step by step (MdLammps).
+  System s = fcc_lattice(0.8442, 5, 5, 5);
+  assign_velocities(s, 1.44, 87287);
+  EXPECT_NEAR(thermo(s, Forces{}, 0).temperature, 1.44, 1e-12);
+  ForceField f = ForceField::mixed({1.0}, {1.0}, 2.5);
+  f.shift = true;
+  NeighborList list(2.5, 0.3);
+  list.build(s, f);
+  Forces forces;
+  forces_cpu(s, f, list, forces);
+  const double e0 = thermo(s, forces, 0).total;
+  double worst = 0;
+  for (int step = 1; step <= 400; ++step) {
+    verlet_step(s, forces, f, list, 0.005);
+    worst = std::max(worst, std::fabs(thermo(s, forces, step).total - e0));
+  }
+  EXPECT_LT(worst, 3e-3);
+  EXPECT_GT(list.builds(), 1);
+  Forces reference;
+  forces_reference(s, f, reference);
+  expect_same_forces(forces, reference, 1e-12, "after 400 steps");
+  std::printf("[ accuracy ] LJ 500 atoms, 400 NVE steps of 0.005: max |E - E0| per atom %.2e, %lld list builds\n",
+              worst, static_cast<long long>(list.builds()));
+}
+
+TEST(MdFiles, LammpsDataRoundTripKeepsEveryBit) {
+  test::ScratchDir dir;
+  System s = liquid(2, 6);
+  s.has_charges = true;
+  for (std::size_t i = 0; i < s.size(); ++i) s.charge[i] = i % 2 ? 0.5 : -0.5;
+  assign_velocities(s, 1.0, 3);
+  io::write_lammps_data(dir.file("a.data"), s, {1.0, 0.5}, {1.0, 1.2});
+  const io::LammpsData back = io::read_lammps_data(dir.file("a.data"), Units::lj);
+  EXPECT_EQ(back.system.x, s.x);
+  EXPECT_EQ(back.system.vz, s.vz);
+  EXPECT_EQ(back.system.charge, s.charge);
+  EXPECT_EQ(back.system.type, s.type);
+  EXPECT_EQ(back.system.type_mass, s.type_mass);
+  EXPECT_EQ(back.system.box.hi, s.box.hi);
+  EXPECT_EQ(back.pair_sigma, (std::vector<double>{1.0, 1.2}));
+  EXPECT_TRUE(back.system.has_charges);
+  // Errors name the file and line.
+  std::ofstream(dir.file("bad.data")) << "title\n\n2 atoms\n1 atom types\n0 1 xlo xhi\n0 1 ylo yhi\n0 1 zlo zhi\n\n"
+                                         "Masses\n\n1 1.0\n\nAtoms # atomic\n\n1 1 0.1 0.2 0.3\n2 3 0.5 0.5 0.5\n";
+  try {
+    io::read_lammps_data(dir.file("bad.data"), Units::lj);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.data:16: atom type 3 outside 1..1"), std::string::npos) << e.what();
+  }
+  std::ofstream(dir.file("bonds.data")) << "title\n\n2 atoms\n1 bonds\n";
+  EXPECT_THROW(io::read_lammps_data(dir.file("bonds.data"), Units::lj), Error);
+}
+
+}  // namespace nbkit::md
+
+namespace nbkit::md {
+
+namespace {
+
+// Runs LAMMPS (Debian's lmp) on `input` in `dir`; the thermo rows of its log (step temp pe ke
+// etotal press), or nothing when lmp is not installed.
+std::optional<std::vector<std::array<double, 6>>> run_lammps(const test::ScratchDir& dir, const std::string& input) {
+  if (std::system("command -v lmp >/dev/null 2>&1") != 0) return std::nullopt;
+  std::ofstream(dir.file("in.test")) << input;
+  const std::string command = "cd " + dir.file("") + " && lmp -in in.test -log log.lammps -screen none -nocite";
+  if (std::system(command.c_str()) != 0) {
+    std::ifstream log(dir.file("log.lammps"));
+    std::string all((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    ADD_FAILURE() << "LAMMPS failed:\n" << all;
+    return std::vector<std::array<double, 6>>{};
+  }
+  std::ifstream log(dir.file("log.lammps"));
+  std::string line;
+  std::vector<std::array<double, 6>> rows;
+  bool in_table = false;
+  while (std::getline(log, line)) {
+    if (line.find("Step") != std::string::npos && line.find("Press") != std::string::npos) {
+      in_table = true;
+      continue;
+    }
+    if (in_table && line.rfind("Loop time", 0) == 0) break;
+    if (!in_table) continue;
+    std::istringstream fields(line);
+    std::array<double, 6> row{};
+    if (fields >> row[0] >> row[1] >> row[2] >> row[3] >> row[4] >> row[5]) rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST(MdLammps, InLjMatchesLammpsStepByStep) {
+  // LAMMPS's in.lj benchmark state: fcc at density 0.8442, 32,000 atoms (20^3 cells), T 1.44,
+  // cutoff 2.5 (unshifted), skin 0.3, dt 0.005, NVE, here from one data file both codes read.
+  // Step 0: the same pairs summed in another order and with the pair energy written another
+  // way (LAMMPS: r^-6 (lj3 r^-6 - lj4)), measured 3e-12 relative: 1e-10 (the issue asks 1e-6).
+  // Over 100 steps the trajectories part only as float64 rounding grows through the chaotic
+  // dynamics (Lyapunov time ~0.1-0.2 here: 1e-16 grows to ~1e-13 by t = 0.5): 1e-9 relative.
+  test::ScratchDir dir;
+  System s = fcc_lattice(0.8442, 20, 20, 20);
+  assign_velocities(s, 1.44, 87287);
+  io::write_lammps_data(dir.file("lj.data"), s, {1.0}, {1.0});
+  const auto lammps = run_lammps(dir,
+                                 "units lj\natom_style atomic\npair_style lj/cut 2.5\nread_data lj.data\n"
+                                 "pair_coeff * * 1.0 1.0 2.5\n"
+                                 "neighbor 0.3 bin\nneigh_modify delay 0 every 1 check yes\n"
+                                 "fix 1 all nve\ntimestep 0.005\n"
+                                 "thermo_style custom step temp pe ke etotal press\n"
+                                 "thermo_modify format float %.17g\nthermo 10\nrun 100\n");
+  if (!lammps) GTEST_SKIP() << "LAMMPS (lmp) is not installed: scripts/setup installs Debian's lammps";
+  ASSERT_EQ(lammps->size(), 11u);
+  const ForceField f = ForceField::mixed({1.0}, {1.0}, 2.5);
+  NeighborList list(2.5, 0.3);
+  list.build(s, f);
+  Forces forces;
+  forces_cpu(s, f, list, forces);
+  for (int step = 0; step <= 100; ++step) {
+    if (step > 0) verlet_step(s, forces, f, list, 0.005);
+    if (step % 10 != 0) continue;
+    const Thermo t = thermo(s, forces, step);
+    const auto& row = (*lammps)[step / 10];
+    const double tolerance = step == 0 ? 1e-10 : 1e-9;
+    ASSERT_EQ(row[0], step);
+    EXPECT_NEAR(t.temperature, row[1], tolerance * std::fabs(row[1])) << "step " << step;
+    EXPECT_NEAR(t.potential, row[2], tolerance * std::fabs(row[2])) << "step " << step;
+    EXPECT_NEAR(t.kinetic, row[3], tolerance * std::fabs(row[3])) << "step " << step;
+    EXPECT_NEAR(t.total, row[4], tolerance * std::fabs(row[4])) << "step " << step;
+    EXPECT_NEAR(t.pressure, row[5], tolerance * std::fabs(row[5])) << "step " << step;
+    if (step == 0 || step == 100)
+      std::printf("[ lammps ] step %3d: pe %.12f (LAMMPS %.12f), press %.12f (LAMMPS %.12f)\n", step, t.potential,
+                  row[2], t.pressure, row[5]);
+  }
+}
+
+}  // namespace nbkit::md
+
+namespace nbkit::md {
+
+TEST(MdIntegration, LangevinHoldsTheTemperature) {
+  // 500 atoms started at T = 0.5, thermostat at 1.2 with damping 0.1 (in.lj's units): after
+  // 10 damping times the kinetic temperature fluctuates around 1.2 with relative spread
+  // sqrt(2 / (3N)) = 3.7%; the mean over the last 500 steps is within 2%.
+  System s = fcc_lattice(0.8442, 5, 5, 5);
+  assign_velocities(s, 0.5, 1);
+  ForceField f = ForceField::mixed({1.0}, {1.0}, 2.5);
+  NeighborList list(2.5, 0.3);
+  list.build(s, f);
+  Langevin thermostat(1.2, 0.1, 7);
+  Forces forces;
+  forces_cpu(s, f, list, forces);
+  thermostat.apply(s, forces, 0.005);
+  double sum = 0;
+  for (int step = 1; step <= 1500; ++step) {
+    verlet_step(s, forces, f, list, 0.005, 0, &thermostat);
+    if (step > 1000) sum += thermo(s, forces, step).temperature;
+  }
+  EXPECT_NEAR(sum / 500, 1.2, 0.024);
+  EXPECT_THROW(Langevin(1.0, 0.0, 1), Error);
+}
+
+}  // namespace nbkit::md
