@@ -199,6 +199,36 @@ TEST(Cli, NbodyRestartContinuesBitForBit) {
   EXPECT_TRUE(contains(missing.output, "not an HDF5 file")) << missing.output;
 }
 
+TEST(Cli, MdRunsFromATomlFileAndRefusesTypos) {
+  nbkit::test::ScratchDir dir;
+  std::ofstream(dir.file("run.toml")) << "units = \"lj\"\n[system]\nlattice = \"fcc\"\ndensity = 0.8442\n"
+                                         "cells = [4, 4, 3]\ntemperature = 1.44\n[pair]\ncutoff = 2.5\n"
+                                         "[run]\nsteps = 20\nthermo = 5\n[output]\ndcd_every = 5\n";
+  const Result r = run_nbkit("md " + dir.file("run.toml") + " -o " + dir.file("out"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "192 atoms, 20 steps")) << r.output;
+  EXPECT_TRUE(contains(r.output, "TotEng")) << r.output;
+  std::ifstream csv(dir.file("out") + "/thermo.csv");
+  std::string line;
+  int rows = 0;
+  while (std::getline(csv, line))
+    if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0]))) ++rows;
+  EXPECT_EQ(rows, 5);  // steps 0, 5, 10, 15, 20
+  const nbkit::io::DcdReader dcd(dir.file("out") + "/trajectory.dcd");
+  EXPECT_EQ(dcd.atoms(), 192);
+  EXPECT_EQ(dcd.frames(), 5);
+  // The final data file continues the run: read back as a system.
+  std::ofstream(dir.file("again.toml")) << "[system]\ndata = \"out/final.data\"\n[run]\nsteps = 2\n";
+  const Result again = run_nbkit("md " + dir.file("again.toml") + " -q -o " + dir.file("out2"));
+  EXPECT_EQ(again.status, 0) << again.output;
+  // A misspelt key is an error naming the file, line and key; nothing is written.
+  std::ofstream(dir.file("typo.toml")) << "[run]\nstep = 20\n";
+  const Result typo = run_nbkit("md " + dir.file("typo.toml") + " -o " + dir.file("typo"));
+  EXPECT_NE(typo.status, 0);
+  EXPECT_TRUE(contains(typo.output, "typo.toml:2: run.step: unknown key")) << typo.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("typo")));
+}
+
 TEST(Cli, IonizeAppendsIonsToThePqr) {
   nbkit::test::ScratchDir dir;
   const Result r = run_nbkit("ionize " + data("1a63.pqr") + " --cations 3 --anions 2 --spacing 1.5 --backend cpu -o " +
