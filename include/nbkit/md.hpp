@@ -81,9 +81,9 @@ struct Forces {
 // too), float64: the oracle.
 void forces_reference(const System& system, const ForceField& field, Forces& out);
 
-// A Verlet list: for every atom, the atoms of higher index (and periodic images) within
-// cutoff + skin, found through cells at least that wide (or the whole box along an axis that
-// has fewer than three): a half list, each pair once.
+// A Verlet list: each pair of atoms (or of an atom and a periodic image of another, or of
+// itself in boxes shorter than the reach) within cutoff + skin, once, in the row of one of
+// the two; found through cells half the reach wide and a half stencil of cells around each.
 class NeighborList {
  public:
   NeighborList(double cutoff, double skin);

@@ -2,6 +2,8 @@
 // Tildesley's link cells; NAMD's patches, seed 001), each atom's neighbours found in the
 // 27 surrounding cells, or more where an axis holds fewer than three cells (small boxes:
 // then an atom can meet its own periodic images and several images of another atom).
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -33,12 +35,43 @@ void NeighborList::build(const System& s, const ForceField& field) {
   for (int a = 0; a < 3; ++a) {
     length[a] = s.box.length(a);
     if (!(length[a] > 0)) throw Error("the box must have a positive length along every axis");
-    cells[a] = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(length[a] / reach)));
+    // Cells half the reach wide (LAMMPS's default binsize): 5 x 5 x 5 cells around an atom
+    // hold ~15.6 reach^3 of volume to search, against 27 reach^3 with cells a reach wide.
+    cells[a] = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(2 * length[a] / reach)));
     cells[a] = std::min<std::int64_t>(cells[a], 1024);  // enough cells; keeps the count bounded
     span[a] = static_cast<std::int64_t>(std::ceil(reach / (length[a] / static_cast<double>(cells[a]))));
   }
-  // Each atom's image (box lengths from the primary box) and cell.
+  // Per axis, the cell and image of every cell coordinate a stencil can reach, looked up
+  // instead of divided (three integer divisions per cell visit cost more than the visit).
+  std::vector<std::int64_t> axis_cell[3], axis_wrap[3];
+  for (int a = 0; a < 3; ++a)
+    for (std::int64_t raw = -span[a]; raw < cells[a] + span[a]; ++raw) {
+      const std::int64_t w = floor_div(raw, cells[a]);
+      axis_wrap[a].push_back(w);
+      axis_cell[a].push_back(raw - w * cells[a]);
+    }
+  // The half stencil: cell offsets lexicographically after (0, 0, 0), whose nearest points
+  // can lie within the reach; with the atom's own cell (partners of higher index only),
+  // every pair of images is met exactly once. An offset and its opposite reach the same
+  // pairs from the two ends, and in small boxes different offsets can name the same cell
+  // with different images, each met once.
+  std::vector<std::array<std::int64_t, 3>> stencil;
+  for (std::int64_t oz = -span[2]; oz <= span[2]; ++oz)
+    for (std::int64_t oy = -span[1]; oy <= span[1]; ++oy)
+      for (std::int64_t ox = -span[0]; ox <= span[0]; ++ox) {
+        if (!(oz > 0 || (oz == 0 && (oy > 0 || (oy == 0 && ox > 0))))) continue;
+        const std::int64_t o[3] = {ox, oy, oz};
+        double nearest2 = 0;
+        for (int a = 0; a < 3; ++a) {
+          const double gap = static_cast<double>(std::max<std::int64_t>(0, std::abs(o[a]) - 1)) * length[a] /
+                             static_cast<double>(cells[a]);
+          nearest2 += gap * gap;
+        }
+        if (nearest2 < reach2) stencil.push_back({ox, oy, oz});
+      }
+  // Each atom's image (box lengths from the primary box), wrapped position and cell.
   std::vector<std::array<std::int64_t, 3>> image(n);
+  std::vector<double> wrapped(3 * static_cast<std::size_t>(n));
   std::vector<std::int64_t> cell_of(n);
   const std::vector<double>* coordinate[3] = {&s.x, &s.y, &s.z};
   for (std::int64_t i = 0; i < n; ++i) {
@@ -48,63 +81,91 @@ void NeighborList::build(const System& s, const ForceField& field) {
       if (!std::isfinite(u)) throw Error("atom " + std::to_string(i + 1) + " has a coordinate that is not a number");
       const double whole = std::floor(u);
       image[i][a] = static_cast<std::int64_t>(whole);
+      wrapped[3 * i + a] = (*coordinate[a])[i] - whole * length[a];
       c[a] = std::min<std::int64_t>(cells[a] - 1, static_cast<std::int64_t>((u - whole) * static_cast<double>(cells[a])));
     }
     cell_of[i] = (c[2] * cells[1] + c[1]) * cells[0] + c[0];
   }
-  // Atoms of each cell in index order (counting sort).
+  // Atoms of each cell in index order (counting sort), with their wrapped positions stored
+  // contiguously in that order, so the candidate loop reads memory in sequence.
   const std::int64_t cell_count = cells[0] * cells[1] * cells[2];
   std::vector<std::int64_t> cell_first(cell_count + 1, 0), members(n);
   for (std::int64_t i = 0; i < n; ++i) ++cell_first[cell_of[i] + 1];
   for (std::int64_t c = 0; c < cell_count; ++c) cell_first[c + 1] += cell_first[c];
   std::vector<std::int64_t> fill(cell_first.begin(), cell_first.end() - 1);
   for (std::int64_t i = 0; i < n; ++i) members[fill[cell_of[i]]++] = i;
+  std::vector<double> binned(3 * static_cast<std::size_t>(n));
+  for (std::int64_t m = 0; m < n; ++m)
+    for (int a = 0; a < 3; ++a) binned[3 * m + a] = wrapped[3 * members[m] + a];
 
   std::unordered_set<std::uint64_t> excluded;
   for (const auto& [a, b] : field.exclusions) {
     if (a < 0 || b < 0 || a >= n || b >= n || a == b) throw Error("exclusion: atom indices must be distinct and in range");
     excluded.insert(static_cast<std::uint64_t>(std::min(a, b)) << 32 | static_cast<std::uint64_t>(std::max(a, b)));
   }
+  // Rows in parallel: each thread takes a contiguous range of atoms into its own buffers,
+  // joined in thread order, so the list is the same for any thread count.
+  const int team = std::max(1, std::min<int>(hardware_threads(), static_cast<int>(n / 1024) + 1));
+  std::vector<std::vector<std::int32_t>> thread_neighbors(team);
+  std::vector<std::vector<std::array<std::int8_t, 3>>> thread_shifts(team);
+  std::vector<std::int64_t> row_size(n, 0);
+  std::vector<std::string> thread_error(team);
+#pragma omp parallel num_threads(team)
+  {
+    const int me = omp_get_thread_num();
+    const std::int64_t begin = n * me / team, end = n * (me + 1) / team;
+    std::vector<std::int32_t>& neighbors = thread_neighbors[me];
+    std::vector<std::array<std::int8_t, 3>>& shifts = thread_shifts[me];
+    for (std::int64_t i = begin; i < end && thread_error[me].empty(); ++i) {
+      const std::size_t row_start = neighbors.size();
+      const std::int64_t ci[3] = {cell_of[i] % cells[0], cell_of[i] / cells[0] % cells[1],
+                                  cell_of[i] / cells[0] / cells[1]};
+      const double xi = wrapped[3 * i], yi = wrapped[3 * i + 1], zi = wrapped[3 * i + 2];
+      auto visit = [&](const std::int64_t (&o)[3], bool own_cell) {
+        std::int64_t cell[3], wrap[3];
+        for (int a = 0; a < 3; ++a) {
+          const std::size_t k = static_cast<std::size_t>(ci[a] + o[a] + span[a]);
+          wrap[a] = axis_wrap[a][k], cell[a] = axis_cell[a][k];
+        }
+        const std::int64_t c = (cell[2] * cells[1] + cell[1]) * cells[0] + cell[0];
+        const double ox_shift = wrap[0] * length[0] - xi, oy_shift = wrap[1] * length[1] - yi,
+                     oz_shift = wrap[2] * length[2] - zi;
+        for (std::int64_t m = cell_first[c]; m < cell_first[c + 1]; ++m) {
+          const std::int64_t j = members[m];
+          if (own_cell && j <= i) continue;  // the own cell: each pair from its lower index
+          const double dx = binned[3 * m] + ox_shift, dy = binned[3 * m + 1] + oy_shift,
+                       dz = binned[3 * m + 2] + oz_shift;
+          if (dx * dx + dy * dy + dz * dz >= reach2) continue;
+          if (j != i && !excluded.empty() &&
+              excluded.count(static_cast<std::uint64_t>(std::min(i, j)) << 32 | static_cast<std::uint64_t>(std::max(i, j))))
+            continue;
+          std::array<std::int8_t, 3> shift{};
+          for (int a = 0; a < 3; ++a) {
+            // Displacement from the stored (unwrapped) positions: x_j + shift L - x_i.
+            const std::int64_t k = wrap[a] - image[j][a] + image[i][a];
+            if (k < -127 || k > 127) thread_error[me] = "neighbour list: atoms more than 127 box lengths apart";
+            shift[a] = static_cast<std::int8_t>(k);
+          }
+          neighbors.push_back(static_cast<std::int32_t>(j));
+          shifts.push_back(shift);
+        }
+      };
+      visit({0, 0, 0}, true);
+      for (const auto& o : stencil) visit({o[0], o[1], o[2]}, false);
+      row_size[i] = static_cast<std::int64_t>(neighbors.size() - row_start);
+    }
+  }
+  for (const std::string& error : thread_error)
+    if (!error.empty()) throw Error(error + " (wrap them into the box)");
   first_.assign(n + 1, 0);
+  for (std::int64_t i = 0; i < n; ++i) first_[i + 1] = first_[i] + row_size[i];
   neighbors_.clear();
   shifts_.clear();
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t ci[3] = {cell_of[i] % cells[0], cell_of[i] / cells[0] % cells[1], cell_of[i] / cells[0] / cells[1]};
-    const double wrapped_i[3] = {s.x[i] - image[i][0] * length[0], s.y[i] - image[i][1] * length[1],
-                                 s.z[i] - image[i][2] * length[2]};
-    for (std::int64_t oz = -span[2]; oz <= span[2]; ++oz)
-      for (std::int64_t oy = -span[1]; oy <= span[1]; ++oy)
-        for (std::int64_t ox = -span[0]; ox <= span[0]; ++ox) {
-          const std::int64_t raw[3] = {ci[0] + ox, ci[1] + oy, ci[2] + oz};
-          std::int64_t cell[3], wrap[3];
-          for (int a = 0; a < 3; ++a) wrap[a] = floor_div(raw[a], cells[a]), cell[a] = raw[a] - wrap[a] * cells[a];
-          const std::int64_t c = (cell[2] * cells[1] + cell[1]) * cells[0] + cell[0];
-          for (std::int64_t m = cell_first[c]; m < cell_first[c + 1]; ++m) {
-            const std::int64_t j = members[m];
-            // A half list: each pair of images once, kept by the lower index (an atom and its
-            // own image: the positive one of the two opposite shifts).
-            if (j < i) continue;
-            if (j == i && !(wrap[0] > 0 || (wrap[0] == 0 && (wrap[1] > 0 || (wrap[1] == 0 && wrap[2] > 0))))) continue;
-            if (j != i && excluded.count(static_cast<std::uint64_t>(std::min(i, j)) << 32 |
-                                         static_cast<std::uint64_t>(std::max(i, j))))
-              continue;
-            const double dx = s.x[j] - image[j][0] * length[0] + wrap[0] * length[0] - wrapped_i[0];
-            const double dy = s.y[j] - image[j][1] * length[1] + wrap[1] * length[1] - wrapped_i[1];
-            const double dz = s.z[j] - image[j][2] * length[2] + wrap[2] * length[2] - wrapped_i[2];
-            if (dx * dx + dy * dy + dz * dz >= reach2) continue;
-            std::array<std::int8_t, 3> shift{};
-            for (int a = 0; a < 3; ++a) {
-              // Displacement from the stored (unwrapped) positions: x_j + shift L - x_i.
-              const std::int64_t k = wrap[a] - image[j][a] + image[i][a];
-              if (k < -127 || k > 127)
-                throw Error("neighbour list: atoms more than 127 box lengths apart (wrap them into the box)");
-              shift[a] = static_cast<std::int8_t>(k);
-            }
-            neighbors_.push_back(static_cast<std::int32_t>(j));
-            shifts_.push_back(shift);
-          }
-        }
-    first_[i + 1] = static_cast<std::int64_t>(neighbors_.size());
+  neighbors_.reserve(static_cast<std::size_t>(first_[n]));
+  shifts_.reserve(static_cast<std::size_t>(first_[n]));
+  for (int t = 0; t < team; ++t) {
+    neighbors_.insert(neighbors_.end(), thread_neighbors[t].begin(), thread_neighbors[t].end());
+    shifts_.insert(shifts_.end(), thread_shifts[t].begin(), thread_shifts[t].end());
   }
   built_x_ = s.x, built_y_ = s.y, built_z_ = s.z;
   built_box_ = s.box;
