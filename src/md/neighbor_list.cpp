@@ -93,6 +93,8 @@ void NeighborList::build(const System& s, const ForceField& field) {
   for (std::int64_t i = 0; i < n; ++i) ++cell_first[cell_of[i] + 1];
   for (std::int64_t c = 0; c < cell_count; ++c) cell_first[c + 1] += cell_first[c];
   std::vector<std::int64_t> fill(cell_first.begin(), cell_first.end() - 1);
+  std::int64_t largest_cell = 0;
+  for (std::int64_t c = 0; c < cell_count; ++c) largest_cell = std::max(largest_cell, cell_first[c + 1] - cell_first[c]);
   for (std::int64_t i = 0; i < n; ++i) members[fill[cell_of[i]]++] = i;
   std::vector<double> binned(3 * static_cast<std::size_t>(n));
   for (std::int64_t m = 0; m < n; ++m)
@@ -115,6 +117,7 @@ void NeighborList::build(const System& s, const ForceField& field) {
     const int me = omp_get_thread_num();
     const std::int64_t begin = n * me / team, end = n * (me + 1) / team;
     std::vector<std::int32_t>& neighbors = thread_neighbors[me];
+    std::vector<std::int64_t> passed(static_cast<std::size_t>(largest_cell) + 1);
     std::vector<std::array<std::int8_t, 3>>& shifts = thread_shifts[me];
     for (std::int64_t i = begin; i < end && thread_error[me].empty(); ++i) {
       const std::size_t row_start = neighbors.size();
@@ -130,12 +133,21 @@ void NeighborList::build(const System& s, const ForceField& field) {
         const std::int64_t c = (cell[2] * cells[1] + cell[1]) * cells[0] + cell[0];
         const double ox_shift = wrap[0] * length[0] - xi, oy_shift = wrap[1] * length[1] - yi,
                      oz_shift = wrap[2] * length[2] - zi;
-        for (std::int64_t m = cell_first[c]; m < cell_first[c + 1]; ++m) {
-          const std::int64_t j = members[m];
-          if (own_cell && j <= i) continue;  // the own cell: each pair from its lower index
+        std::int64_t m = cell_first[c];
+        const std::int64_t m_end = cell_first[c + 1];
+        if (own_cell)
+          while (m < m_end && members[m] <= i) ++m;  // the own cell: each pair from its lower index
+        // First the distance test without a branch (it fails for three candidates in four,
+        // at random): the passing ones are written to `passed`, the count advanced by the test.
+        std::size_t count = 0;
+        for (; m < m_end; ++m) {
           const double dx = binned[3 * m] + ox_shift, dy = binned[3 * m + 1] + oy_shift,
                        dz = binned[3 * m + 2] + oz_shift;
-          if (dx * dx + dy * dy + dz * dz >= reach2) continue;
+          passed[count] = m;
+          count += dx * dx + dy * dy + dz * dz < reach2;
+        }
+        for (std::size_t p = 0; p < count; ++p) {
+          const std::int64_t j = members[passed[p]];
           if (j != i && !excluded.empty() &&
               excluded.count(static_cast<std::uint64_t>(std::min(i, j)) << 32 | static_cast<std::uint64_t>(std::max(i, j))))
             continue;
