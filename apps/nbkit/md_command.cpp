@@ -109,7 +109,7 @@ int run_md(const MdArguments& args) {
   const Config c(args.config);
   c.check_keys("", {"units", "system", "pair", "neighbor", "run", "output"});
   c.check_keys("system", {"data", "lattice", "density", "cells", "temperature", "seed"});
-  c.check_keys("pair", {"style", "cutoff", "shift", "mixing", "coeffs", "exclusions"});
+  c.check_keys("pair", {"style", "cutoff", "shift", "mixing", "coeffs", "exclusions", "coulomb_cutoff", "dielectric"});
   c.check_keys("neighbor", {"skin"});
   c.check_keys("run", {"timestep", "steps", "thermo", "ensemble", "temperature", "damping", "seed"});
   c.check_keys("output", {"directory", "dcd_every", "data"});
@@ -148,7 +148,13 @@ int run_md(const MdArguments& args) {
   // Pair coefficients: [pair] coeffs per type, else the data file's Pair Coeffs; mixed.
   const double cutoff = c.number("pair.cutoff", 2.5, true);
   const std::string style = c.text("pair.style", "lj/cut");
-  if (style != "lj/cut") c.fail(c.find("pair.style"), "pair.style", "only lj/cut in this version");
+  if (style != "lj/cut" && style != "lj/cut/coul/dsf")
+    c.fail(c.find("pair.style"), "pair.style", "expected lj/cut or lj/cut/coul/dsf (shifted-force Coulomb, alpha 0)");
+  if (style == "lj/cut" && (c.find("pair.coulomb_cutoff") || c.find("pair.dielectric")))
+    c.fail(c.find("pair.coulomb_cutoff") ? c.find("pair.coulomb_cutoff") : c.find("pair.dielectric"), "pair.style",
+           "Coulomb settings need style lj/cut/coul/dsf");
+  if (style == "lj/cut/coul/dsf" && !system.has_charges)
+    c.fail(c.find("pair.style"), "pair.style", "lj/cut/coul/dsf needs charges (a data file in the charge style)");
   const std::string mixing = c.text("pair.mixing", "geometric");
   if (mixing != "geometric" && mixing != "arithmetic")
     c.fail(c.find("pair.mixing"), "pair.mixing", "expected geometric or arithmetic");
@@ -178,6 +184,10 @@ int run_md(const MdArguments& args) {
     if (!(sigma[t] > 0)) c.fail(c.find("pair.coeffs"), "pair.coeffs", fmt::format("no coefficients for type {}", t + 1));
   md::ForceField field = md::ForceField::mixed(epsilon, sigma, cutoff, mixing == "arithmetic");
   field.shift = c.flag("pair.shift", false);
+  if (style == "lj/cut/coul/dsf") {
+    field.coulomb_cutoff = c.number("pair.coulomb_cutoff", cutoff, true);
+    field.dielectric = c.number("pair.dielectric", 1.0, true);
+  }
   if (const toml::node* ex = c.find("pair.exclusions")) {
     const toml::array* list = ex->as_array();
     if (!list) c.fail(ex, "pair.exclusions", "expected an array of [id, id] pairs");
@@ -211,7 +221,7 @@ int run_md(const MdArguments& args) {
   const std::string final_data = c.text("output.data", "final.data");
 
   std::filesystem::create_directories(directory);
-  md::NeighborList list(cutoff, skin);
+  md::NeighborList list(field.reach(), skin);
   md::wrap_into_box(system);
   list.build(system, field);
   md::Forces forces;

@@ -58,10 +58,15 @@ struct ForceField {
   // Energies shifted so that each pair's is zero at the cutoff (LAMMPS's pair_modify shift
   // yes); forces unchanged. Without it the total energy jumps as pairs cross the cutoff.
   bool shift = false;
+  // Shifted-force Coulomb between charged atoms within coulomb_cutoff (0: none), LAMMPS's
+  // lj/cut/coul/dsf with alpha 0; the units' Coulomb constant over `dielectric`.
+  double coulomb_cutoff = 0;
+  double dielectric = 1;
   std::vector<double> epsilon, sigma;  // types x types, symmetric
   // Pairs of atom indices whose interaction is removed (e.g. bonded neighbours).
   std::vector<std::pair<std::int64_t, std::int64_t>> exclusions;
   int types() const;
+  double reach() const { return coulomb_cutoff > cutoff ? coulomb_cutoff : cutoff; }  // the longer cutoff
   // Sets type pair (a, b) and (b, a).
   void set_pair(int a, int b, double eps, double sig);
   // Fills the unset pairs from the diagonal: geometric (LAMMPS's default: both means
@@ -126,6 +131,7 @@ Thermo thermo(const System& system, const Forces& forces, std::int64_t step);
 // and mass v^2 into energy (LAMMPS's ftm2v and mvv2e); pressure conversion (nktv2p).
 struct UnitConstants {
   double boltzmann, force_to_acceleration, mv2_to_energy, pressure;
+  double coulomb;  // q q / r to energy (LAMMPS's qqr2e)
 };
 UnitConstants unit_constants(Units units);
 

@@ -47,6 +47,9 @@ namespace {
 
 void check(const System& s, const ForceField& f) {
   if (!(f.cutoff > 0) || !std::isfinite(f.cutoff)) throw Error("the cutoff must be a positive length");
+  if (!(f.coulomb_cutoff >= 0) || !std::isfinite(f.coulomb_cutoff))
+    throw Error("the Coulomb cutoff must be zero (no Coulomb) or a positive length");
+  if (!(f.dielectric > 0) || !std::isfinite(f.dielectric)) throw Error("the dielectric constant must be positive");
   if (f.types() < s.types() || static_cast<std::size_t>(f.types() * f.types()) != f.epsilon.size())
     throw Error("the force field has parameters for " + std::to_string(f.types()) + " atom types, the system has " +
                 std::to_string(s.types()));
@@ -76,6 +79,14 @@ PairTable pair_table(const ForceField& f) {
   return t;
 }
 
+// The shifted-force Coulomb's self term, -k/eps sum q_i^2 / rc (LAMMPS's e_self, alpha 0).
+double coulomb_self_energy(const System& s, const ForceField& f) {
+  if (!(f.coulomb_cutoff > 0) || !s.has_charges) return 0;
+  double sum = 0;
+  for (double q : s.charge) sum += q * q;
+  return -unit_constants(s.units).coulomb / f.dielectric * sum / f.coulomb_cutoff;
+}
+
 std::uint64_t pair_key(std::int64_t a, std::int64_t b) {
   const auto lo = static_cast<std::uint64_t>(std::min(a, b)), hi = static_cast<std::uint64_t>(std::max(a, b));
   return lo << 32 | hi;
@@ -101,10 +112,13 @@ void forces_reference(const System& s, const ForceField& f, Forces& out) {
   const auto excluded = exclusion_set(s, f);
   const PairTable table = pair_table(f);
   const int types = f.types();
-  const double cutoff2 = f.cutoff * f.cutoff;
+  const double cutoff2 = f.cutoff * f.cutoff, reach2 = f.reach() * f.reach();
+  const bool coulomb = f.coulomb_cutoff > 0 && s.has_charges;
+  const double coulomb2 = f.coulomb_cutoff * f.coulomb_cutoff, inverse_coulomb_cutoff = coulomb ? 1 / f.coulomb_cutoff : 0;
+  const double qqr2e = unit_constants(s.units).coulomb / f.dielectric;
   const double length[3] = {s.box.length(0), s.box.length(1), s.box.length(2)};
   int reach[3];
-  for (int a = 0; a < 3; ++a) reach[a] = static_cast<int>(std::ceil(f.cutoff / length[a]));
+  for (int a = 0; a < 3; ++a) reach[a] = static_cast<int>(std::ceil(f.reach() / length[a]));
   for (std::size_t i = 0; i < n; ++i) {
     double fx = 0, fy = 0, fz = 0;
     for (std::size_t j = 0; j < n; ++j) {
@@ -120,16 +134,25 @@ void forces_reference(const System& s, const ForceField& f, Forces& out) {
             if (j == i && ix == 0 && iy == 0 && iz == 0) continue;
             const double dx = dx0 + ix * length[0], dy = dy0 + iy * length[1], dz = dz0 + iz * length[2];
             const double r2 = dx * dx + dy * dy + dz * dz;
-            if (r2 >= cutoff2) continue;
-            double energy, force_over_r;
-            lennard_jones(1 / r2, table.coefficients[pair].c12, table.coefficients[pair].c6, energy, force_over_r);
+            if (r2 >= reach2) continue;
+            double energy = 0, force_over_r = 0;
+            if (r2 < cutoff2) {
+              lennard_jones(1 / r2, table.coefficients[pair].c12, table.coefficients[pair].c6, energy, force_over_r);
+              energy -= table.offset[pair];
+            }
+            if (coulomb && r2 < coulomb2) {
+              double e, f_over_r;
+              shifted_force_coulomb(r2, qqr2e * s.charge[i] * s.charge[j], inverse_coulomb_cutoff, e, f_over_r);
+              energy += e, force_over_r += f_over_r;
+            }
             fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
-            out.potential += 0.5 * (energy - table.offset[pair]);  // each pair is visited from both ends
+            out.potential += 0.5 * energy;  // each pair is visited from both ends
             out.virial += 0.5 * force_over_r * r2;
           }
     }
     out.fx[i] = fx, out.fy[i] = fy, out.fz[i] = fz;
   }
+  out.potential += coulomb_self_energy(s, f);
 }
 
 void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, Forces& out, int threads) {
@@ -138,8 +161,12 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
   if (static_cast<std::int64_t>(list.first_.size()) != n + 1)
     throw Error("the neighbour list was built for another system: rebuild it");
   out.resize(static_cast<std::size_t>(n));
+  if (list.cutoff() < f.reach()) throw Error("the neighbour list is shorter than the force field's longest cutoff");
   const int types = f.types();
-  const double cutoff2 = f.cutoff * f.cutoff;
+  const double cutoff2 = f.cutoff * f.cutoff, reach2 = f.reach() * f.reach();
+  const bool coulomb = f.coulomb_cutoff > 0 && s.has_charges;
+  const double coulomb2 = f.coulomb_cutoff * f.coulomb_cutoff, inverse_coulomb_cutoff = coulomb ? 1 / f.coulomb_cutoff : 0;
+  const double qqr2e = unit_constants(s.units).coulomb / f.dielectric;
   const double length[3] = {s.box.length(0), s.box.length(1), s.box.length(2)};
   const PairTable table = pair_table(f);
   const int team = threads > 0 ? threads : hardware_threads();
@@ -166,13 +193,21 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
         const double dy = s.y[j] + shift[1] * length[1] - yi;
         const double dz = s.z[j] + shift[2] * length[2] - zi;
         const double r2 = dx * dx + dy * dy + dz * dz;
-        if (r2 >= cutoff2) continue;  // in the skin
-        const int pair = row + s.type[j];
-        double e, force_over_r;
-        lennard_jones(1 / r2, table.coefficients[pair].c12, table.coefficients[pair].c6, e, force_over_r);
+        if (r2 >= reach2) continue;  // in the skin
+        double e = 0, force_over_r = 0;
+        if (r2 < cutoff2) {
+          const int pair = row + s.type[j];
+          lennard_jones(1 / r2, table.coefficients[pair].c12, table.coefficients[pair].c6, e, force_over_r);
+          e -= table.offset[pair];
+        }
+        if (coulomb && r2 < coulomb2) {
+          double ec, f_over_r;
+          shifted_force_coulomb(r2, qqr2e * s.charge[i] * s.charge[j], inverse_coulomb_cutoff, ec, f_over_r);
+          e += ec, force_over_r += f_over_r;
+        }
         fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
         force[3 * j] += force_over_r * dx, force[3 * j + 1] += force_over_r * dy, force[3 * j + 2] += force_over_r * dz;
-        energy += e - table.offset[pair], virial += force_over_r * r2;
+        energy += e, virial += force_over_r * r2;
       }
       force[3 * i] += fx, force[3 * i + 1] += fy, force[3 * i + 2] += fz;
     }
@@ -184,6 +219,7 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
       out.fx[i] += force[3 * i], out.fy[i] += force[3 * i + 1], out.fz[i] += force[3 * i + 2];
     out.potential += energy_of[t], out.virial += virial_of[t];
   }
+  out.potential += coulomb_self_energy(s, f);
 }
 
 Langevin::Langevin(double temperature, double damping, std::uint64_t seed)

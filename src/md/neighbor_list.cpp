@@ -26,7 +26,7 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a >= 0 ? a / b :
 }  // namespace
 
 void NeighborList::build(const System& s, const ForceField& field) {
-  if (field.cutoff > cutoff_) throw Error("neighbour list: built for a cutoff shorter than the force field's");
+  if (field.reach() > cutoff_) throw Error("neighbour list: built for a cutoff shorter than the force field's");
   const std::int64_t n = static_cast<std::int64_t>(s.size());
   if (n > std::numeric_limits<std::int32_t>::max()) throw Error("neighbour list: at most 2^31 - 1 atoms");
   const double reach = cutoff_ + skin_, reach2 = reach * reach;

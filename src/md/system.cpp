@@ -16,10 +16,10 @@ Units parse_units(const std::string& name) {
 std::string to_string(Units units) { return units == Units::lj ? "lj" : "real"; }
 
 UnitConstants unit_constants(Units units) {
-  if (units == Units::lj) return {1.0, 1.0, 1.0, 1.0};
+  if (units == Units::lj) return {1.0, 1.0, 1.0, 1.0, 1.0};
   // LAMMPS's `real` (src/update.cpp): kcal/mol, Angstrom, fs, g/mol, K, atm.
   const double velocity = 48.88821291;  // g/mol (A/fs)^2 = velocity^2 kcal/mol, as LAMMPS defines it
-  return {0.0019872067, 1.0 / velocity / velocity, velocity * velocity, 68568.415};
+  return {0.0019872067, 1.0 / velocity / velocity, velocity * velocity, 68568.415, 332.06371};
 }
 
 void System::resize(std::size_t n) {

@@ -12,6 +12,7 @@
 
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/lammps_data.hpp"
+#include "md/pair_law.hpp"
 #include "nbkit/md.hpp"
 #include "test_support.hpp"
 
@@ -365,6 +366,95 @@ TEST(MdIntegration, LangevinHoldsTheTemperature) {
   }
   EXPECT_NEAR(sum / 500, 1.2, 0.024);
   EXPECT_THROW(Langevin(1.0, 0.0, 1), Error);
+}
+
+}  // namespace nbkit::md
+
+namespace nbkit::md {
+
+namespace {
+
+// A jiggled lattice with alternating charges +-0.5 (neutral), atom style charge.
+System charged_liquid(int cells, unsigned seed) {
+  System s = liquid(cells, seed);
+  s.has_charges = true;
+  for (std::size_t i = 0; i < s.size(); ++i) s.charge[i] = i % 2 ? 0.5 : -0.5;
+  return s;
+}
+
+}  // namespace
+
+TEST(MdCoulomb, ShiftedForceThroughTheListMatchesTheReferenceAndTheGradient) {
+  System s = charged_liquid(3, 8);
+  ForceField f = two_type_field();
+  f.coulomb_cutoff = 3.0;  // longer than the LJ cutoff: the list reaches 3.0 + skin
+  Forces reference;
+  forces_reference(s, f, reference);
+  NeighborList list(f.reach(), 0.3);
+  list.build(s, f);
+  Forces listed;
+  forces_cpu(s, f, list, listed);
+  expect_same_forces(listed, reference, 1e-12, "charged liquid");
+  EXPECT_THROW(forces_cpu(s, f, NeighborList(2.5, 0.3), listed), Error);  // a list shorter than the reach
+  // Zero at the cutoff, energy and force: one pair just inside and just outside.
+  double e_in, f_in;
+  shifted_force_coulomb(3.0 * 3.0 * (1 - 1e-12), 1.0, 1 / 3.0, e_in, f_in);
+  EXPECT_NEAR(e_in, 0.0, 1e-12);
+  EXPECT_NEAR(f_in, 0.0, 1e-12);
+  // -grad E by central differences, as for LJ.
+  const double h = 1e-6;
+  for (const std::size_t i : {1, 40, 99}) {
+    const double keep = s.y[i];
+    Forces plus, minus;
+    s.y[i] = keep + h;
+    forces_reference(s, f, plus);
+    s.y[i] = keep - h;
+    forces_reference(s, f, minus);
+    s.y[i] = keep;
+    EXPECT_NEAR(reference.fy[i], -(plus.potential - minus.potential) / (2 * h), 1e-5 * std::max(1.0, std::fabs(reference.fy[i])));
+  }
+}
+
+TEST(MdLammps, ChargedSystemWithShiftedForceCoulombMatchesLammps) {
+  // 4,000 atoms of in.lj's state with charges +-0.5, LAMMPS's lj/cut/coul/dsf with alpha 0
+  // (shifted-force Coulomb), LJ cutoff 2.5, Coulomb cutoff 3.0. LAMMPS evaluates erfc(0) by
+  // its polynomial (1 - 1e-9), so the Coulomb pair energies may differ by ~1e-9 relative
+  // (measured: 2e-11 in pe and pressure, at step 0 and step 100): bounds 1e-7 at step 0 (the
+  // issue asks 1e-6) and 1e-6 over 100 steps.
+  test::ScratchDir dir;
+  System s = fcc_lattice(0.8442, 10, 10, 10);
+  s.has_charges = true;
+  for (std::size_t i = 0; i < s.size(); ++i) s.charge[i] = i % 2 ? 0.5 : -0.5;
+  assign_velocities(s, 1.44, 4928);
+  io::write_lammps_data(dir.file("q.data"), s);
+  const auto lammps = run_lammps(dir,
+                                 "units lj\natom_style charge\nread_data q.data\n"
+                                 "pair_style lj/cut/coul/dsf 0.0 2.5 3.0\npair_coeff * * 1.0 1.0\n"
+                                 "neighbor 0.3 bin\nneigh_modify delay 0 every 1 check yes\n"
+                                 "fix 1 all nve\ntimestep 0.005\n"
+                                 "thermo_style custom step temp pe ke etotal press\n"
+                                 "thermo_modify format float %.17g\nthermo 10\nrun 100\n");
+  if (!lammps) GTEST_SKIP() << "LAMMPS (lmp) is not installed: scripts/setup installs Debian's lammps";
+  ASSERT_EQ(lammps->size(), 11u);
+  ForceField f = ForceField::mixed({1.0}, {1.0}, 2.5);
+  f.coulomb_cutoff = 3.0;
+  NeighborList list(f.reach(), 0.3);
+  list.build(s, f);
+  Forces forces;
+  forces_cpu(s, f, list, forces);
+  for (int step = 0; step <= 100; ++step) {
+    if (step > 0) verlet_step(s, forces, f, list, 0.005);
+    if (step % 10 != 0) continue;
+    const Thermo t = thermo(s, forces, step);
+    const auto& row = (*lammps)[step / 10];
+    const double tolerance = step == 0 ? 1e-7 : 1e-6;
+    EXPECT_NEAR(t.potential, row[2], tolerance * std::fabs(row[2])) << "step " << step;
+    EXPECT_NEAR(t.total, row[4], tolerance * std::fabs(row[4])) << "step " << step;
+    EXPECT_NEAR(t.pressure, row[5], tolerance * std::max(1.0, std::fabs(row[5]))) << "step " << step;
+    if (step == 0 || step == 100)
+      std::printf("[ lammps ] charged, step %3d: pe %.12f (LAMMPS %.12f), press %.12f (LAMMPS %.12f)\n", step,
+                  t.potential, row[2], t.pressure, row[5]);
+  }
 }
 
 }  // namespace nbkit::md
