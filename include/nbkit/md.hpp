@@ -101,7 +101,9 @@ class NeighborList {
   double cutoff() const { return cutoff_; }
   double skin() const { return skin_; }
 
-  // Row i: neighbors_[first_[i] .. first_[i + 1]), each with its image shift in box lengths.
+  // Rows in cell order: row p is atom order_[p], its neighbours neighbors_[first_[p] ..
+  // first_[p + 1]) are rows too (atom order_[q]), each with its image shift in box lengths.
+  std::vector<std::int64_t> order_;
   std::vector<std::int64_t> first_;
   std::vector<std::int32_t> neighbors_;
   std::vector<std::array<std::int8_t, 3>> shifts_;

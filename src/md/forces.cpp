@@ -158,7 +158,7 @@ void forces_reference(const System& s, const ForceField& f, Forces& out) {
 void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, Forces& out, int threads) {
   check(s, f);
   const std::int64_t n = static_cast<std::int64_t>(s.size());
-  if (static_cast<std::int64_t>(list.first_.size()) != n + 1)
+  if (static_cast<std::int64_t>(list.first_.size()) != n + 1 || static_cast<std::int64_t>(list.order_.size()) != n)
     throw Error("the neighbour list was built for another system: rebuild it");
   out.resize(static_cast<std::size_t>(n));
   if (list.cutoff() < f.reach()) throw Error("the neighbour list is shorter than the force field's longest cutoff");
@@ -170,8 +170,18 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
   const double length[3] = {s.box.length(0), s.box.length(1), s.box.length(2)};
   const PairTable table = pair_table(f);
   const int team = threads > 0 ? threads : hardware_threads();
+  // The atoms gathered in the list's cell order (positions, types, charges), so that a row's
+  // neighbours lie close in memory; forces scattered back to atom order at the end.
+  const std::vector<std::int64_t>& order = list.order_;
+  std::vector<double> xs(n), ys(n), zs(n), qs(coulomb ? n : 0);
+  std::vector<int> types_s(n);
+  for (std::int64_t p = 0; p < n; ++p) {
+    const std::int64_t i = order[p];
+    xs[p] = s.x[i], ys[p] = s.y[i], zs[p] = s.z[i], types_s[p] = s.type[i];
+    if (coulomb) qs[p] = s.charge[i];
+  }
   // A half list (each pair once, Newton's third law): every thread adds into its own force
-  // arrays, summed afterwards in thread order, and the atoms are dealt to threads in fixed
+  // arrays, summed afterwards in thread order, and the rows are dealt to threads in fixed
   // blocks, so a run is the same bits whenever the thread count is the same.
   std::vector<std::vector<double>> partial(static_cast<std::size_t>(team));
   std::vector<double> energy_of(static_cast<std::size_t>(team)), virial_of(static_cast<std::size_t>(team));
@@ -182,41 +192,43 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
     force.assign(3 * static_cast<std::size_t>(n), 0.0);
     double energy = 0, virial = 0;
 #pragma omp for schedule(static, 256)
-    for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t p = 0; p < n; ++p) {
       double fx = 0, fy = 0, fz = 0;
-      const double xi = s.x[i], yi = s.y[i], zi = s.z[i];
-      const int row = s.type[i] * types;
-      for (std::int64_t k = list.first_[i]; k < list.first_[i + 1]; ++k) {
-        const std::int32_t j = list.neighbors_[k];
+      const double xi = xs[p], yi = ys[p], zi = zs[p];
+      const int row = types_s[p] * types;
+      for (std::int64_t k = list.first_[p]; k < list.first_[p + 1]; ++k) {
+        const std::int32_t q = list.neighbors_[k];
         const auto& shift = list.shifts_[k];
-        const double dx = s.x[j] + shift[0] * length[0] - xi;
-        const double dy = s.y[j] + shift[1] * length[1] - yi;
-        const double dz = s.z[j] + shift[2] * length[2] - zi;
+        const double dx = xs[q] + shift[0] * length[0] - xi;
+        const double dy = ys[q] + shift[1] * length[1] - yi;
+        const double dz = zs[q] + shift[2] * length[2] - zi;
         const double r2 = dx * dx + dy * dy + dz * dz;
         if (r2 >= reach2) continue;  // in the skin
         double e = 0, force_over_r = 0;
         if (r2 < cutoff2) {
-          const int pair = row + s.type[j];
+          const int pair = row + types_s[q];
           lennard_jones(1 / r2, table.coefficients[pair].c12, table.coefficients[pair].c6, e, force_over_r);
           e -= table.offset[pair];
         }
         if (coulomb && r2 < coulomb2) {
           double ec, f_over_r;
-          shifted_force_coulomb(r2, qqr2e * s.charge[i] * s.charge[j], inverse_coulomb_cutoff, ec, f_over_r);
+          shifted_force_coulomb(r2, qqr2e * qs[p] * qs[q], inverse_coulomb_cutoff, ec, f_over_r);
           e += ec, force_over_r += f_over_r;
         }
         fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
-        force[3 * j] += force_over_r * dx, force[3 * j + 1] += force_over_r * dy, force[3 * j + 2] += force_over_r * dz;
+        force[3 * q] += force_over_r * dx, force[3 * q + 1] += force_over_r * dy, force[3 * q + 2] += force_over_r * dz;
         energy += e, virial += force_over_r * r2;
       }
-      force[3 * i] += fx, force[3 * i + 1] += fy, force[3 * i + 2] += fz;
+      force[3 * p] += fx, force[3 * p + 1] += fy, force[3 * p + 2] += fz;
     }
     energy_of[me] = energy, virial_of[me] = virial;
   }
   for (int t = 0; t < team; ++t) {
     const std::vector<double>& force = partial[t];
-    for (std::int64_t i = 0; i < n; ++i)
-      out.fx[i] += force[3 * i], out.fy[i] += force[3 * i + 1], out.fz[i] += force[3 * i + 2];
+    for (std::int64_t p = 0; p < n; ++p) {
+      const std::int64_t i = order[p];
+      out.fx[i] += force[3 * p], out.fy[i] += force[3 * p + 1], out.fz[i] += force[3 * p + 2];
+    }
     out.potential += energy_of[t], out.virial += virial_of[t];
   }
   out.potential += coulomb_self_energy(s, f);

@@ -105,8 +105,11 @@ void NeighborList::build(const System& s, const ForceField& field) {
     if (a < 0 || b < 0 || a >= n || b >= n || a == b) throw Error("exclusion: atom indices must be distinct and in range");
     excluded.insert(static_cast<std::uint64_t>(std::min(a, b)) << 32 | static_cast<std::uint64_t>(std::max(a, b)));
   }
-  // Rows in parallel: each thread takes a contiguous range of atoms into its own buffers,
-  // joined in thread order, so the list is the same for any thread count.
+  // Rows in parallel, in cell order (sorted position p = the atom's place in `members`), so
+  // consecutive rows scan the same cells and the force loop reads neighbours close in memory
+  // (LAMMPS sorts its atoms by bin for the same reason). Each thread takes a contiguous
+  // range of rows into its own buffers, joined in thread order: the same list for any
+  // thread count. Neighbours are stored as sorted positions too.
   const int team = std::max(1, std::min<int>(hardware_threads(), static_cast<int>(n / 1024) + 1));
   std::vector<std::vector<std::int32_t>> thread_neighbors(team);
   std::vector<std::vector<std::array<std::int8_t, 3>>> thread_shifts(team);
@@ -119,24 +122,45 @@ void NeighborList::build(const System& s, const ForceField& field) {
     std::vector<std::int32_t>& neighbors = thread_neighbors[me];
     std::vector<std::int64_t> passed(static_cast<std::size_t>(largest_cell) + 1);
     std::vector<std::array<std::int8_t, 3>>& shifts = thread_shifts[me];
-    for (std::int64_t i = begin; i < end && thread_error[me].empty(); ++i) {
+    // The cells a row's atom scans, with their images: the same for every atom of a cell, so
+    // worked out once per cell (rows come in cell order).
+    struct Target {
+      std::int64_t cell;
+      std::int64_t wrap[3];
+      double offset[3];  // wrap * box length
+    };
+    std::vector<Target> targets;
+    std::int64_t targets_cell = -1;
+    for (std::int64_t row = begin; row < end && thread_error[me].empty(); ++row) {
+      const std::int64_t i = members[row];
       const std::size_t row_start = neighbors.size();
-      const std::int64_t ci[3] = {cell_of[i] % cells[0], cell_of[i] / cells[0] % cells[1],
-                                  cell_of[i] / cells[0] / cells[1]};
+      if (cell_of[i] != targets_cell) {
+        targets_cell = cell_of[i];
+        const std::int64_t ci[3] = {targets_cell % cells[0], targets_cell / cells[0] % cells[1],
+                                    targets_cell / cells[0] / cells[1]};
+        targets.clear();
+        auto add = [&](std::int64_t ox, std::int64_t oy, std::int64_t oz) {
+          const std::int64_t o[3] = {ox, oy, oz};
+          Target t{};
+          std::int64_t cell[3];
+          for (int a = 0; a < 3; ++a) {
+            const std::size_t k = static_cast<std::size_t>(ci[a] + o[a] + span[a]);
+            t.wrap[a] = axis_wrap[a][k], cell[a] = axis_cell[a][k];
+            t.offset[a] = static_cast<double>(t.wrap[a]) * length[a];
+          }
+          t.cell = (cell[2] * cells[1] + cell[1]) * cells[0] + cell[0];
+          targets.push_back(t);
+        };
+        add(0, 0, 0);  // the own cell first
+        for (const auto& o : stencil) add(o[0], o[1], o[2]);
+      }
       const double xi = wrapped[3 * i], yi = wrapped[3 * i + 1], zi = wrapped[3 * i + 2];
-      auto visit = [&](const std::int64_t (&o)[3], bool own_cell) {
-        std::int64_t cell[3], wrap[3];
-        for (int a = 0; a < 3; ++a) {
-          const std::size_t k = static_cast<std::size_t>(ci[a] + o[a] + span[a]);
-          wrap[a] = axis_wrap[a][k], cell[a] = axis_cell[a][k];
-        }
-        const std::int64_t c = (cell[2] * cells[1] + cell[1]) * cells[0] + cell[0];
-        const double ox_shift = wrap[0] * length[0] - xi, oy_shift = wrap[1] * length[1] - yi,
-                     oz_shift = wrap[2] * length[2] - zi;
-        std::int64_t m = cell_first[c];
-        const std::int64_t m_end = cell_first[c + 1];
-        if (own_cell)
-          while (m < m_end && members[m] <= i) ++m;  // the own cell: each pair from its lower index
+      for (std::size_t t = 0; t < targets.size(); ++t) {
+        const Target& target = targets[t];
+        const double ox_shift = target.offset[0] - xi, oy_shift = target.offset[1] - yi, oz_shift = target.offset[2] - zi;
+        // The own cell: each pair from the row that comes first.
+        std::int64_t m = t == 0 ? row + 1 : cell_first[target.cell];
+        const std::int64_t m_end = cell_first[target.cell + 1];
         // First the distance test without a branch (it fails for three candidates in four,
         // at random): the passing ones are written to `passed`, the count advanced by the test.
         std::size_t count = 0;
@@ -154,23 +178,22 @@ void NeighborList::build(const System& s, const ForceField& field) {
           std::array<std::int8_t, 3> shift{};
           for (int a = 0; a < 3; ++a) {
             // Displacement from the stored (unwrapped) positions: x_j + shift L - x_i.
-            const std::int64_t k = wrap[a] - image[j][a] + image[i][a];
+            const std::int64_t k = target.wrap[a] - image[j][a] + image[i][a];
             if (k < -127 || k > 127) thread_error[me] = "neighbour list: atoms more than 127 box lengths apart";
             shift[a] = static_cast<std::int8_t>(k);
           }
-          neighbors.push_back(static_cast<std::int32_t>(j));
+          neighbors.push_back(static_cast<std::int32_t>(passed[p]));
           shifts.push_back(shift);
         }
-      };
-      visit({0, 0, 0}, true);
-      for (const auto& o : stencil) visit({o[0], o[1], o[2]}, false);
-      row_size[i] = static_cast<std::int64_t>(neighbors.size() - row_start);
+      }
+      row_size[row] = static_cast<std::int64_t>(neighbors.size() - row_start);
     }
   }
   for (const std::string& error : thread_error)
     if (!error.empty()) throw Error(error + " (wrap them into the box)");
   first_.assign(n + 1, 0);
-  for (std::int64_t i = 0; i < n; ++i) first_[i + 1] = first_[i] + row_size[i];
+  for (std::int64_t row = 0; row < n; ++row) first_[row + 1] = first_[row] + row_size[row];
+  order_.assign(members.begin(), members.end());
   neighbors_.clear();
   shifts_.clear();
   neighbors_.reserve(static_cast<std::size_t>(first_[n]));
