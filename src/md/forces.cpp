@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
 
+#include "md/exclusions.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/md.hpp"
@@ -79,6 +79,43 @@ PairTable pair_table(const ForceField& f) {
   return t;
 }
 
+// The force field's pair law for one system, set up once per force evaluation: Lennard-Jones
+// within the LJ cutoff (shifted when the field says so), shifted-force Coulomb within the
+// Coulomb cutoff when the atoms carry charges. The reference and the list loop both call it.
+struct PairEvaluator {
+  PairEvaluator(const System& s, const ForceField& f)
+      : table(pair_table(f)),
+        types(f.types()),
+        cutoff2(f.cutoff * f.cutoff),
+        reach2(f.reach() * f.reach()),
+        coulomb(f.coulomb_cutoff > 0 && s.has_charges),
+        coulomb2(f.coulomb_cutoff * f.coulomb_cutoff),
+        inverse_coulomb_cutoff(coulomb ? 1 / f.coulomb_cutoff : 0),
+        qqr2e(unit_constants(s.units).coulomb / f.dielectric) {}
+
+  // Energy and force / r of a pair at squared distance r2 < reach2 (zero outside both cutoffs).
+  void operator()(double r2, int type_i, int type_j, double charge_i, double charge_j, double& energy,
+                  double& force_over_r) const {
+    energy = 0, force_over_r = 0;
+    if (r2 < cutoff2) {
+      const int pair = type_i * types + type_j;
+      lennard_jones(1 / r2, table.coefficients[pair].c12, table.coefficients[pair].c6, energy, force_over_r);
+      energy -= table.offset[pair];
+    }
+    if (coulomb && r2 < coulomb2) {
+      double e, f_over_r;
+      shifted_force_coulomb(r2, qqr2e * charge_i * charge_j, inverse_coulomb_cutoff, e, f_over_r);
+      energy += e, force_over_r += f_over_r;
+    }
+  }
+
+  PairTable table;
+  int types;
+  double cutoff2, reach2;
+  bool coulomb;
+  double coulomb2, inverse_coulomb_cutoff, qqr2e;
+};
+
 // The shifted-force Coulomb's self term, -k/eps sum q_i^2 / rc (LAMMPS's e_self, alpha 0).
 double coulomb_self_energy(const System& s, const ForceField& f) {
   if (!(f.coulomb_cutoff > 0) || !s.has_charges) return 0;
@@ -87,43 +124,21 @@ double coulomb_self_energy(const System& s, const ForceField& f) {
   return -unit_constants(s.units).coulomb / f.dielectric * sum / f.coulomb_cutoff;
 }
 
-std::uint64_t pair_key(std::int64_t a, std::int64_t b) {
-  const auto lo = static_cast<std::uint64_t>(std::min(a, b)), hi = static_cast<std::uint64_t>(std::max(a, b));
-  return lo << 32 | hi;
-}
-
-std::unordered_set<std::uint64_t> exclusion_set(const System& s, const ForceField& f) {
-  std::unordered_set<std::uint64_t> set;
-  for (const auto& [a, b] : f.exclusions) {
-    if (a < 0 || b < 0 || a >= static_cast<std::int64_t>(s.size()) || b >= static_cast<std::int64_t>(s.size()) || a == b)
-      throw Error("exclusion (" + std::to_string(a) + ", " + std::to_string(b) + "): atom indices must be distinct and below " +
-                  std::to_string(s.size()));
-    set.insert(pair_key(a, b));
-  }
-  return set;
-}
-
 }  // namespace
 
 void forces_reference(const System& s, const ForceField& f, Forces& out) {
   check(s, f);
   const std::size_t n = s.size();
   out.resize(n);
-  const auto excluded = exclusion_set(s, f);
-  const PairTable table = pair_table(f);
-  const int types = f.types();
-  const double cutoff2 = f.cutoff * f.cutoff, reach2 = f.reach() * f.reach();
-  const bool coulomb = f.coulomb_cutoff > 0 && s.has_charges;
-  const double coulomb2 = f.coulomb_cutoff * f.coulomb_cutoff, inverse_coulomb_cutoff = coulomb ? 1 / f.coulomb_cutoff : 0;
-  const double qqr2e = unit_constants(s.units).coulomb / f.dielectric;
+  const auto excluded = exclusion_set(static_cast<std::int64_t>(s.size()), f);
+  const PairEvaluator pair_law(s, f);
   const double length[3] = {s.box.length(0), s.box.length(1), s.box.length(2)};
   int reach[3];
   for (int a = 0; a < 3; ++a) reach[a] = static_cast<int>(std::ceil(f.reach() / length[a]));
   for (std::size_t i = 0; i < n; ++i) {
     double fx = 0, fy = 0, fz = 0;
     for (std::size_t j = 0; j < n; ++j) {
-      if (j != i && excluded.count(pair_key(static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)))) continue;
-      const int pair = s.type[i] * types + s.type[j];
+      if (j != i && excluded.count(exclusion_key(static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)))) continue;
       double dx0 = s.x[j] - s.x[i], dy0 = s.y[j] - s.y[i], dz0 = s.z[j] - s.z[i];
       dx0 -= length[0] * std::round(dx0 / length[0]);  // nearest image first, then the others
       dy0 -= length[1] * std::round(dy0 / length[1]);
@@ -134,17 +149,9 @@ void forces_reference(const System& s, const ForceField& f, Forces& out) {
             if (j == i && ix == 0 && iy == 0 && iz == 0) continue;
             const double dx = dx0 + ix * length[0], dy = dy0 + iy * length[1], dz = dz0 + iz * length[2];
             const double r2 = dx * dx + dy * dy + dz * dz;
-            if (r2 >= reach2) continue;
-            double energy = 0, force_over_r = 0;
-            if (r2 < cutoff2) {
-              lennard_jones(1 / r2, table.coefficients[pair].c12, table.coefficients[pair].c6, energy, force_over_r);
-              energy -= table.offset[pair];
-            }
-            if (coulomb && r2 < coulomb2) {
-              double e, f_over_r;
-              shifted_force_coulomb(r2, qqr2e * s.charge[i] * s.charge[j], inverse_coulomb_cutoff, e, f_over_r);
-              energy += e, force_over_r += f_over_r;
-            }
+            if (r2 >= pair_law.reach2) continue;
+            double energy, force_over_r;
+            pair_law(r2, s.type[i], s.type[j], s.charge[i], s.charge[j], energy, force_over_r);
             fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
             out.potential += 0.5 * energy;  // each pair is visited from both ends
             out.virial += 0.5 * force_over_r * r2;
@@ -162,13 +169,9 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
     throw Error("the neighbour list was built for another system: rebuild it");
   out.resize(static_cast<std::size_t>(n));
   if (list.cutoff() < f.reach()) throw Error("the neighbour list is shorter than the force field's longest cutoff");
-  const int types = f.types();
-  const double cutoff2 = f.cutoff * f.cutoff, reach2 = f.reach() * f.reach();
-  const bool coulomb = f.coulomb_cutoff > 0 && s.has_charges;
-  const double coulomb2 = f.coulomb_cutoff * f.coulomb_cutoff, inverse_coulomb_cutoff = coulomb ? 1 / f.coulomb_cutoff : 0;
-  const double qqr2e = unit_constants(s.units).coulomb / f.dielectric;
+  const PairEvaluator pair_law(s, f);
+  const bool coulomb = pair_law.coulomb;
   const double length[3] = {s.box.length(0), s.box.length(1), s.box.length(2)};
-  const PairTable table = pair_table(f);
   const int team = threads > 0 ? threads : hardware_threads();
   // The atoms gathered in the list's cell order (positions, types, charges), so that a row's
   // neighbours lie close in memory; forces scattered back to atom order at the end.
@@ -195,7 +198,7 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
     for (std::int64_t p = 0; p < n; ++p) {
       double fx = 0, fy = 0, fz = 0;
       const double xi = xs[p], yi = ys[p], zi = zs[p];
-      const int row = types_s[p] * types;
+      const double qi = coulomb ? qs[p] : 0;
       for (std::int64_t k = list.first_[p]; k < list.first_[p + 1]; ++k) {
         const std::int32_t q = list.neighbors_[k];
         const auto& shift = list.shifts_[k];
@@ -203,18 +206,9 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
         const double dy = ys[q] + shift[1] * length[1] - yi;
         const double dz = zs[q] + shift[2] * length[2] - zi;
         const double r2 = dx * dx + dy * dy + dz * dz;
-        if (r2 >= reach2) continue;  // in the skin
-        double e = 0, force_over_r = 0;
-        if (r2 < cutoff2) {
-          const int pair = row + types_s[q];
-          lennard_jones(1 / r2, table.coefficients[pair].c12, table.coefficients[pair].c6, e, force_over_r);
-          e -= table.offset[pair];
-        }
-        if (coulomb && r2 < coulomb2) {
-          double ec, f_over_r;
-          shifted_force_coulomb(r2, qqr2e * qs[p] * qs[q], inverse_coulomb_cutoff, ec, f_over_r);
-          e += ec, force_over_r += f_over_r;
-        }
+        if (r2 >= pair_law.reach2) continue;  // in the skin
+        double e, force_over_r;
+        pair_law(r2, types_s[p], types_s[q], qi, coulomb ? qs[q] : 0, e, force_over_r);
         fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
         force[3 * q] += force_over_r * dx, force[3 * q + 1] += force_over_r * dy, force[3 * q + 2] += force_over_r * dz;
         energy += e, virial += force_over_r * r2;

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_set>
 
+#include "md/exclusions.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/md.hpp"
 
@@ -93,18 +93,12 @@ void NeighborList::build(const System& s, const ForceField& field) {
   for (std::int64_t i = 0; i < n; ++i) ++cell_first[cell_of[i] + 1];
   for (std::int64_t c = 0; c < cell_count; ++c) cell_first[c + 1] += cell_first[c];
   std::vector<std::int64_t> fill(cell_first.begin(), cell_first.end() - 1);
-  std::int64_t largest_cell = 0;
-  for (std::int64_t c = 0; c < cell_count; ++c) largest_cell = std::max(largest_cell, cell_first[c + 1] - cell_first[c]);
   for (std::int64_t i = 0; i < n; ++i) members[fill[cell_of[i]]++] = i;
   std::vector<double> binned(3 * static_cast<std::size_t>(n));
   for (std::int64_t m = 0; m < n; ++m)
     for (int a = 0; a < 3; ++a) binned[3 * m + a] = wrapped[3 * members[m] + a];
 
-  std::unordered_set<std::uint64_t> excluded;
-  for (const auto& [a, b] : field.exclusions) {
-    if (a < 0 || b < 0 || a >= n || b >= n || a == b) throw Error("exclusion: atom indices must be distinct and in range");
-    excluded.insert(static_cast<std::uint64_t>(std::min(a, b)) << 32 | static_cast<std::uint64_t>(std::max(a, b)));
-  }
+  const auto excluded = exclusion_set(n, field);
   // Rows in parallel, in cell order (sorted position p = the atom's place in `members`), so
   // consecutive rows scan the same cells and the force loop reads neighbours close in memory
   // (LAMMPS sorts its atoms by bin for the same reason). Each thread takes a contiguous
@@ -120,7 +114,6 @@ void NeighborList::build(const System& s, const ForceField& field) {
     const int me = omp_get_thread_num();
     const std::int64_t begin = n * me / team, end = n * (me + 1) / team;
     std::vector<std::int32_t>& neighbors = thread_neighbors[me];
-    std::vector<std::int64_t> passed(static_cast<std::size_t>(largest_cell) + 1);
     std::vector<std::array<std::int8_t, 3>>& shifts = thread_shifts[me];
     // The cells a row's atom scans, with their images: the same for every atom of a cell, so
     // worked out once per cell (rows come in cell order).
@@ -161,20 +154,12 @@ void NeighborList::build(const System& s, const ForceField& field) {
         // The own cell: each pair from the row that comes first.
         std::int64_t m = t == 0 ? row + 1 : cell_first[target.cell];
         const std::int64_t m_end = cell_first[target.cell + 1];
-        // First the distance test without a branch (it fails for three candidates in four,
-        // at random): the passing ones are written to `passed`, the count advanced by the test.
-        std::size_t count = 0;
         for (; m < m_end; ++m) {
           const double dx = binned[3 * m] + ox_shift, dy = binned[3 * m + 1] + oy_shift,
                        dz = binned[3 * m + 2] + oz_shift;
-          passed[count] = m;
-          count += dx * dx + dy * dy + dz * dz < reach2;
-        }
-        for (std::size_t p = 0; p < count; ++p) {
-          const std::int64_t j = members[passed[p]];
-          if (j != i && !excluded.empty() &&
-              excluded.count(static_cast<std::uint64_t>(std::min(i, j)) << 32 | static_cast<std::uint64_t>(std::max(i, j))))
-            continue;
+          if (dx * dx + dy * dy + dz * dz >= reach2) continue;
+          const std::int64_t j = members[m];
+          if (j != i && !excluded.empty() && excluded.count(exclusion_key(i, j))) continue;
           std::array<std::int8_t, 3> shift{};
           for (int a = 0; a < 3; ++a) {
             // Displacement from the stored (unwrapped) positions: x_j + shift L - x_i.
@@ -182,7 +167,7 @@ void NeighborList::build(const System& s, const ForceField& field) {
             if (k < -127 || k > 127) thread_error[me] = "neighbour list: atoms more than 127 box lengths apart";
             shift[a] = static_cast<std::int8_t>(k);
           }
-          neighbors.push_back(static_cast<std::int32_t>(passed[p]));
+          neighbors.push_back(static_cast<std::int32_t>(m));
           shifts.push_back(shift);
         }
       }

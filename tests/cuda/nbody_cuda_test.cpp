@@ -9,6 +9,7 @@
 
 #include "nbkit/core/error.hpp"
 #include "nbkit/nbody.hpp"
+#include "nbody/nbody_test_support.hpp"
 
 namespace nbkit::nbody {
 
@@ -24,18 +25,7 @@ class CudaNbody : public ::testing::Test {
   std::vector<GpuInfo> gpus_;
 };
 
-Bodies random_bodies(std::size_t n, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0), mass(0.1, 1.0);
-  Bodies b;
-  b.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    b.x[i] = u(rng), b.y[i] = u(rng), b.z[i] = u(rng);
-    b.vx[i] = b.vy[i] = b.vz[i] = 0;
-    b.mass[i] = mass(rng) / static_cast<double>(n);
-  }
-  return b;
-}
+using nbkit::test::random_bodies;
 
 ForceOptions on_gpu(Precision precision = Precision::single, double softening = 0.01, std::vector<int> gpus = {}) {
   ForceOptions o;
