@@ -61,16 +61,27 @@ LammpsData read_lammps_data(const std::string& path, md::Units units) {
       fail_at(number, fmt::format("{}: expected an integer, got {}", field, quoted(token)));
     return value;
   };
+  // The next line with content: its text without the comment, the comment, its fields.
+  std::string_view content, c;
+  std::vector<std::string_view> f;
+  auto next_content = [&] {
+    while (raw.next(raw_line)) {
+      line_number = raw.number();
+      c = {};
+      content = strip_comment(raw_line, &c);
+      f = split_whitespace(content);
+      if (!f.empty()) return true;
+    }
+    return false;
+  };
+  auto is_section = [](const std::string& name) {
+    return name == "Masses" || name == "Atoms" || name == "Velocities" || name == "Pair Coeffs";
+  };
   std::string section;
   std::string section_style;
-  while (raw.next(raw_line)) {
-    line_number = raw.number();
-    std::string_view c;
-    const std::string_view content = strip_comment(raw_line, &c);
-    const auto f = split_whitespace(content);
-    if (f.empty()) continue;
+  while (next_content()) {
     const std::string joined = trimmed(content);
-    if (joined == "Masses" || joined == "Atoms" || joined == "Velocities" || joined == "Pair Coeffs") {
+    if (is_section(joined)) {
       section = joined;
       section_style = trimmed(c);
       break;
@@ -99,7 +110,7 @@ LammpsData read_lammps_data(const std::string& path, md::Units units) {
   if (atoms < 0) throw Error(path + ": no 'N atoms' line in the header");
   if (types < 1) throw Error(path + ": no 'N atom types' line in the header (at least one type)");
   for (int a = 0; a < 3; ++a)
-    if (!box[a]) throw Error(path + ": the header lacks the box bounds '" + "xyz"[a] + "lo " + "xyz"[a] + "hi'");
+    if (!box[a]) throw Error(fmt::format("{}: the header lacks the box bounds '{}lo {}hi'", path, "xyz"[a], "xyz"[a]));
   s.resize(static_cast<std::size_t>(atoms));
   s.type_mass.assign(static_cast<std::size_t>(types), 0.0);
   std::vector<bool> mass_set(static_cast<std::size_t>(types), false);
@@ -110,17 +121,11 @@ LammpsData read_lammps_data(const std::string& path, md::Units units) {
     const std::int64_t rows = section == "Masses" || section == "Pair Coeffs" ? types : atoms;
     std::vector<std::pair<std::int64_t, std::vector<std::string_view>>> lines;
     std::string next_section, next_style;
-    while (raw.next(raw_line)) {
-      line_number = raw.number();
-      std::string_view c;
-      const std::string_view content = strip_comment(raw_line, &c);
-      const auto f = split_whitespace(content);
-      if (f.empty()) continue;
+    while (next_content()) {
       if (static_cast<std::int64_t>(lines.size()) == rows) {
         next_section = trimmed(content);
         next_style = trimmed(c);
-        if (next_section != "Masses" && next_section != "Atoms" && next_section != "Velocities" &&
-            next_section != "Pair Coeffs")
+        if (!is_section(next_section))
           fail_at(line_number, "'" + next_section + "': expected a section (Masses, Pair Coeffs, Atoms, Velocities) after " +
                                    std::to_string(rows) + " lines of " + section);
         break;
