@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "command.hpp"
+#include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/progress.hpp"
 #include "nbkit/io/atomic_file.hpp"
@@ -23,9 +24,9 @@ namespace nbkit::cli {
 namespace {
 
 struct MdArguments {
-  std::string config, output;
-  int threads = 0;
-  bool quiet = false;
+  std::string config, output, backend = "auto", precision = "single";
+  int threads = 0, gpu = 0;
+  bool quiet = false, precision_given = false;
 };
 
 // Typed access to the TOML tables with errors that name the file, the key and its line.
@@ -220,16 +221,43 @@ int run_md(const MdArguments& args) {
   const std::int64_t dcd_every = c.integer("output.dcd_every", 0, 0);
   const std::string final_data = c.text("output.data", "final.data");
 
+  // The backend: the GPU engine (NVE, boxes longer than twice the cutoff plus skin) or the
+  // CPU path (everything; float64 only).
+  const Backend requested = parse_backend(args.backend);
+  const Precision precision = parse_precision(args.precision);
+  if (requested == Backend::reference) throw Error("--backend: expected auto, cpu or cuda for md");
+  bool fits_gpu = ensemble == "nve";
+  for (int a = 0; a < 3; ++a) fits_gpu = fits_gpu && system.box.length(a) > 2 * (field.reach() + skin);
+  const bool use_gpu = requested == Backend::cuda || (requested == Backend::automatic && fits_gpu && !list_gpus().empty());
+  if (use_gpu) {
+    std::string why;
+    if (list_gpus(&why).empty()) throw Error("--backend cuda: no GPU is usable: " + why);
+  }
+  if (use_gpu && thermostat) throw Error("--backend cuda: the GPU engine runs NVE in this version; use --backend cpu for langevin");
+  if (!use_gpu && requested == Backend::cpu && precision == Precision::single && args.precision_given)
+    throw Error("--precision single: the CPU MD path computes in double; leave --precision out or use --backend cuda");
+
   std::filesystem::create_directories(directory);
-  md::NeighborList list(field.reach(), skin);
   md::wrap_into_box(system);
-  list.build(system, field);
+  md::NeighborList list(field.reach(), skin);
   md::Forces forces;
-  md::forces_cpu(system, field, list, forces, args.threads);
-  if (thermostat) thermostat->apply(system, forces, dt);
+  std::unique_ptr<md::GpuEngine> gpu;
+  if (use_gpu) {
+    md::GpuEngine::Options options;
+    options.device = args.gpu;
+    options.double_precision = precision == Precision::double_;
+    gpu = std::make_unique<md::GpuEngine>(system, field, skin, options);
+  } else {
+    list.build(system, field);
+    md::forces_cpu(system, field, list, forces, args.threads);
+    if (thermostat) thermostat->apply(system, forces, dt);
+  }
+  const std::string backend_name =
+      gpu ? "GPU: " + gpu->description() : fmt::format("CPU, {} threads, float64", args.threads > 0 ? args.threads : hardware_threads());
 
   std::vector<io::DcdFrame> frames;
   auto snapshot = [&] {
+    if (gpu) gpu->download(system);
     io::DcdFrame frame;
     frame.x.assign(system.x.begin(), system.x.end());
     frame.y.assign(system.y.begin(), system.y.end());
@@ -249,7 +277,7 @@ int run_md(const MdArguments& args) {
     csv << "step,temperature,potential,kinetic,total,pressure\n";
     const bool terminal = !args.quiet;
     auto report = [&](std::int64_t step) {
-      last = md::thermo(system, forces, step);
+      last = gpu ? gpu->thermo(step) : md::thermo(system, forces, step);
       csv << fmt::format("{},{:.12g},{:.12g},{:.12g},{:.12g},{:.12g}\n", step, last.temperature, last.potential,
                          last.kinetic, last.total, last.pressure);
       if (terminal)
@@ -259,20 +287,22 @@ int run_md(const MdArguments& args) {
     if (terminal) fmt::print("{:>10} {:>14} {:>14} {:>14} {:>14} {:>14}\n", "Step", "Temp", "PotEng", "KinEng", "TotEng", "Press");
     report(0);
     for (std::int64_t step = 1; step <= steps; ++step) {
-      md::verlet_step(system, forces, field, list, dt, args.threads, thermostat.get());
+      if (gpu) gpu->step(dt, step % every == 0 || step == steps);
+      else md::verlet_step(system, forces, field, list, dt, args.threads, thermostat.get());
       if (step % every == 0 || step == steps) report(step);
       if (dcd_every > 0 && step % dcd_every == 0) snapshot();
     }
     if (!csv) throw Error(thermo_path + ": write failed");
   });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (gpu) gpu->download(system);
   if (dcd_every > 0) io::write_dcd(output_path(directory, "trajectory.dcd"), frames, dt);
   io::write_lammps_data(output_path(directory, final_data), system, epsilon, sigma,
                         fmt::format("nbkit md after {} steps", steps));
   if (!args.quiet) {
     const double rate = static_cast<double>(system.size()) * static_cast<double>(std::max<std::int64_t>(steps, 1)) / seconds;
-    fmt::print("nbkit md: {} atoms, {} steps of {} ({} units), {:.3f} s, {:.3g} atom-steps/s (CPU, {} list builds)\n",
-               system.size(), steps, dt, to_string(units), seconds, rate, list.builds());
+    fmt::print("nbkit md: {} atoms, {} steps of {} ({} units), {:.3f} s, {:.3g} atom-steps/s ({}, {} list builds)\n",
+               system.size(), steps, dt, to_string(units), seconds, rate, backend_name, gpu ? gpu->builds() : list.builds());
     fmt::print("  {}{}, {}\n", thermo_path, dcd_every > 0 ? ", " + output_path(directory, "trajectory.dcd") : std::string(),
                output_path(directory, final_data));
   }
@@ -290,9 +320,20 @@ Action setup_md(CLI::App& app) {
       "Example: nbkit md examples/in.lj.toml");
   app.add_option("config", args->config, "the run's TOML file (see docs/md.md)")->required()->check(CLI::ExistingFile);
   app.add_option("-o,--output", args->output, "output directory (overrides [output] directory)");
+  app.add_option("--backend", args->backend,
+                 "auto (the GPU for NVE runs in boxes longer than twice cutoff + skin, else the CPU), cuda or cpu")
+      ->capture_default_str();
+  auto* precision = app.add_option("--precision", args->precision,
+                                   "on the GPU: single (float32 pair forces, float64 positions and velocities) or "
+                                   "double; the CPU path is double")
+                        ->capture_default_str();
+  app.add_option("--gpu", args->gpu, "the GPU to run on (index)")->capture_default_str();
   app.add_option("--threads", args->threads, "CPU threads (0: all)")->capture_default_str();
   app.add_flag("-q,--quiet", args->quiet, "no thermo on the terminal, no summary");
-  return [args]() { return run_md(*args); };
+  return [args, precision]() {
+    args->precision_given = precision->count() > 0;
+    return run_md(*args);
+  };
 }
 
 }  // namespace nbkit::cli

@@ -9,6 +9,7 @@
 // C++: the same header for CPU-only and CUDA builds.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
@@ -162,5 +163,45 @@ void wrap_into_box(System& system);
 // them to the first evaluation, as LAMMPS's setup does).
 void verlet_step(System& system, Forces& forces, const ForceField& field, NeighborList& list, double dt,
                  int threads = 0, Langevin* thermostat = nullptr);
+
+// The whole velocity-Verlet NVE step on one GPU (src/md/engine_cuda.cu): atoms, forces and
+// the neighbour list stay on the device from step to step; the only traffic per step is a
+// one-word "rebuild?" flag. Atoms are sorted by cell at every list rebuild; a full list (each
+// pair in both rows, no atomics) and fixed summation orders make a run the same bits every
+// time on the same GPU. float32 computes the pair forces in single precision (positions and
+// velocities stay float64, as OpenMM's mixed precision); float64 does everything in double.
+// Boxes must be longer than twice (reach + skin) along every axis (the minimum image); smaller
+// boxes run on the CPU path. Builds without CUDA throw from the constructor.
+class GpuEngine {
+ public:
+  struct Options {
+    int device = 0;
+    bool double_precision = false;
+    int initial_neighbors = 0;  // list row capacity to start from (0: from the density); grows on overflow
+  };
+  GpuEngine(const System& system, const ForceField& field, double skin, Options options);
+  ~GpuEngine();
+  GpuEngine(const GpuEngine&) = delete;
+  GpuEngine& operator=(const GpuEngine&) = delete;
+
+  // One step: v += f/m dt/2, x += v dt, the rebuild check (atoms wrapped and re-sorted, the
+  // list rebuilt, when one moved more than half the skin), forces, v += f/m dt/2. With
+  // `energies`, the force evaluation also sums the potential energy and the virial.
+  void step(double dt, bool energies);
+  // Thermodynamic state now (the potential and virial of the last evaluation with energies;
+  // the constructor's evaluation has them).
+  Thermo thermo(std::int64_t step) const;
+  // Positions and velocities back into `system` (in its atom order).
+  void download(System& system) const;
+  // The last forces in the system's atom order, with the last potential and virial.
+  void forces(Forces& out) const;
+  std::int64_t builds() const;
+  int neighbor_capacity() const;  // the list's row capacity now
+  std::string description() const;  // "NVIDIA H100 80GB HBM3, float32"
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace nbkit::md

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "md/exclusions.hpp"
+#include "md/force_field.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/md.hpp"
@@ -43,9 +44,7 @@ void Forces::resize(std::size_t n) {
   potential = virial = 0;
 }
 
-namespace {
-
-void check(const System& s, const ForceField& f) {
+void check_force_field(const System& s, const ForceField& f) {
   if (!(f.cutoff > 0) || !std::isfinite(f.cutoff)) throw Error("the cutoff must be a positive length");
   if (!(f.coulomb_cutoff >= 0) || !std::isfinite(f.coulomb_cutoff))
     throw Error("the Coulomb cutoff must be zero (no Coulomb) or a positive length");
@@ -56,13 +55,6 @@ void check(const System& s, const ForceField& f) {
   for (int axis = 0; axis < 3; ++axis)
     if (!(s.box.length(axis) > 0)) throw Error("the box must have a positive length along every axis");
 }
-
-// Each type pair's coefficients, and its energy at the cutoff when the field shifts
-// energies (else zero).
-struct PairTable {
-  std::vector<LennardJonesPair> coefficients;
-  std::vector<double> offset;
-};
 
 PairTable pair_table(const ForceField& f) {
   PairTable t;
@@ -78,6 +70,8 @@ PairTable pair_table(const ForceField& f) {
   }
   return t;
 }
+
+namespace {
 
 // The force field's pair law for one system, set up once per force evaluation: Lennard-Jones
 // within the LJ cutoff (shifted when the field says so), shifted-force Coulomb within the
@@ -116,7 +110,8 @@ struct PairEvaluator {
   double coulomb2, inverse_coulomb_cutoff, qqr2e;
 };
 
-// The shifted-force Coulomb's self term, -k/eps sum q_i^2 / rc (LAMMPS's e_self, alpha 0).
+}  // namespace
+
 double coulomb_self_energy(const System& s, const ForceField& f) {
   if (!(f.coulomb_cutoff > 0) || !s.has_charges) return 0;
   double sum = 0;
@@ -124,10 +119,9 @@ double coulomb_self_energy(const System& s, const ForceField& f) {
   return -unit_constants(s.units).coulomb / f.dielectric * sum / f.coulomb_cutoff;
 }
 
-}  // namespace
 
 void forces_reference(const System& s, const ForceField& f, Forces& out) {
-  check(s, f);
+  check_force_field(s, f);
   const std::size_t n = s.size();
   out.resize(n);
   const auto excluded = exclusion_set(static_cast<std::int64_t>(s.size()), f);
@@ -163,7 +157,7 @@ void forces_reference(const System& s, const ForceField& f, Forces& out) {
 }
 
 void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, Forces& out, int threads) {
-  check(s, f);
+  check_force_field(s, f);
   const std::int64_t n = static_cast<std::int64_t>(s.size());
   if (static_cast<std::int64_t>(list.first_.size()) != n + 1 || static_cast<std::int64_t>(list.order_.size()) != n)
     throw Error("the neighbour list was built for another system: rebuild it");

@@ -2,6 +2,8 @@
 #include <cmath>
 #include <random>
 
+#include "md/periodic.hpp"
+#include "md/thermo_sums.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/md.hpp"
 
@@ -77,30 +79,31 @@ void wrap_into_box(System& s) {
   std::vector<double>* coordinate[3] = {&s.x, &s.y, &s.z};
   for (int a = 0; a < 3; ++a) {
     const double lo = s.box.lo[a], length = s.box.length(a);
-    for (double& v : *coordinate[a]) {
-      v -= length * std::floor((v - lo) / length);
-      if (v >= lo + length) v -= length;  // rounding at the upper edge
-    }
+    for (double& v : *coordinate[a]) v = wrap_coordinate(v, lo, length);
   }
 }
 
-Thermo thermo(const System& s, const Forces& forces, std::int64_t step) {
-  const UnitConstants u = unit_constants(s.units);
-  const std::size_t n = s.size();
-  double mv2 = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    mv2 += s.type_mass[s.type[i]] * (s.vx[i] * s.vx[i] + s.vy[i] * s.vy[i] + s.vz[i] * s.vz[i]);
+Thermo thermo_from_sums(Units units, std::size_t n, double volume, double mv2, double potential, double virial,
+                        std::int64_t step) {
+  const UnitConstants u = unit_constants(units);
   Thermo t;
   t.step = step;
   const double degrees_of_freedom = 3.0 * static_cast<double>(n) - 3.0;
   t.kinetic = 0.5 * u.mv2_to_energy * mv2;
   t.temperature = degrees_of_freedom > 0 ? u.mv2_to_energy * mv2 / (degrees_of_freedom * u.boltzmann) : 0.0;
-  t.potential = forces.potential;
+  t.potential = potential;
   // LAMMPS's compute pressure: (dof k T + virial) / (3 V), times nktv2p.
-  t.pressure = (degrees_of_freedom * u.boltzmann * t.temperature + forces.virial) / (3.0 * s.box.volume()) * u.pressure;
-  if (s.units == Units::lj && n > 0) t.kinetic /= static_cast<double>(n), t.potential /= static_cast<double>(n);
+  t.pressure = (degrees_of_freedom * u.boltzmann * t.temperature + virial) / (3.0 * volume) * u.pressure;
+  if (units == Units::lj && n > 0) t.kinetic /= static_cast<double>(n), t.potential /= static_cast<double>(n);
   t.total = t.kinetic + t.potential;
   return t;
+}
+
+Thermo thermo(const System& s, const Forces& forces, std::int64_t step) {
+  double mv2 = 0;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    mv2 += s.type_mass[s.type[i]] * (s.vx[i] * s.vx[i] + s.vy[i] * s.vy[i] + s.vz[i] * s.vz[i]);
+  return thermo_from_sums(s.units, s.size(), s.box.volume(), mv2, forces.potential, forces.virial, step);
 }
 
 }  // namespace nbkit::md

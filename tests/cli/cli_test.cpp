@@ -4,9 +4,12 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "nbkit/core/backend.hpp"
 #include "nbkit/io/dcd.hpp"
@@ -227,6 +230,43 @@ TEST(Cli, MdRunsFromATomlFileAndRefusesTypos) {
   EXPECT_NE(typo.status, 0);
   EXPECT_TRUE(contains(typo.output, "typo.toml:2: run.step: unknown key")) << typo.output;
   EXPECT_FALSE(std::filesystem::exists(dir.file("typo")));
+}
+
+// The GPU engine from the command line: the same thermo as the CPU path in float64 (to the
+// 1e-9 the engine's own test holds after 100 steps), or, without a GPU, a clear error.
+TEST(Cli, MdOnTheGpuMatchesTheCpuPath) {
+  nbkit::test::ScratchDir dir;
+  std::ofstream(dir.file("run.toml")) << "[system]\nlattice = \"fcc\"\ndensity = 0.8442\ncells = [5, 6, 5]\n"
+                                         "temperature = 1.44\n[run]\nsteps = 40\nthermo = 10\n";
+  const Result gpu = run_nbkit("md " + dir.file("run.toml") + " --backend cuda --precision double -o " + dir.file("gpu"));
+  std::string why;
+  if (nbkit::list_gpus(&why).empty()) {
+    EXPECT_NE(gpu.status, 0);
+    EXPECT_TRUE(contains(gpu.output, "--backend cuda")) << gpu.output;
+    return;
+  }
+  ASSERT_EQ(gpu.status, 0) << gpu.output;
+  EXPECT_TRUE(contains(gpu.output, "GPU: ")) << gpu.output;
+  const Result cpu = run_nbkit("md " + dir.file("run.toml") + " --backend cpu -q -o " + dir.file("cpu"));
+  ASSERT_EQ(cpu.status, 0) << cpu.output;
+  auto rows = [&](const std::string& name) {
+    std::ifstream csv(dir.file(name) + "/thermo.csv");
+    std::vector<std::vector<double>> out;
+    std::string line;
+    while (std::getline(csv, line)) {
+      if (line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
+      std::vector<double> row;
+      std::stringstream fields(line);
+      for (std::string field; std::getline(fields, field, ',');) row.push_back(std::stod(field));
+      out.push_back(row);
+    }
+    return out;
+  };
+  const auto a = rows("gpu"), b = rows("cpu");
+  ASSERT_EQ(a.size(), 5u);
+  ASSERT_EQ(b.size(), 5u);
+  for (std::size_t r = 0; r < a.size(); ++r)
+    for (std::size_t c = 1; c < a[r].size(); ++c) EXPECT_NEAR(a[r][c], b[r][c], 1e-9 * std::fabs(b[r][c])) << r << "," << c;
 }
 
 TEST(Cli, IonizeAppendsIonsToThePqr) {

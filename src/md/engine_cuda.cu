@@ -1,0 +1,641 @@
+// The MD step on one GPU (md::GpuEngine): NAMD's GPU nonbonded design (seed 001: atoms
+// binned into cells at least a cutoff wide, forces from the atoms of neighbouring cells)
+// reshaped the way GPU MD codes do it on current hardware (HOOMD-blue, LAMMPS's GPU and KOKKOS
+// packages): atoms re-sorted by cell at every list rebuild so that a warp's atoms and their
+// neighbours lie close in memory, a full Verlet list per atom stored column by column (the
+// k-th neighbours of consecutive atoms are consecutive words), and one thread per atom summing
+// its own force without atomics. Everything stays on the device; the host reads one word a
+// step (did an atom move half the skin?) and, at a rebuild, one more (did a row overflow?).
+//
+// Determinism: the cell sort is CUB's stable radix sort on (cell, current index); each row's
+// neighbours come in a fixed cell-stencil order; each force is summed by one thread in row
+// order; the energy, virial and kinetic sums are CUB reductions (run-to-run deterministic).
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cuda/check.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/pinned_buffer.hpp"
+#include "cuda/stream.hpp"
+#include "md/exclusions.hpp"
+#include "md/force_field.hpp"
+#include "md/pair_law.hpp"
+#include "md/periodic.hpp"
+#include "md/thermo_sums.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbkit/core/memory.hpp"
+
+namespace nbkit::md {
+
+using cuda::DeviceBuffer;
+
+namespace {
+
+constexpr int kThreads = 128;
+
+// Positions as the pair kernels read them, relative to the box's lower corner, with the type
+// in the fourth word (one 16- or 32-byte load per neighbour).
+template <class Real>
+struct Packed;
+template <>
+struct Packed<float> {
+  using type = float4;
+  __device__ static float4 make(double x, double y, double z, int t) {
+    return make_float4(static_cast<float>(x), static_cast<float>(y), static_cast<float>(z), __int_as_float(t));
+  }
+  __device__ static int type_of(const float4& p) { return __float_as_int(p.w); }
+};
+struct alignas(32) Double4 {
+  double x, y, z, w;
+};
+template <>
+struct Packed<double> {
+  using type = Double4;
+  __device__ static Double4 make(double x, double y, double z, int t) { return {x, y, z, static_cast<double>(t)}; }
+  __device__ static int type_of(const Double4& p) { return static_cast<int>(p.w); }
+};
+
+template <class Real>
+struct PairParameters {
+  Real c12, c6, offset;
+};
+
+// The box and its cells: cells[a] = floor(length / (reach + skin)) >= 2 along each axis.
+struct Geometry {
+  double lo[3], length[3], inverse_length[3], cells_per_length[3];
+  int cells[3];
+};
+
+template <class Real>
+__device__ inline Real minimum_image(Real d, Real length, Real inverse_length) {
+  return d - length * rint(d * inverse_length);
+}
+
+int blocks_for(std::int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
+
+// ---- integration ---------------------------------------------------------------------------
+
+struct Atoms {  // the float64 state, in the current (cell-sorted) order
+  double *x, *y, *z, *vx, *vy, *vz;
+  int* type;
+};
+
+// v += f/m dt/2, x += v dt; raises `rebuild` when an atom is more than half the skin from
+// where the list was built; refreshes the packed positions the pair kernel reads.
+template <class Real>
+__global__ void kick_drift(int n, Atoms a, const Real* __restrict__ fx, const Real* __restrict__ fy,
+                           const Real* __restrict__ fz, const double* __restrict__ acceleration_per_force, double dt,
+                           const double* __restrict__ built_x, const double* __restrict__ built_y,
+                           const double* __restrict__ built_z, double half_skin2, Geometry g,
+                           typename Packed<Real>::type* __restrict__ packed, int* __restrict__ rebuild) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const int t = a.type[i];
+  const double half = 0.5 * dt * acceleration_per_force[t];
+  const double vx = a.vx[i] + half * fx[i], vy = a.vy[i] + half * fy[i], vz = a.vz[i] + half * fz[i];
+  const double x = a.x[i] + dt * vx, y = a.y[i] + dt * vy, z = a.z[i] + dt * vz;
+  a.vx[i] = vx, a.vy[i] = vy, a.vz[i] = vz;
+  a.x[i] = x, a.y[i] = y, a.z[i] = z;
+  const double dx = x - built_x[i], dy = y - built_y[i], dz = z - built_z[i];
+  if (dx * dx + dy * dy + dz * dz > half_skin2) *rebuild = 1;  // every writer writes 1: no race on the value
+  packed[i] = Packed<Real>::make(x - g.lo[0], y - g.lo[1], z - g.lo[2], t);
+}
+
+template <class Real>
+__global__ void kick(int n, Atoms a, const Real* __restrict__ fx, const Real* __restrict__ fy,
+                     const Real* __restrict__ fz, const double* __restrict__ acceleration_per_force, double dt) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const double half = 0.5 * dt * acceleration_per_force[a.type[i]];
+  a.vx[i] += half * fx[i], a.vy[i] += half * fy[i], a.vz[i] += half * fz[i];
+}
+
+__global__ void mass_velocity2(int n, Atoms a, const double* __restrict__ type_mass, double* __restrict__ out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  out[i] = type_mass[a.type[i]] * (a.vx[i] * a.vx[i] + a.vy[i] * a.vy[i] + a.vz[i] * a.vz[i]);
+}
+
+// ---- the list rebuild ----------------------------------------------------------------------
+
+// Wraps every atom into the box (the host's rule, same bits) and gives it its cell's index.
+__global__ void wrap_and_bin(int n, Atoms a, Geometry g, unsigned* __restrict__ cell, int* __restrict__ index) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double* coordinate[3] = {a.x, a.y, a.z};
+  int c[3];
+  for (int axis = 0; axis < 3; ++axis) {
+    const double v = wrap_coordinate(coordinate[axis][i], g.lo[axis], g.length[axis]);
+    coordinate[axis][i] = v;
+    c[axis] = min(g.cells[axis] - 1, max(0, static_cast<int>((v - g.lo[axis]) * g.cells_per_length[axis])));
+  }
+  cell[i] = static_cast<unsigned>((c[2] * g.cells[1] + c[1]) * g.cells[0] + c[0]);
+  index[i] = i;
+}
+
+template <class T>
+__global__ void gather(int n, const int* __restrict__ order, const T* __restrict__ from, T* __restrict__ to) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) to[i] = from[order[i]];
+}
+
+// cell_start[c] = the first sorted atom in cell c or later (c = 0 .. cells), by binary search.
+__global__ void cell_starts(int n, int cells, const unsigned* __restrict__ sorted_cell, int* __restrict__ cell_start) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c > cells) return;
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (sorted_cell[mid] < static_cast<unsigned>(c)) lo = mid + 1;
+    else hi = mid;
+  }
+  cell_start[c] = lo;
+}
+
+template <class Real>
+__global__ void pack(int n, Atoms a, Geometry g, typename Packed<Real>::type* __restrict__ packed,
+                     double* __restrict__ built_x, double* __restrict__ built_y, double* __restrict__ built_z) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  packed[i] = Packed<Real>::make(a.x[i] - g.lo[0], a.y[i] - g.lo[1], a.z[i] - g.lo[2], a.type[i]);
+  built_x[i] = a.x[i], built_y[i] = a.y[i], built_z[i] = a.z[i];
+}
+
+// Is the pair (tag_i, tag_j) on the exclusion list? Rows by original atom index, sorted.
+__device__ inline bool excluded(int tag_i, int tag_j, const int* __restrict__ first, const int* __restrict__ partner) {
+  for (int k = first[tag_i]; k < first[tag_i + 1]; ++k)
+    if (partner[k] == tag_j) return true;
+  return false;
+}
+
+// Row i of the full list: every atom j != i of the 27 (fewer in a box 2 cells wide) cells
+// around i's own within list_cutoff (reach + skin), minimum image, exclusions removed. A
+// row longer than `capacity` writes its first `capacity` entries and reports its length.
+template <class Real>
+__global__ void build_list(int n, const typename Packed<Real>::type* __restrict__ packed,
+                           const unsigned* __restrict__ sorted_cell, const int* __restrict__ cell_start, Geometry g,
+                           Real list_cutoff2, const int* __restrict__ tag, const int* __restrict__ exclusion_first,
+                           const int* __restrict__ exclusion_partner, int capacity, int* __restrict__ list,
+                           int* __restrict__ row_length, int* __restrict__ longest_row) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const auto pi = packed[i];
+  const Real length[3] = {Real(g.length[0]), Real(g.length[1]), Real(g.length[2])};
+  const Real inverse[3] = {Real(g.inverse_length[0]), Real(g.inverse_length[1]), Real(g.inverse_length[2])};
+  const unsigned own = sorted_cell[i];
+  const int c[3] = {static_cast<int>(own % g.cells[0]), static_cast<int>(own / g.cells[0] % g.cells[1]),
+                    static_cast<int>(own / g.cells[0] / g.cells[1])};
+  // Offsets -1, 0, 1 along an axis of 3 or more cells; 0, 1 along an axis of 2 (both
+  // neighbours are the same cell there).
+  int first_offset[3];
+  for (int axis = 0; axis < 3; ++axis) first_offset[axis] = g.cells[axis] >= 3 ? -1 : 0;
+  const int my_tag = exclusion_first ? tag[i] : 0;
+  int count = 0;
+  for (int oz = first_offset[2]; oz <= 1; ++oz) {
+    const int cz = (c[2] + oz + g.cells[2]) % g.cells[2];
+    for (int oy = first_offset[1]; oy <= 1; ++oy) {
+      const int cy = (c[1] + oy + g.cells[1]) % g.cells[1];
+      for (int ox = first_offset[0]; ox <= 1; ++ox) {
+        const int cx = (c[0] + ox + g.cells[0]) % g.cells[0];
+        const int cell = (cz * g.cells[1] + cy) * g.cells[0] + cx;
+        const int end = cell_start[cell + 1];
+        for (int j = cell_start[cell]; j < end; ++j) {
+          const auto pj = packed[j];
+          const Real dx = minimum_image<Real>(pj.x - pi.x, length[0], inverse[0]);
+          const Real dy = minimum_image<Real>(pj.y - pi.y, length[1], inverse[1]);
+          const Real dz = minimum_image<Real>(pj.z - pi.z, length[2], inverse[2]);
+          if (dx * dx + dy * dy + dz * dz >= list_cutoff2 || j == i) continue;
+          if (exclusion_first && excluded(my_tag, tag[j], exclusion_first, exclusion_partner)) continue;
+          if (count < capacity) list[static_cast<std::size_t>(count) * n + i] = j;
+          ++count;
+        }
+      }
+    }
+  }
+  row_length[i] = count;
+  if (count > capacity) atomicMax(longest_row, count);
+}
+
+// ---- forces --------------------------------------------------------------------------------
+
+template <class Real>
+struct PairKernelArguments {
+  const typename Packed<Real>::type* packed;
+  const Real* charge;  // q_i sqrt(k / dielectric), or null without Coulomb
+  const int* list;
+  const int* row_length;
+  const PairParameters<Real>* parameters;
+  int types;
+  Real length[3], inverse_length[3];
+  Real cutoff2, reach2, coulomb2, inverse_coulomb_cutoff;
+  Real *fx, *fy, *fz;
+  double *energy, *virial;  // per atom, half of each of its pairs (with Energies)
+};
+
+// One thread per atom i, its row of the list in order: the pair law of pair_law.hpp (the
+// CPU loops' too), Real arithmetic, the energy and virial summed in double when asked.
+template <class Real, bool Coulomb, bool Energies>
+__global__ void __launch_bounds__(kThreads) pair_forces(int n, PairKernelArguments<Real> p) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const auto pi = p.packed[i];
+  const int type_i = Packed<Real>::type_of(pi);
+  const PairParameters<Real>* row_parameters = p.parameters + type_i * p.types;
+  const Real qi = Coulomb ? p.charge[i] : Real(0);
+  Real fx = 0, fy = 0, fz = 0;
+  double energy = 0, virial = 0;
+  const int length = p.row_length[i];
+  const int* entry = p.list + i;
+  for (int k = 0; k < length; ++k, entry += n) {
+    const int j = __ldg(entry);
+    const auto pj = p.packed[j];
+    const Real dx = minimum_image<Real>(pj.x - pi.x, p.length[0], p.inverse_length[0]);
+    const Real dy = minimum_image<Real>(pj.y - pi.y, p.length[1], p.inverse_length[1]);
+    const Real dz = minimum_image<Real>(pj.z - pi.z, p.length[2], p.inverse_length[2]);
+    const Real r2 = dx * dx + dy * dy + dz * dz;
+    if (r2 >= p.reach2) continue;  // in the skin
+    Real pair_energy = 0, force_over_r = 0;
+    if (!Coulomb || r2 < p.cutoff2) {  // without Coulomb, reach2 is the LJ cutoff's square
+      const PairParameters<Real> c = row_parameters[Packed<Real>::type_of(pj)];
+      lennard_jones<Real>(Real(1) / r2, c.c12, c.c6, pair_energy, force_over_r);
+      pair_energy -= c.offset;
+    }
+    if (Coulomb && r2 < p.coulomb2) {
+      Real e, f;
+      shifted_force_coulomb<Real>(r2, qi * p.charge[j], p.inverse_coulomb_cutoff, e, f);
+      pair_energy += e, force_over_r += f;
+    }
+    fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
+    if (Energies) energy += static_cast<double>(pair_energy), virial += static_cast<double>(force_over_r * r2);
+  }
+  p.fx[i] = fx, p.fy[i] = fy, p.fz[i] = fz;
+  if (Energies) p.energy[i] = 0.5 * energy, p.virial[i] = 0.5 * virial;  // each pair is in two rows
+}
+
+}  // namespace
+
+// ---- the engine ----------------------------------------------------------------------------
+
+namespace {
+
+// The engine behind GpuEngine, one instance per precision.
+struct EngineBase {
+  virtual ~EngineBase() = default;
+  virtual void step(double dt, bool energies) = 0;
+  virtual Thermo thermo(std::int64_t step) = 0;
+  virtual void download(System& system) = 0;
+  virtual void forces(Forces& out) = 0;
+  std::int64_t builds = 0;
+  int capacity = 0;
+  std::string description;
+};
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+template <class Real>
+class Engine final : public EngineBase {
+ public:
+  Engine(const System& s, const ForceField& f, double skin, const GpuEngine::Options& options)
+      : device_(options.device), units_(s.units), n_(static_cast<int>(s.size())), volume_(s.box.volume()) {
+    check_force_field(s, f);
+    if (s.size() == 0) throw Error("the GPU MD engine needs at least one atom");
+    if (s.size() >= static_cast<std::size_t>(1) << 30) throw Error("the GPU MD engine handles fewer than 2^30 atoms");
+    if (!(skin >= 0) || !std::isfinite(skin)) throw Error("the neighbour skin must not be negative");
+    int devices = 0;
+    NBKIT_CUDA_CHECK(cudaGetDeviceCount(&devices));
+    if (options.device < 0 || options.device >= devices)
+      throw Error("GPU " + std::to_string(options.device) + " does not exist (" + std::to_string(devices) +
+                  " GPUs visible)");
+    NBKIT_CUDA_CHECK(cudaSetDevice(device_));
+    cudaDeviceProp properties{};
+    NBKIT_CUDA_CHECK(cudaGetDeviceProperties(&properties, device_));
+    description = std::string(properties.name) + (sizeof(Real) == 4 ? ", float32" : ", float64");
+
+    // The box and its cells: at least (reach + skin) wide; every box length above twice that,
+    // so that the minimum image is the only image within reach.
+    const double list_cutoff = f.reach() + skin;
+    int cell_count = 1;
+    for (int a = 0; a < 3; ++a) {
+      const double length = s.box.length(a);
+      if (!(length > 2 * list_cutoff))
+        throw Error(std::string("the GPU MD engine needs every box length above twice the cutoff plus skin: box ") +
+                    "xyz"[a] + " is " + number(length) + ", 2 x " + number(list_cutoff) + " = " +
+                    number(2 * list_cutoff) + "; use the CPU backend for this box");
+      geometry_.lo[a] = s.box.lo[a];
+      geometry_.length[a] = length;
+      geometry_.inverse_length[a] = 1 / length;
+      geometry_.cells[a] = static_cast<int>(std::min(1024.0, std::floor(length / list_cutoff)));
+      geometry_.cells_per_length[a] = geometry_.cells[a] / length;
+      cell_count *= geometry_.cells[a];
+    }
+    cells_ = cell_count;
+    list_cutoff2_ = static_cast<Real>(list_cutoff * list_cutoff);
+    half_skin2_ = 0.25 * skin * skin;
+    coulomb_ = f.coulomb_cutoff > 0 && s.has_charges;
+
+    // The row capacity from the density (a sphere of the list cutoff), with room for a
+    // denser region; grown on overflow.
+    const double expected = static_cast<double>(n_) / volume_ * 4.18879020478639 * list_cutoff * list_cutoff * list_cutoff;
+    capacity = options.initial_neighbors > 0 ? options.initial_neighbors
+                                             : static_cast<int>(std::ceil((1.3 * expected + 16) / 8) * 8);
+    check_memory(capacity);
+
+    const std::size_t n = static_cast<std::size_t>(n_);
+    for (auto* b : {&x_, &y_, &z_, &vx_, &vy_, &vz_, &x2_, &y2_, &z2_, &vx2_, &vy2_, &vz2_, &built_x_, &built_y_,
+                    &built_z_, &energy_, &virial_, &scratch_})
+      *b = DeviceBuffer<double>(n);
+    for (auto* b : {&fx_, &fy_, &fz_}) *b = DeviceBuffer<Real>(n);
+    for (auto* b : {&type_, &type2_, &tag_, &tag2_, &index_, &order_, &row_length_}) *b = DeviceBuffer<int>(n);
+    cell_ = DeviceBuffer<unsigned>(n), sorted_cell_ = DeviceBuffer<unsigned>(n);
+    cell_start_ = DeviceBuffer<int>(static_cast<std::size_t>(cells_) + 1);
+    packed_ = DeviceBuffer<typename Packed<Real>::type>(n);
+    list_ = DeviceBuffer<int>(n * static_cast<std::size_t>(capacity));
+    flags_ = DeviceBuffer<int>(2);
+    sums_ = DeviceBuffer<double>(3);
+    host_flags_ = cuda::PinnedBuffer<int>(2);
+    host_sums_ = cuda::PinnedBuffer<double>(3);
+
+    // Per-type tables: force -> acceleration, masses, pair coefficients.
+    const UnitConstants u = unit_constants(s.units);
+    std::vector<double> acceleration(s.types()), mass(s.type_mass);
+    for (int t = 0; t < s.types(); ++t) acceleration[t] = u.force_to_acceleration / s.type_mass[t];
+    acceleration_per_force_ = upload(acceleration);
+    type_mass_ = upload(mass);
+    const PairTable table = pair_table(f);
+    std::vector<PairParameters<Real>> parameters(table.coefficients.size());
+    for (std::size_t k = 0; k < parameters.size(); ++k)
+      parameters[k] = {static_cast<Real>(table.coefficients[k].c12), static_cast<Real>(table.coefficients[k].c6),
+                       static_cast<Real>(table.offset[k])};
+    parameters_ = upload(parameters);
+    types_ = f.types();
+    cutoff2_ = static_cast<Real>(f.cutoff * f.cutoff);
+    reach2_ = static_cast<Real>(f.reach() * f.reach());
+    if (coulomb_) {
+      coulomb2_ = static_cast<Real>(f.coulomb_cutoff * f.coulomb_cutoff);
+      inverse_coulomb_cutoff_ = static_cast<Real>(1 / f.coulomb_cutoff);
+      // q_i sqrt(k / eps) per atom, so that a pair's product is k q_i q_j / eps.
+      const double scale = std::sqrt(u.coulomb / f.dielectric);
+      std::vector<Real> charge(n);
+      for (std::size_t i = 0; i < n; ++i) charge[i] = static_cast<Real>(scale * s.charge[i]);
+      charge_ = upload(charge);
+      charge2_ = DeviceBuffer<Real>(n);
+    }
+    self_energy_ = coulomb_self_energy(s, f);
+
+    // Exclusions by original atom index: row a lists the partners b of a (both ways).
+    if (!f.exclusions.empty()) {
+      const auto set = exclusion_set(static_cast<std::int64_t>(n), f);  // checks the indices
+      std::vector<std::vector<int>> partners(n);
+      for (const std::uint64_t key : set) {
+        const int a = static_cast<int>(key >> 32), b = static_cast<int>(key & 0xffffffffu);
+        partners[a].push_back(b), partners[b].push_back(a);
+      }
+      std::vector<int> first(n + 1, 0), partner;
+      for (std::size_t a = 0; a < n; ++a) {
+        std::sort(partners[a].begin(), partners[a].end());
+        partner.insert(partner.end(), partners[a].begin(), partners[a].end());
+        first[a + 1] = static_cast<int>(partner.size());
+      }
+      exclusion_first_ = upload(first);
+      exclusion_partner_ = upload(partner);
+    }
+
+    // CUB's scratch: the larger of the sort's and the reduction's.
+    std::size_t sort_bytes = 0, reduce_bytes = 0;
+    key_bits_ = 1;
+    while ((1ll << key_bits_) < cells_) ++key_bits_;
+    NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, cell_.data(), sorted_cell_.data(),
+                                                     index_.data(), order_.data(), n_, 0, key_bits_, stream_));
+    NBKIT_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, reduce_bytes, energy_.data(), sums_.data(), n_, stream_));
+    cub_scratch_ = DeviceBuffer<unsigned char>(std::max(sort_bytes, reduce_bytes));
+
+    // The atoms, in the system's order; their tags are those indices.
+    x_.upload(s.x.data(), n, stream_), y_.upload(s.y.data(), n, stream_), z_.upload(s.z.data(), n, stream_);
+    vx_.upload(s.vx.data(), n, stream_), vy_.upload(s.vy.data(), n, stream_), vz_.upload(s.vz.data(), n, stream_);
+    type_.upload(s.type.data(), n, stream_);
+    std::vector<int> tags(n);
+    for (std::size_t i = 0; i < n; ++i) tags[i] = static_cast<int>(i);
+    tag_.upload(tags.data(), n, stream_);
+    NBKIT_CUDA_CHECK(cudaMemsetAsync(flags_.data(), 0, 2 * sizeof(int), stream_));
+    rebuild();
+    evaluate(true);
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  ~Engine() override { cudaSetDevice(device_); }
+
+  void step(double dt, bool energies) override {
+    NBKIT_CUDA_CHECK(cudaSetDevice(device_));
+    kick_drift<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(n_, atoms(), fx_.data(), fy_.data(), fz_.data(),
+                                                                 acceleration_per_force_.data(), dt, built_x_.data(),
+                                                                 built_y_.data(), built_z_.data(), half_skin2_,
+                                                                 geometry_, packed_.data(), flags_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(host_flags_.data(), flags_.data(), sizeof(int), cudaMemcpyDeviceToHost, stream_));
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (host_flags_.data()[0]) rebuild();
+    evaluate(energies);
+    kick<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(n_, atoms(), fx_.data(), fy_.data(), fz_.data(),
+                                                           acceleration_per_force_.data(), dt);
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+
+  Thermo thermo(std::int64_t step) override {
+    NBKIT_CUDA_CHECK(cudaSetDevice(device_));
+    mass_velocity2<<<blocks_for(n_), kThreads, 0, stream_>>>(n_, atoms(), type_mass_.data(), scratch_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    sum(scratch_, 2);
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(host_sums_.data(), sums_.data(), 3 * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    const double* s = host_sums_.data();
+    return thermo_from_sums(units_, static_cast<std::size_t>(n_), volume_, s[2], s[0] + self_energy_, s[1], step);
+  }
+
+  void download(System& s) override {
+    if (s.size() != static_cast<std::size_t>(n_)) throw Error("GpuEngine::download: the system has another atom count");
+    const std::vector<int> tags = fetch(tag_);
+    const std::vector<double> values[6] = {fetch(x_), fetch(y_), fetch(z_), fetch(vx_), fetch(vy_), fetch(vz_)};
+    std::vector<double>* to[6] = {&s.x, &s.y, &s.z, &s.vx, &s.vy, &s.vz};
+    for (int k = 0; k < 6; ++k)
+      for (int i = 0; i < n_; ++i) (*to[k])[tags[i]] = values[k][i];
+  }
+
+  void forces(Forces& out) override {
+    out.resize(static_cast<std::size_t>(n_));
+    const std::vector<int> tags = fetch(tag_);
+    const std::vector<Real> fx = fetch(fx_), fy = fetch(fy_), fz = fetch(fz_);
+    for (int i = 0; i < n_; ++i) out.fx[tags[i]] = fx[i], out.fy[tags[i]] = fy[i], out.fz[tags[i]] = fz[i];
+    out.potential = host_sums_.data()[0] + self_energy_;
+    out.virial = host_sums_.data()[1];
+  }
+
+ private:
+  Atoms atoms() { return {x_.data(), y_.data(), z_.data(), vx_.data(), vy_.data(), vz_.data(), type_.data()}; }
+
+  template <class T>
+  DeviceBuffer<T> upload(const std::vector<T>& values) {
+    DeviceBuffer<T> buffer(values.size());
+    if (!values.empty()) {
+      buffer.upload(values.data(), values.size(), stream_);
+      NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `values` may go before the copy would
+    }
+    return buffer;
+  }
+  template <class T>
+  std::vector<T> fetch(const DeviceBuffer<T>& buffer) {
+    NBKIT_CUDA_CHECK(cudaSetDevice(device_));
+    std::vector<T> values(buffer.size());
+    buffer.download(values.data(), values.size(), stream_);
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return values;
+  }
+
+  // What the engine holds on the device, checked against the free memory before allocating.
+  void check_memory(int row_capacity) const {
+    const std::size_t per_atom = 18 * sizeof(double) + 3 * sizeof(Real) + 7 * sizeof(int) + 2 * sizeof(unsigned) +
+                                 sizeof(typename Packed<Real>::type) + 2 * sizeof(Real) +
+                                 static_cast<std::size_t>(row_capacity) * sizeof(int);
+    const std::size_t needed = per_atom * static_cast<std::size_t>(n_) + static_cast<std::size_t>(cells_) * sizeof(int);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    NBKIT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (needed > free_bytes)
+      throw Error("the GPU MD engine needs " + format_bytes(needed) + " on GPU " + std::to_string(device_) + " for " +
+                  std::to_string(n_) + " atoms (" + std::to_string(row_capacity) + " neighbours a row); " +
+                  format_bytes(free_bytes) + " is free");
+  }
+
+  // Wrap, sort by cell, gather every per-atom array into the new order, find the cells,
+  // build the list (again, longer rows, if one overflowed).
+  void rebuild() {
+    const int blocks = blocks_for(n_);
+    wrap_and_bin<<<blocks, kThreads, 0, stream_>>>(n_, atoms(), geometry_, cell_.data(), index_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    std::size_t bytes = cub_scratch_.size();
+    NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(cub_scratch_.data(), bytes, cell_.data(), sorted_cell_.data(),
+                                                     index_.data(), order_.data(), n_, 0, key_bits_, stream_));
+    reorder(x_, x2_), reorder(y_, y2_), reorder(z_, z2_);
+    reorder(vx_, vx2_), reorder(vy_, vy2_), reorder(vz_, vz2_);
+    reorder(type_, type2_), reorder(tag_, tag2_);
+    if (coulomb_) reorder(charge_, charge2_);
+    cell_starts<<<blocks_for(cells_ + 1), kThreads, 0, stream_>>>(n_, cells_, sorted_cell_.data(), cell_start_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    pack<Real><<<blocks, kThreads, 0, stream_>>>(n_, atoms(), geometry_, packed_.data(), built_x_.data(),
+                                                   built_y_.data(), built_z_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    for (;;) {
+      NBKIT_CUDA_CHECK(cudaMemsetAsync(flags_.data(), 0, 2 * sizeof(int), stream_));
+      build_list<Real><<<blocks, kThreads, 0, stream_>>>(
+          n_, packed_.data(), sorted_cell_.data(), cell_start_.data(), geometry_, list_cutoff2_, tag_.data(),
+          exclusion_first_.size() ? exclusion_first_.data() : nullptr, exclusion_partner_.data(), capacity,
+          list_.data(), row_length_.data(), flags_.data() + 1);
+      NBKIT_CUDA_CHECK_LAUNCH();
+      NBKIT_CUDA_CHECK(
+          cudaMemcpyAsync(host_flags_.data(), flags_.data(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream_));
+      NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      const int longest = host_flags_.data()[1];
+      if (longest <= capacity) break;
+      // A row overflowed: never truncated; the list grows (by a margin) and is built again.
+      const int grown = static_cast<int>(std::ceil(longest * 1.15 / 8) * 8);
+      list_ = DeviceBuffer<int>();
+      check_memory(grown);
+      list_ = DeviceBuffer<int>(static_cast<std::size_t>(n_) * static_cast<std::size_t>(grown));
+      capacity = grown;
+    }
+    ++builds;
+  }
+
+  template <class T>
+  void reorder(DeviceBuffer<T>& values, DeviceBuffer<T>& spare) {
+    gather<T><<<blocks_for(n_), kThreads, 0, stream_>>>(n_, order_.data(), values.data(), spare.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    std::swap(values, spare);
+  }
+
+  void evaluate(bool energies) {
+    PairKernelArguments<Real> p{};
+    p.packed = packed_.data();
+    p.charge = coulomb_ ? charge_.data() : nullptr;
+    p.list = list_.data();
+    p.row_length = row_length_.data();
+    p.parameters = parameters_.data();
+    p.types = types_;
+    for (int a = 0; a < 3; ++a)
+      p.length[a] = static_cast<Real>(geometry_.length[a]), p.inverse_length[a] = static_cast<Real>(geometry_.inverse_length[a]);
+    p.cutoff2 = cutoff2_, p.reach2 = reach2_, p.coulomb2 = coulomb2_, p.inverse_coulomb_cutoff = inverse_coulomb_cutoff_;
+    p.fx = fx_.data(), p.fy = fy_.data(), p.fz = fz_.data();
+    p.energy = energy_.data(), p.virial = virial_.data();
+    const int blocks = blocks_for(n_);
+    if (coulomb_) {
+      if (energies) pair_forces<Real, true, true><<<blocks, kThreads, 0, stream_>>>(n_, p);
+      else pair_forces<Real, true, false><<<blocks, kThreads, 0, stream_>>>(n_, p);
+    } else {
+      if (energies) pair_forces<Real, false, true><<<blocks, kThreads, 0, stream_>>>(n_, p);
+      else pair_forces<Real, false, false><<<blocks, kThreads, 0, stream_>>>(n_, p);
+    }
+    NBKIT_CUDA_CHECK_LAUNCH();
+    if (energies) {
+      sum(energy_, 0), sum(virial_, 1);
+      NBKIT_CUDA_CHECK(
+          cudaMemcpyAsync(host_sums_.data(), sums_.data(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    }
+  }
+
+  void sum(const DeviceBuffer<double>& values, int slot) {
+    std::size_t bytes = cub_scratch_.size();
+    NBKIT_CUDA_CHECK(cub::DeviceReduce::Sum(cub_scratch_.data(), bytes, values.data(), sums_.data() + slot, n_, stream_));
+  }
+
+  int device_;
+  cuda::Stream stream_;
+  Units units_;
+  int n_;
+  double volume_;
+  Geometry geometry_{};
+  int cells_ = 0, key_bits_ = 1, types_ = 1;
+  bool coulomb_ = false;
+  Real list_cutoff2_ = 0, cutoff2_ = 0, reach2_ = 0, coulomb2_ = 0, inverse_coulomb_cutoff_ = 0;
+  double half_skin2_ = 0, self_energy_ = 0;
+  DeviceBuffer<double> x_, y_, z_, vx_, vy_, vz_, x2_, y2_, z2_, vx2_, vy2_, vz2_, built_x_, built_y_, built_z_;
+  DeviceBuffer<double> energy_, virial_, scratch_, sums_, acceleration_per_force_, type_mass_;
+  DeviceBuffer<Real> fx_, fy_, fz_, charge_, charge2_;
+  DeviceBuffer<int> type_, type2_, tag_, tag2_, index_, order_, row_length_, list_, flags_, cell_start_;
+  DeviceBuffer<int> exclusion_first_, exclusion_partner_;
+  DeviceBuffer<unsigned> cell_, sorted_cell_;
+  DeviceBuffer<typename Packed<Real>::type> packed_;
+  DeviceBuffer<PairParameters<Real>> parameters_;
+  DeviceBuffer<unsigned char> cub_scratch_;
+  cuda::PinnedBuffer<int> host_flags_;
+  cuda::PinnedBuffer<double> host_sums_;
+};
+
+}  // namespace
+
+struct GpuEngine::State {
+  std::unique_ptr<EngineBase> engine;
+};
+
+GpuEngine::GpuEngine(const System& system, const ForceField& field, double skin, Options options)
+    : state_(std::make_unique<State>()) {
+  if (options.double_precision) state_->engine = std::make_unique<Engine<double>>(system, field, skin, options);
+  else state_->engine = std::make_unique<Engine<float>>(system, field, skin, options);
+}
+GpuEngine::~GpuEngine() = default;
+void GpuEngine::step(double dt, bool energies) { state_->engine->step(dt, energies); }
+Thermo GpuEngine::thermo(std::int64_t step) const { return state_->engine->thermo(step); }
+void GpuEngine::download(System& system) const { state_->engine->download(system); }
+void GpuEngine::forces(Forces& out) const { state_->engine->forces(out); }
+std::int64_t GpuEngine::builds() const { return state_->engine->builds; }
+int GpuEngine::neighbor_capacity() const { return state_->engine->capacity; }
+std::string GpuEngine::description() const { return state_->engine->description; }
+
+}  // namespace nbkit::md

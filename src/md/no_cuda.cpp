@@ -1,0 +1,21 @@
+// Compiled only into builds without CUDA: the GPU MD engine, saying it is not there.
+#include "nbkit/core/error.hpp"
+#include "nbkit/md.hpp"
+
+namespace nbkit::md {
+
+struct GpuEngine::State {};
+
+GpuEngine::GpuEngine(const System&, const ForceField&, double, Options) {
+  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+}
+GpuEngine::~GpuEngine() = default;
+void GpuEngine::step(double, bool) {}
+Thermo GpuEngine::thermo(std::int64_t) const { return {}; }
+void GpuEngine::download(System&) const {}
+void GpuEngine::forces(Forces&) const {}
+std::int64_t GpuEngine::builds() const { return 0; }
+int GpuEngine::neighbor_capacity() const { return 0; }
+std::string GpuEngine::description() const { return "no GPU"; }
+
+}  // namespace nbkit::md

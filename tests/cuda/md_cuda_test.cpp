@@ -1,0 +1,187 @@
+// The GPU MD engine: forces against the float64 all-images reference (two types, charges,
+// exclusions, non-cubic boxes two cells wide, any atom count), list rows that overflow and
+// grow, boxes too small refused, a 100-step NVE run against the CPU path step by step (same
+// list rebuilds), runs repeated bit for bit, and the energy drift over 10,000 steps in both
+// precisions. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "md/md_test_support.hpp"
+#include "nbkit/core/backend.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbkit/md.hpp"
+
+namespace nbkit::md {
+
+namespace {
+
+using test::charged_liquid, test::expect_same_forces, test::liquid, test::random_box, test::two_type_field;
+
+class CudaMd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  }
+};
+
+GpuEngine::Options precision(bool double_precision, int initial_neighbors = 0) {
+  GpuEngine::Options o;
+  o.double_precision = double_precision;
+  o.initial_neighbors = initial_neighbors;
+  return o;
+}
+
+Forces gpu_forces(const System& s, const ForceField& f, GpuEngine::Options options, double skin = 0.3) {
+  GpuEngine engine(s, f, skin, options);
+  Forces out;
+  engine.forces(out);
+  return out;
+}
+
+// Tolerances. float64: the same sums in other orders, rounding only (1e-12 of the largest
+// force, as the CPU list test). float32: each pair's force carries a relative rounding of a
+// few 1e-7 (r^2 from float differences, then u^3 terms); a row sums ~80 of them with
+// cancellation between near and far neighbours, so 2e-5 of the largest force holds with
+// room; energies and virials are summed in double from float pair terms: 2e-5 too.
+constexpr double kDoubleTolerance = 1e-12;
+constexpr double kSingleTolerance = 2e-5;
+
+}  // namespace
+
+TEST_F(CudaMd, ForcesMatchTheReferenceWithTypesChargesAndExclusions) {
+  System s = charged_liquid(6, 21);  // 864 atoms, box 10.1
+  ForceField f = two_type_field();
+  f.coulomb_cutoff = 3.0;  // the list reaches 3.3
+  f.shift = true;
+  for (std::int64_t i = 0; i + 1 < static_cast<std::int64_t>(s.size()); i += 7) f.exclusions.push_back({i, i + 1});
+  f.exclusions.push_back({0, 400});
+  Forces reference;
+  forces_reference(s, f, reference);
+  expect_same_forces(gpu_forces(s, f, precision(true)), reference, kDoubleTolerance, "float64");
+  expect_same_forces(gpu_forces(s, f, precision(false)), reference, kSingleTolerance, "float32");
+  System plain = liquid(6, 22);
+  const ForceField lj = two_type_field();
+  forces_reference(plain, lj, reference);
+  expect_same_forces(gpu_forces(plain, lj, precision(true)), reference, kDoubleTolerance, "float64, LJ only");
+  expect_same_forces(gpu_forces(plain, lj, precision(false)), reference, kSingleTolerance, "float32, LJ only");
+}
+
+TEST_F(CudaMd, AwkwardBoxesAndAtomCounts) {
+  // Boxes 2, 3 and 4 cells wide (x is the two-cell case where both neighbour cells are one),
+  // atom counts that fill no block of 128 threads.
+  for (const std::size_t n : {1u, 2u, 129u, 561u}) {
+    System s = random_box(n, 5.7, 9.3, 12.7, static_cast<unsigned>(n));
+    const ForceField f = ForceField::mixed({1.0}, {1.0}, 2.5);
+    Forces reference;
+    forces_reference(s, f, reference);
+    expect_same_forces(gpu_forces(s, f, precision(true)), reference, kDoubleTolerance, "n = " + std::to_string(n));
+  }
+}
+
+TEST_F(CudaMd, OverflowingRowsGrowTheList) {
+  const System s = liquid(6, 23);
+  const ForceField f = two_type_field();
+  GpuEngine engine(s, f, 0.3, precision(true, 8));
+  EXPECT_GE(engine.neighbor_capacity(), 60);  // ~78 neighbours within 2.8 at this density
+  Forces gpu, reference;
+  engine.forces(gpu);
+  forces_reference(s, f, reference);
+  expect_same_forces(gpu, reference, kDoubleTolerance, "after growing");
+}
+
+TEST_F(CudaMd, BoxesTooSmallForTheMinimumImageAreRefused) {
+  const System s = liquid(3, 24);  // box 5.04 < 2 x 2.8
+  try {
+    GpuEngine engine(s, two_type_field(), 0.3, precision(true));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("use the CPU backend"), std::string::npos) << e.what();
+  }
+}
+
+// The same 100 steps on the CPU path and the GPU in float64: different summation orders
+// only, so the trajectories agree to ~1e-12 at first and the difference grows with the
+// liquid's Lyapunov exponent (a few units of 1/tau): after 100 steps of 0.005 (0.5 tau) the
+// energies still agree to 1e-9; the list is rebuilt on the same steps (the same half-skin test
+// on positions that agree to far below its resolution).
+TEST_F(CudaMd, NveRunMatchesTheCpuPathStepByStep) {
+  System cpu = fcc_lattice(0.8442, 8, 8, 8);  // 2048 atoms, in.lj's settings
+  assign_velocities(cpu, 1.44, 87287);
+  const ForceField f = ForceField::mixed({1.0}, {1.0}, 2.5);
+  const double dt = 0.005;
+  wrap_into_box(cpu);
+  GpuEngine gpu(cpu, f, 0.3, precision(true));
+  NeighborList list(f.cutoff, 0.3);
+  list.build(cpu, f);
+  Forces forces;
+  forces_cpu(cpu, f, list, forces, 2);
+  for (int step = 1; step <= 100; ++step) {
+    verlet_step(cpu, forces, f, list, dt, 2);
+    gpu.step(dt, step % 10 == 0);
+    if (step % 10) continue;
+    const Thermo a = thermo(cpu, forces, step), b = gpu.thermo(step);
+    EXPECT_NEAR(b.potential, a.potential, 1e-9 * std::fabs(a.potential)) << "step " << step;
+    EXPECT_NEAR(b.kinetic, a.kinetic, 1e-9 * std::fabs(a.kinetic)) << "step " << step;
+    EXPECT_NEAR(b.pressure, a.pressure, 1e-9 * std::fabs(a.pressure)) << "step " << step;
+  }
+  EXPECT_EQ(gpu.builds(), list.builds());
+  EXPECT_GT(gpu.builds(), 2);
+  System back = cpu;
+  gpu.download(back);
+  double worst = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i)
+    worst = std::max({worst, std::fabs(back.x[i] - cpu.x[i]), std::fabs(back.vz[i] - cpu.vz[i])});
+  EXPECT_LT(worst, 1e-8);
+}
+
+TEST_F(CudaMd, RunsRepeatBitForBit) {
+  for (const bool double_precision : {false, true}) {
+    System s = liquid(8, 25);
+    assign_velocities(s, 1.44, 5);
+    const ForceField f = two_type_field();
+    System a = s, b = s;
+    GpuEngine first(s, f, 0.3, precision(double_precision)), second(s, f, 0.3, precision(double_precision));
+    for (int step = 1; step <= 60; ++step) first.step(0.005, step % 20 == 0), second.step(0.005, step % 20 == 0);
+    first.download(a), second.download(b);
+    EXPECT_EQ(a.x, b.x);
+    EXPECT_EQ(a.vy, b.vy);
+    const Thermo ta = first.thermo(60), tb = second.thermo(60);
+    EXPECT_EQ(ta.potential, tb.potential);
+    EXPECT_EQ(ta.pressure, tb.pressure);
+  }
+}
+
+// Energy conservation over 10,000 velocity-Verlet steps (50 tau) of in.lj's liquid (4,000
+// atoms, T 1.44, dt 0.005) with the energy shifted to zero at the cutoff (else every pair that
+// crosses the cutoff makes the total jump). The bound: velocity Verlet's energy fluctuates by
+// O(dt^2) without drifting; in float64 the largest excursion is ~1e-4 of the total; float32
+// forces add rounding noise to every step's kick, a random walk of ~1e-7 relative a step, so
+// 1e-3 bounds both with room while catching any systematic drift (a wrong force, a
+// missed pair, a stale list).
+TEST_F(CudaMd, EnergyDriftOverTenThousandStepsIsBounded) {
+  for (const bool double_precision : {true, false}) {
+    System s = fcc_lattice(0.8442, 10, 10, 10);
+    assign_velocities(s, 1.44, 87287);
+    ForceField f = ForceField::mixed({1.0}, {1.0}, 2.5);
+    f.shift = true;
+    GpuEngine engine(s, f, 0.3, precision(double_precision));
+    const double start = engine.thermo(0).total;
+    double worst = 0, last = start;
+    for (int step = 1; step <= 10000; ++step) {
+      engine.step(0.005, step % 100 == 0);
+      if (step % 100) continue;
+      last = engine.thermo(step).total;
+      worst = std::max(worst, std::fabs(last - start));
+    }
+    EXPECT_LT(worst, 1e-3 * std::fabs(start)) << (double_precision ? "float64" : "float32");
+    std::printf("[ accuracy ] GPU %s, 4000 atoms, 10,000 NVE steps: E0 %.6f per atom, max |E - E0| %.2e, end %.2e "
+                "(relative %.2e), %lld list builds\n",
+                double_precision ? "float64" : "float32", start, worst, last - start, worst / std::fabs(start),
+                static_cast<long long>(engine.builds()));
+  }
+}
+
+}  // namespace nbkit::md
