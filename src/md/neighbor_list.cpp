@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "md/exclusions.hpp"
@@ -95,8 +96,11 @@ void NeighborList::build(const System& s, const ForceField& field) {
   std::vector<std::int64_t> fill(cell_first.begin(), cell_first.end() - 1);
   for (std::int64_t i = 0; i < n; ++i) members[fill[cell_of[i]]++] = i;
   std::vector<double> binned(3 * static_cast<std::size_t>(n));
-  for (std::int64_t m = 0; m < n; ++m)
+  std::vector<std::array<std::int64_t, 3>> binned_image(n);
+  for (std::int64_t m = 0; m < n; ++m) {
     for (int a = 0; a < 3; ++a) binned[3 * m + a] = wrapped[3 * members[m] + a];
+    binned_image[m] = image[members[m]];
+  }
 
   const auto excluded = exclusion_set(n, field);
   // Rows in parallel, in cell order (sorted position p = the atom's place in `members`), so
@@ -109,12 +113,17 @@ void NeighborList::build(const System& s, const ForceField& field) {
   std::vector<std::vector<std::array<std::int8_t, 3>>> thread_shifts(team);
   std::vector<std::int64_t> row_size(n, 0);
   std::vector<std::string> thread_error(team);
+  std::vector<std::size_t> thread_start;
 #pragma omp parallel num_threads(team)
   {
     const int me = omp_get_thread_num();
     const std::int64_t begin = n * me / team, end = n * (me + 1) / team;
     std::vector<std::int32_t>& neighbors = thread_neighbors[me];
     std::vector<std::array<std::int8_t, 3>>& shifts = thread_shifts[me];
+    // Room for the rows at this density (a reach sphere, halved), grown if need be.
+    const double per_row = 0.5 * static_cast<double>(n) / (length[0] * length[1] * length[2]) * 4.18879 * reach * reach2;
+    neighbors.reserve(static_cast<std::size_t>(1.2 * per_row * static_cast<double>(end - begin)) + 64);
+    shifts.reserve(neighbors.capacity());
     // The cells a row's atom scans, with their images: the same for every atom of a cell, so
     // worked out once per cell (rows come in cell order).
     struct Target {
@@ -158,12 +167,14 @@ void NeighborList::build(const System& s, const ForceField& field) {
           const double dx = binned[3 * m] + ox_shift, dy = binned[3 * m + 1] + oy_shift,
                        dz = binned[3 * m + 2] + oz_shift;
           if (dx * dx + dy * dy + dz * dz >= reach2) continue;
-          const std::int64_t j = members[m];
-          if (j != i && !excluded.empty() && excluded.count(exclusion_key(i, j))) continue;
+          if (!excluded.empty()) {
+            const std::int64_t j = members[m];
+            if (j != i && excluded.count(exclusion_key(i, j))) continue;
+          }
           std::array<std::int8_t, 3> shift{};
           for (int a = 0; a < 3; ++a) {
             // Displacement from the stored (unwrapped) positions: x_j + shift L - x_i.
-            const std::int64_t k = target.wrap[a] - image[j][a] + image[i][a];
+            const std::int64_t k = target.wrap[a] - binned_image[m][a] + image[i][a];
             if (k < -127 || k > 127) thread_error[me] = "neighbour list: atoms more than 127 box lengths apart";
             shift[a] = static_cast<std::int8_t>(k);
           }
@@ -173,20 +184,25 @@ void NeighborList::build(const System& s, const ForceField& field) {
       }
       row_size[row] = static_cast<std::int64_t>(neighbors.size() - row_start);
     }
+    // The threads' parts joined in thread order, each thread copying its own part.
+#pragma omp barrier
+#pragma omp single
+    {
+      thread_start.assign(team + 1, 0);
+      for (int t = 0; t < team; ++t) thread_start[t + 1] = thread_start[t] + thread_neighbors[t].size();
+      neighbors_.resize(thread_start[team]);
+      shifts_.resize(thread_start[team]);
+    }
+    if (!neighbors.empty()) {
+      std::memcpy(neighbors_.data() + thread_start[me], neighbors.data(), neighbors.size() * sizeof(neighbors[0]));
+      std::memcpy(shifts_.data() + thread_start[me], shifts.data(), shifts.size() * sizeof(shifts[0]));
+    }
   }
   for (const std::string& error : thread_error)
     if (!error.empty()) throw Error(error + " (wrap them into the box)");
   first_.assign(n + 1, 0);
   for (std::int64_t row = 0; row < n; ++row) first_[row + 1] = first_[row] + row_size[row];
   order_.assign(members.begin(), members.end());
-  neighbors_.clear();
-  shifts_.clear();
-  neighbors_.reserve(static_cast<std::size_t>(first_[n]));
-  shifts_.reserve(static_cast<std::size_t>(first_[n]));
-  for (int t = 0; t < team; ++t) {
-    neighbors_.insert(neighbors_.end(), thread_neighbors[t].begin(), thread_neighbors[t].end());
-    shifts_.insert(shifts_.end(), thread_shifts[t].begin(), thread_shifts[t].end());
-  }
   built_x_ = s.x, built_y_ = s.y, built_z_ = s.z;
   built_box_ = s.box;
   ++builds_;
