@@ -199,6 +199,9 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
       parameters.grid_spacing = options.msm_spacing > 0 ? options.msm_spacing : default_msm_spacing(options.msm_interpolation);
       parameters.interpolation = options.msm_interpolation;
       parameters.splitting = options.msm_splitting;
+      // With the GPU backend the lattice-cutoff sums (the long range's largest stage) run on the
+      // first GPU used.
+      if (backend == Backend::cuda) parameters.gpu = options.gpus.empty() ? 0 : options.gpus.front();
       maps::msm::Stages stages;
       maps::msm::add_long_range(prepared, parameters, rows, threads, &stages);
       stage_seconds.insert(stage_seconds.end(), {{"anterpolation", stages.anterpolation},
@@ -207,9 +210,10 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
                                                  {"top level", stages.top_level},
                                                  {"prolongation", stages.prolongation},
                                                  {"interpolation", stages.interpolation}});
-      detail += fmt::format("; long range: {} levels, {} {} A grid, {} splitting, float64, {} threads",
+      detail += fmt::format("; long range: {} levels, {} {} A grid, {} splitting, float64, {} threads{}",
                             stages.levels, to_string(options.msm_interpolation), parameters.grid_spacing,
-                            to_string(options.msm_splitting), threads);
+                            to_string(options.msm_splitting), threads,
+                            parameters.gpu >= 0 ? fmt::format(", lattice cutoff on GPU {}", parameters.gpu) : "");
     }
   } else if (backend == Backend::reference) {
     maps::direct_reference(atoms, law, rows);

@@ -334,7 +334,24 @@ void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, co
       if (distance >= 2 * a) return 0.0;
       return smoothed_kernel(split, a, distance) - smoothed_kernel(split, 2 * a, distance);
     });
-    for (int l = 0; l + 1 < levels; ++l) convolve(charge[l], stencil, std::ldexp(1.0, -l), potential[l]);
+    if (parameters.gpu >= 0) {
+      // The same rows and weights, on the GPU.
+      std::vector<StencilRow> rows;
+      std::vector<double> weights;
+      for (const Stencil::Row& row : stencil.rows) {
+        rows.push_back({static_cast<int>(row.dx), static_cast<int>(row.dy), static_cast<int>(row.dz_first),
+                        static_cast<int>(row.dz_last), static_cast<int>(weights.size())});
+        const double* w = stencil.row(row.dx, row.dy);
+        for (std::int64_t dz = row.dz_first; dz <= row.dz_last; ++dz) weights.push_back(w[dz]);
+      }
+      std::vector<LevelGrids> grids;
+      for (int l = 0; l + 1 < levels; ++l)
+        grids.push_back({{charge[l].n[0], charge[l].n[1], charge[l].n[2]}, charge[l].v.data(), potential[l].v.data(),
+                         std::ldexp(1.0, -l)});
+      lattice_cutoff_cuda(parameters.gpu, rows, weights, grids);
+    } else {
+      for (int l = 0; l + 1 < levels; ++l) convolve(charge[l], stencil, std::ldexp(1.0, -l), potential[l]);
+    }
   }
   st.lattice_cutoff = seconds_since(start);
 

@@ -17,7 +17,9 @@
 // Phi is the nodal basis of piecewise cubic (C1) or quintic (C1) interpolation, separable
 // in x, y, z. Everything here is float64 on the CPU (OpenMP): the grids are ~1/64 to 1/500
 // of the map's points, and the method's own error (1e-3 to 1e-5) dwarfs float32 rounding.
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "maps/direct/direct.hpp"
 #include "nbkit/maps.hpp"
@@ -29,6 +31,7 @@ struct Parameters {
   double grid_spacing = 2;  // h of the finest grid, Angstrom
   MsmInterpolation interpolation = MsmInterpolation::cubic;
   Smoothing splitting = Smoothing::taylor2;  // gamma: taylor1..3
+  int gpu = -1;  // the GPU for the lattice-cutoff sums (the stage that dominates the long range); -1: the CPU
 };
 
 // Seconds per stage and the grid sizes, for reports and benchmarks.
@@ -45,6 +48,23 @@ struct Stages {
 // any split into rows gives the same values).
 void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows, int threads,
                     Stages* stages = nullptr);
+
+// The lattice-cutoff sums on a GPU (lattice_cutoff_cuda.cu; builds without CUDA throw), float64
+// as on the CPU: for each level, potential[m] += scale sum_d K(d) charge[m + d] over the
+// level's grid of n[0] x n[1] x n[2] points (x slowest), K given as rows of non-zero weights
+// along z. The same sums as the CPU's, in the same order per point.
+struct StencilRow {
+  int dx, dy, dz_first, dz_last;
+  int weight_offset;  // weights[weight_offset + dz - dz_first]
+};
+struct LevelGrids {
+  std::int64_t n[3];
+  const double* charge;
+  double* potential;
+  double scale;
+};
+void lattice_cutoff_cuda(int gpu, const std::vector<StencilRow>& rows, const std::vector<double>& weights,
+                         const std::vector<LevelGrids>& levels);
 
 // g_a(r) of the splitting, a float64 scalar (for the stages' tests and the reference).
 double smoothed_kernel(Smoothing splitting, double cutoff, double distance);
