@@ -171,8 +171,8 @@ int run_map(const MapArguments& args) {
   const double read_seconds = seconds_since(start);
   if (!args.box.empty() && !args.periodic) throw Error("--box gives the periodic box: add --periodic");
   if (args.periodic) {
-    if (options.method != MapMethod::cutoff)
-      throw Error("--periodic needs --method cutoff: direct and mdh sums over all periodic images do not converge");
+    if (options.method != MapMethod::cutoff && options.method != MapMethod::msm)
+      throw Error("--periodic needs --method cutoff or msm: direct and mdh sums over all periodic images do not converge");
     options.periodic_box = args.box.empty() ? io::read_periodic_box(args.input)
                                             : std::optional<Vec3>(parse_triple(args.box, "--box", true));
     if (!options.periodic_box)
@@ -180,6 +180,15 @@ int run_map(const MapArguments& args) {
                               args.input));
   }
   const Lattice lattice = choose_lattice(args, atoms, options.periodic_box);
+  if (options.periodic_box && options.method == MapMethod::msm && !args.quiet) {
+    double net = 0;
+    for (double q : atoms.charge) net += q;
+    if (std::fabs(net) > 1e-3)
+      fmt::print(stderr,
+                 "nbkit: notice: the system's net charge is {:.4g} e: a periodic potential exists only with a "
+                 "neutralizing background, and periodic msm's then differs from Ewald's by a constant\n",
+                 net);
+  }
   if (options.periodic_box && !args.quiet)
     for (int a = 0; a < 3; ++a) {
       const double cells = (*options.periodic_box)[a] / lattice.spacing;
@@ -355,8 +364,9 @@ Action setup_map(CLI::App& app) {
   group_method->add_option("--msm-splitting", args->msm_splitting,
                            "msm: taylor1, taylor2 or taylor3 (default: taylor2 with cubic, taylor3 with quintic)");
   group_method->add_flag("--periodic", args->periodic,
-                         "cutoff method: minimum-image sums in the orthorhombic box of the input's CRYST1 record "
-                         "(or --box); the lattice spans the cell unless given");
+                         "the orthorhombic box of the input's CRYST1 record (or --box): cutoff: minimum-image sums; "
+                         "msm: full periodic electrostatics (Ewald's potential, tin-foil boundaries, for neutral "
+                         "systems); the lattice spans the cell unless given");
   group_method->add_option("--box", args->box, "with --periodic: box edge lengths a,b,c (Angstrom), cell from (0,0,0)");
   group_method->add_option("--dielectric", args->dielectric, "relative permittivity (default 1; 78.54 for mdh)");
   group_method->add_option("--temperature", args->temperature, "K, for kT/e and kappa")->capture_default_str();

@@ -68,9 +68,11 @@ struct MapOptions {
   double msm_spacing = 0;                                    // finest grid spacing h, Angstrom; 0: the default
   MsmInterpolation msm_interpolation = MsmInterpolation::cubic;
   Smoothing msm_splitting = Smoothing::taylor2;              // taylor1..3 (the Taylor C1..C3 splittings)
-  // Cutoff only: an orthorhombic periodic box, edge lengths a, b, c in Angstrom, the cell
-  // spanning [0, a) x [0, b) x [0, c) (as a PDB CRYST1 record places it). Sums then take each
-  // atom's minimum image (the cutoff must be under half the shortest edge). Empty: no box.
+  // Cutoff and msm: an orthorhombic periodic box, edge lengths a, b, c in Angstrom, the cell
+  // spanning [0, a) x [0, b) x [0, c) (as a PDB CRYST1 record places it). Cutoff sums then
+  // take each atom's minimum image (the cutoff must be under half the shortest edge); msm adds
+  // the periodic long range (Ewald's potential with tin-foil boundaries, for neutral systems).
+  // Empty: no box.
   std::optional<Vec3> periodic_box;
   int threads = 0;                                  // 0: all hardware threads
   std::vector<int> gpus;                            // CUDA device indices; empty: all

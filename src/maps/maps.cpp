@@ -138,9 +138,6 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
       throw Error(fmt::format("bin size must be zero (automatic) or a positive number of Angstrom, got {}",
                               options.bin_size));
     if (options.method == MapMethod::msm) {
-      if (options.periodic_box)
-        throw Error("the multilevel summation method has no periodic boundary in this version; use --method cutoff "
-                    "--periodic for minimum-image short-range sums");
       if (options.msm_splitting != Smoothing::taylor1 && options.msm_splitting != Smoothing::taylor2 &&
           options.msm_splitting != Smoothing::taylor3)
         throw Error("the multilevel splitting must be taylor1, taylor2 or taylor3, got " + to_string(options.msm_splitting));
@@ -176,8 +173,8 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
     Atoms images;  // periodic box: the atoms' images within the cutoff of the lattice
     if (options.periodic_box) images = periodic_images(atoms, *options.periodic_box, lattice, options.cutoff);
     const Atoms& sources = options.periodic_box ? images : atoms;
-    // Prepared once: the fast paths' short range and msm's grids (msm has no periodic box,
-    // so there sources are the atoms).
+    // Prepared once: the fast paths' short range and msm's grids (with a periodic box, msm
+    // anterpolates the atoms themselves and takes the images for the points they sit on).
     const maps::PreparedAtoms prepared = maps::prepare_atoms(sources, lattice, cutoff_law);
     if (backend == Backend::reference) {
       maps::direct_reference(sources, cutoff_law, rows);
@@ -203,7 +200,11 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
       // first GPU used.
       if (backend == Backend::cuda) parameters.gpu = options.gpus.empty() ? 0 : options.gpus.front();
       maps::msm::Stages stages;
-      maps::msm::add_long_range(prepared, parameters, rows, threads, &stages);
+      if (options.periodic_box)
+        maps::msm::add_long_range_periodic(maps::prepare_atoms(atoms, lattice, cutoff_law), prepared, *options.periodic_box,
+                                           parameters, rows, threads, &stages);
+      else
+        maps::msm::add_long_range(prepared, parameters, rows, threads, &stages);
       stage_seconds.insert(stage_seconds.end(), {{"anterpolation", stages.anterpolation},
                                                  {"restriction", stages.restriction},
                                                  {"lattice cutoff", stages.lattice_cutoff},

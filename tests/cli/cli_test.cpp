@@ -365,6 +365,11 @@ TEST(Cli, PeriodicBoxFromCryst1OrBox) {
   const Result direct = run_nbkit("map " + dir.file("water.pqr") + " -o " + dir.file("d.dx") + " --periodic");
   EXPECT_NE(direct.status, 0);
   EXPECT_TRUE(contains(direct.output, "--periodic needs --method cutoff")) << direct.output;
+  // msm in a periodic box: the lattice spans the cell; 1a63's net charge gets a notice.
+  const Result msm = run_nbkit("map " + data("1a63.pqr") + " --method msm --periodic --box 61,62,63 --spacing 2 --backend cpu -o " +
+                               dir.file("periodic-msm.dx"));
+  ASSERT_EQ(msm.status, 0) << msm.output;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("periodic-msm.dx")));
   const Result long_cutoff = run_nbkit("map " + dir.file("water.pqr") + " -o " + dir.file("l.dx") +
                                        " --method cutoff --cutoff 6 --periodic");
   EXPECT_NE(long_cutoff.status, 0);

@@ -47,6 +47,14 @@ double smoothed_kernel(Smoothing splitting, double cutoff, double distance) {
   }
 }
 
+// The coarse basis function written in fine ones.
+std::vector<double> transfer_weights(MsmInterpolation interpolation, int& half_width) {
+  half_width = 2 * basis_support(interpolation) - 1;
+  std::vector<double> w(static_cast<std::size_t>(2 * half_width + 1));
+  for (int k = -half_width; k <= half_width; ++k) w[static_cast<std::size_t>(k + half_width)] = basis(interpolation, 0.5 * k);
+  return w;
+}
+
 namespace {
 
 using Index3 = std::array<std::int64_t, 3>;
@@ -74,14 +82,6 @@ struct Grid {
   std::size_t offset(const Index3& p) const { return offset(p[0], p[1], p[2]); }
 };
 
-// Weights of restriction and prolongation, Phi(k/2) for k = -K .. K (K = 2 support - 1):
-// the coarse basis function written in fine ones.
-std::vector<double> transfer_weights(MsmInterpolation interpolation, int& half_width) {
-  half_width = 2 * basis_support(interpolation) - 1;
-  std::vector<double> w(static_cast<std::size_t>(2 * half_width + 1));
-  for (int k = -half_width; k <= half_width; ++k) w[static_cast<std::size_t>(k + half_width)] = basis(interpolation, 0.5 * k);
-  return w;
-}
 
 // One axis of restriction: out[M] = sum_k w[k] in[2M + k] along `axis`.
 Grid restrict_axis(const Grid& in, int axis, const std::vector<double>& w, int half) {
@@ -412,6 +412,16 @@ void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, co
       }
     }
   }
+  remove_singular_long_range(atoms, parameters, rows);
+  st.interpolation = seconds_since(start);
+  st.levels = levels;
+  st.finest_points = charge[0].size();
+}
+
+void remove_singular_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows) {
+  const Lattice& lattice = *rows.lattice;
+  const Smoothing split = parameters.splitting;
+  const double a = parameters.cutoff;
   // A lattice point within singular distance of an atom leaves that atom out (as every
   // method does, nbkit::singular_distance): the short-range part did; take out its smooth
   // long-range part g_a(r) too.
@@ -432,9 +442,6 @@ void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, co
     rows.out[(row - rows.row_begin) * lattice.dims[2] + index[2]] -=
         rows.prefactor * atoms.coefficient[n] * smoothed_kernel(split, a, std::sqrt(r2));
   }
-  st.interpolation = seconds_since(start);
-  st.levels = levels;
-  st.finest_points = charge[0].size();
 }
 
 }  // namespace nbkit::maps::msm

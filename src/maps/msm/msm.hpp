@@ -49,6 +49,20 @@ struct Stages {
 void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows, int threads,
                     Stages* stages = nullptr);
 
+// The same for an orthorhombic periodic box [0, a) x [0, b) x [0, c) (periodic_msm.cpp):
+// `atoms` anterpolated (any image of each), `images` (every image within the cutoff of the
+// lattice, as the short range used) for the points within singular distance. Neutral
+// systems: the result is Ewald's potential (tin-foil boundaries) to MSM's accuracy.
+void add_long_range_periodic(const PreparedAtoms& atoms, const PreparedAtoms& images, const Vec3& box,
+                             const Parameters& parameters, const RowRange& rows, int threads, Stages* stages = nullptr);
+
+// Takes out g_a(r) of every atom within singular distance of a lattice point of the rows (the
+// short range left those out, as every method does).
+void remove_singular_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows);
+
+// Weights of restriction and prolongation, Phi(k/2) for k = -K .. K (K = 2 support - 1).
+std::vector<double> transfer_weights(MsmInterpolation interpolation, int& half_width);
+
 // The lattice-cutoff sums on a GPU (lattice_cutoff_cuda.cu; builds without CUDA throw), float64
 // as on the CPU: for each level, potential[m] += scale sum_d K(d) charge[m + d] over the
 // level's grid of n[0] x n[1] x n[2] points (x slowest), K given as rows of non-zero weights
