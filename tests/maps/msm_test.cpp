@@ -166,6 +166,17 @@ TEST(MsmCuda, LongRangeOnTheGpuMatchesTheCpu) {
     const auto on_cpu = test::run(atoms, lattice, cpu), on_gpu = test::run(atoms, lattice, gpu);
     EXPECT_LT(test::relative_rms(on_gpu, on_cpu), 1e-11) << to_string(ip);
   }
+  // A periodic box: the wrapped lattice cutoff on the GPU.
+  const Vec3 box{23.1, 26.7, 29.3};
+  Atoms random = test::random_atoms(150, {0, 0, 0}, {23.1, 26.7, 29.3}, 72);
+  const Lattice cell = lattice_spanning_cell(box, 1.7);
+  MapOptions cpu = msm_options(Backend::cpu, MsmInterpolation::cubic, 1.5);
+  cpu.precision = Precision::double_;
+  cpu.cutoff = 10;
+  cpu.periodic_box = box;
+  MapOptions gpu = cpu;
+  gpu.backend = Backend::cuda;
+  EXPECT_LT(test::relative_rms(test::run(random, cell, gpu), test::run(random, cell, cpu)), 1e-11) << "periodic";
 }
 
 TEST(MsmDeterminism, SameBitsForOneAndTwoThreads) {

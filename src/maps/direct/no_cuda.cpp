@@ -14,7 +14,8 @@ void cutoff_cuda(const PreparedAtoms&, const CutoffMapLaw&, const RowRange&, boo
 }
 
 namespace msm {
-void lattice_cutoff_cuda(int, const std::vector<StencilRow>&, const std::vector<double>&, const std::vector<LevelGrids>&) {
+void lattice_cutoff_cuda(int, const std::vector<StencilRow>&, const std::vector<double>&, const std::vector<LevelGrids>&,
+                         bool) {
   throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
 }
 }  // namespace msm

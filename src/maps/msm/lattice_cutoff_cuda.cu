@@ -17,6 +17,12 @@ namespace {
 
 constexpr int kThreads = 128;
 
+__device__ inline int wrap(int i, int n) {
+  i %= n;
+  return i < 0 ? i + n : i;
+}
+
+template <bool Periodic>
 __global__ void convolve_level(int nx, int ny, int nz, const double* __restrict__ charge,
                                const StencilRow* __restrict__ rows, int row_count, const double* __restrict__ weights,
                                double scale, double* __restrict__ potential) {
@@ -26,12 +32,20 @@ __global__ void convolve_level(int nx, int ny, int nz, const double* __restrict_
   double sum = 0;
   for (int r = 0; r < row_count; ++r) {
     const StencilRow row = rows[r];
-    const int si = i + row.dx, sj = j + row.dy;
-    if (si < 0 || si >= nx || sj < 0 || sj >= ny) continue;  // the same for the whole block
-    const double* source = charge + (static_cast<std::size_t>(si) * ny + sj) * nz + k;
+    int si = i + row.dx, sj = j + row.dy;
+    if (Periodic) {
+      si = wrap(si, nx), sj = wrap(sj, ny);
+    } else if (si < 0 || si >= nx || sj < 0 || sj >= ny) {
+      continue;  // the same for the whole block
+    }
+    const double* line = charge + (static_cast<std::size_t>(si) * ny + sj) * nz;
     const double* w = weights + row.weight_offset - row.dz_first;
-    const int first = max(row.dz_first, -k), last = min(row.dz_last, nz - 1 - k);
-    for (int dz = first; dz <= last; ++dz) sum += w[dz] * source[dz];
+    if (Periodic) {
+      for (int dz = row.dz_first; dz <= row.dz_last; ++dz) sum += w[dz] * line[wrap(k + dz, nz)];
+    } else {
+      const int first = max(row.dz_first, -k), last = min(row.dz_last, nz - 1 - k);
+      for (int dz = first; dz <= last; ++dz) sum += w[dz] * line[k + dz];
+    }
   }
   potential[(static_cast<std::size_t>(i) * ny + j) * nz + k] += scale * sum;
 }
@@ -39,7 +53,7 @@ __global__ void convolve_level(int nx, int ny, int nz, const double* __restrict_
 }  // namespace
 
 void lattice_cutoff_cuda(int gpu, const std::vector<StencilRow>& rows, const std::vector<double>& weights,
-                         const std::vector<LevelGrids>& levels) {
+                         const std::vector<LevelGrids>& levels, bool periodic) {
   NBKIT_CUDA_CHECK(cudaSetDevice(gpu));
   cuda::Stream stream;
   cuda::DeviceBuffer<StencilRow> device_rows(rows.size());
@@ -57,10 +71,11 @@ void lattice_cutoff_cuda(int gpu, const std::vector<StencilRow>& rows, const std
     potential.upload(level.potential, points, stream);
     const dim3 grid(static_cast<unsigned>((level.n[2] + kThreads - 1) / kThreads), static_cast<unsigned>(level.n[1]),
                     static_cast<unsigned>(level.n[0]));
-    convolve_level<<<grid, kThreads, 0, stream>>>(static_cast<int>(level.n[0]), static_cast<int>(level.n[1]),
-                                                  static_cast<int>(level.n[2]), charge.data(), device_rows.data(),
-                                                  static_cast<int>(rows.size()), device_weights.data(), level.scale,
-                                                  potential.data());
+    auto* kernel = periodic ? convolve_level<true> : convolve_level<false>;
+    kernel<<<grid, kThreads, 0, stream>>>(static_cast<int>(level.n[0]), static_cast<int>(level.n[1]),
+                                          static_cast<int>(level.n[2]), charge.data(), device_rows.data(),
+                                          static_cast<int>(rows.size()), device_weights.data(), level.scale,
+                                          potential.data());
     NBKIT_CUDA_CHECK_LAUNCH();
     potential.download(level.potential, points, stream);
     NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // the host grids are reused by the next level

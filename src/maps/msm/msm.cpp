@@ -348,7 +348,7 @@ void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, co
       for (int l = 0; l + 1 < levels; ++l)
         grids.push_back({{charge[l].n[0], charge[l].n[1], charge[l].n[2]}, charge[l].v.data(), potential[l].v.data(),
                          std::ldexp(1.0, -l)});
-      lattice_cutoff_cuda(parameters.gpu, rows, weights, grids);
+      lattice_cutoff_cuda(parameters.gpu, rows, weights, grids, false);
     } else {
       for (int l = 0; l + 1 < levels; ++l) convolve(charge[l], stencil, std::ldexp(1.0, -l), potential[l]);
     }

@@ -77,8 +77,9 @@ struct LevelGrids {
   double* potential;
   double scale;
 };
+// `periodic`: the grids wrap (each stencil offset taken modulo the grid, every image).
 void lattice_cutoff_cuda(int gpu, const std::vector<StencilRow>& rows, const std::vector<double>& weights,
-                         const std::vector<LevelGrids>& levels);
+                         const std::vector<LevelGrids>& levels, bool periodic = false);
 
 // g_a(r) of the splitting, a float64 scalar (for the stages' tests and the reference).
 double smoothed_kernel(Smoothing splitting, double cutoff, double distance);

@@ -93,22 +93,19 @@ PeriodicGrid prolong_periodic(const PeriodicGrid& coarse, const std::vector<doub
   return g;
 }
 
-// e[m] += scale sum_d K[d] q[(m + d) mod n] over the stencil's non-zero offsets.
-struct PeriodicStencil {
-  std::vector<Index3> offset;
-  std::vector<double> weight;
-};
-
-void convolve_periodic(const PeriodicGrid& q, const PeriodicStencil& stencil, double scale, PeriodicGrid& e) {
+// e[m] += scale sum_d K[d] q[(m + d) mod n] over the stencil's rows of non-zero weights (the
+// GPU's kernel does the same sums in the same order).
+void convolve_periodic(const PeriodicGrid& q, const std::vector<StencilRow>& rows, const std::vector<double>& weights,
+                       double scale, PeriodicGrid& e) {
 #pragma omp parallel for collapse(2) schedule(dynamic, 2)
   for (std::int64_t i = 0; i < q.n[0]; ++i)
     for (std::int64_t j = 0; j < q.n[1]; ++j)
       for (std::int64_t k = 0; k < q.n[2]; ++k) {
         double sum = 0;
-        for (std::size_t s = 0; s < stencil.offset.size(); ++s) {
-          const Index3& d = stencil.offset[s];
-          sum += stencil.weight[s] *
-                 q.at(wrap_index(i + d[0], q.n[0]), wrap_index(j + d[1], q.n[1]), wrap_index(k + d[2], q.n[2]));
+        for (const StencilRow& row : rows) {
+          const std::int64_t si = wrap_index(i + row.dx, q.n[0]), sj = wrap_index(j + row.dy, q.n[1]);
+          const double* w = weights.data() + row.weight_offset - row.dz_first;
+          for (int dz = row.dz_first; dz <= row.dz_last; ++dz) sum += w[dz] * q.at(si, sj, wrap_index(k + dz, q.n[2]));
         }
         e.at(i, j, k) += scale * sum;
       }
@@ -246,19 +243,33 @@ void add_long_range_periodic(const PreparedAtoms& atoms, const PreparedAtoms& im
   std::vector<PeriodicGrid> potential;
   for (const PeriodicGrid& q : charge) potential.emplace_back(q.n);
   if (halvings > 0) {
-    PeriodicStencil stencil;
+    // Rows along z of the offsets within 2a (contiguous in dz: the support is a ball).
+    std::vector<StencilRow> rows;
+    std::vector<double> weights;
     Index3 radius;
     for (int ax = 0; ax < 3; ++ax) radius[ax] = static_cast<std::int64_t>(std::floor(2 * a / spacing[ax]));
     for (std::int64_t dx = -radius[0]; dx <= radius[0]; ++dx)
-      for (std::int64_t dy = -radius[1]; dy <= radius[1]; ++dy)
+      for (std::int64_t dy = -radius[1]; dy <= radius[1]; ++dy) {
+        StencilRow row{static_cast<int>(dx), static_cast<int>(dy), 0, -1, static_cast<int>(weights.size())};
         for (std::int64_t dz = -radius[2]; dz <= radius[2]; ++dz) {
           const double x = dx * spacing[0], y = dy * spacing[1], z = dz * spacing[2];
           const double r = std::sqrt(x * x + y * y + z * z);
           if (r >= 2 * a) continue;
-          stencil.offset.push_back({dx, dy, dz});
-          stencil.weight.push_back(smoothed_kernel(split, a, r) - smoothed_kernel(split, 2 * a, r));
+          if (row.dz_last < row.dz_first) row.dz_first = static_cast<int>(dz);
+          row.dz_last = static_cast<int>(dz);
+          weights.push_back(smoothed_kernel(split, a, r) - smoothed_kernel(split, 2 * a, r));
         }
-    for (int l = 0; l < halvings; ++l) convolve_periodic(charge[l], stencil, std::ldexp(1.0, -l), potential[l]);
+        if (row.dz_last >= row.dz_first) rows.push_back(row);
+      }
+    if (parameters.gpu >= 0) {
+      std::vector<LevelGrids> grids;
+      for (int l = 0; l < halvings; ++l)
+        grids.push_back({{charge[l].n[0], charge[l].n[1], charge[l].n[2]}, charge[l].v.data(), potential[l].v.data(),
+                         std::ldexp(1.0, -l)});
+      lattice_cutoff_cuda(parameters.gpu, rows, weights, grids, true);
+    } else {
+      for (int l = 0; l < halvings; ++l) convolve_periodic(charge[l], rows, weights, std::ldexp(1.0, -l), potential[l]);
+    }
   }
   st.lattice_cutoff = seconds_since(start);
 
