@@ -113,6 +113,8 @@ class NeighborList {
   double cutoff_, skin_;
   std::vector<double> built_x_, built_y_, built_z_;
   Box built_box_;
+  std::vector<std::vector<std::int32_t>> thread_neighbors_;  // the threads' parts, reused
+  std::vector<std::vector<std::array<std::int8_t, 3>>> thread_shifts_;
   std::int64_t builds_ = 0;
 };
 

@@ -7,6 +7,7 @@
 
 #include "md/exclusions.hpp"
 #include "md/force_field.hpp"
+#include "md/forces_simd.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/md.hpp"
@@ -170,11 +171,12 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
   // The atoms gathered in the list's cell order (positions, types, charges), so that a row's
   // neighbours lie close in memory; forces scattered back to atom order at the end.
   const std::vector<std::int64_t>& order = list.order_;
-  std::vector<double> xs(n), ys(n), zs(n), qs(coulomb ? n : 0);
+  // Positions interleaved (one cache line serves x, y, z of a neighbour).
+  std::vector<double> positions(3 * static_cast<std::size_t>(n)), qs(coulomb ? n : 0);
   std::vector<int> types_s(n);
   for (std::int64_t p = 0; p < n; ++p) {
     const std::int64_t i = order[p];
-    xs[p] = s.x[i], ys[p] = s.y[i], zs[p] = s.z[i], types_s[p] = s.type[i];
+    positions[3 * p] = s.x[i], positions[3 * p + 1] = s.y[i], positions[3 * p + 2] = s.z[i], types_s[p] = s.type[i];
     if (coulomb) qs[p] = s.charge[i];
   }
   // A half list (each pair once, Newton's third law): every thread adds into its own force
@@ -182,23 +184,42 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
   // blocks, so a run is the same bits whenever the thread count is the same.
   std::vector<std::vector<double>> partial(static_cast<std::size_t>(team));
   std::vector<double> energy_of(static_cast<std::size_t>(team)), virial_of(static_cast<std::size_t>(team));
+  // Lennard-Jones alone in a box longer than twice the list's reach plus its skin along every
+  // axis (atoms move at most half the skin between builds, so a listed pair's image is the
+  // minimum image): the SIMD rows (forces_simd.cpp).
+  bool simd = !coulomb;
+  for (int a = 0; a < 3; ++a) simd = simd && length[a] > 2 * (list.cutoff() + 2 * list.skin());
+  std::vector<double> c12, c6, offset;
+  for (std::size_t k = 0; k < pair_law.table.coefficients.size(); ++k)
+    c12.push_back(pair_law.table.coefficients[k].c12), c6.push_back(pair_law.table.coefficients[k].c6),
+        offset.push_back(pair_law.table.offset[k]);
 #pragma omp parallel num_threads(team)
   {
     const int me = omp_get_thread_num();
     std::vector<double>& force = partial[me];
     force.assign(3 * static_cast<std::size_t>(n), 0.0);
     double energy = 0, virial = 0;
+    const LennardJonesRows rows{positions.data(), types_s.data(), pair_law.types, c12.data(), c6.data(), offset.data(),
+                                list.first_.data(), list.neighbors_.data(), {length[0], length[1], length[2]},
+                                pair_law.cutoff2, force.data()};
 #pragma omp for schedule(static, 256)
     for (std::int64_t p = 0; p < n; ++p) {
+      if (simd) {
+        const RowSums sums = lennard_jones_row(rows, p);
+        force[3 * p] += sums.fx, force[3 * p + 1] += sums.fy, force[3 * p + 2] += sums.fz;
+        energy += sums.energy, virial += sums.virial;
+        continue;
+      }
       double fx = 0, fy = 0, fz = 0;
-      const double xi = xs[p], yi = ys[p], zi = zs[p];
+      const double xi = positions[3 * p], yi = positions[3 * p + 1], zi = positions[3 * p + 2];
       const double qi = coulomb ? qs[p] : 0;
       for (std::int64_t k = list.first_[p]; k < list.first_[p + 1]; ++k) {
         const std::int32_t q = list.neighbors_[k];
         const auto& shift = list.shifts_[k];
-        const double dx = xs[q] + shift[0] * length[0] - xi;
-        const double dy = ys[q] + shift[1] * length[1] - yi;
-        const double dz = zs[q] + shift[2] * length[2] - zi;
+        const double* pq = &positions[3 * static_cast<std::size_t>(q)];
+        const double dx = pq[0] + shift[0] * length[0] - xi;
+        const double dy = pq[1] + shift[1] * length[1] - yi;
+        const double dz = pq[2] + shift[2] * length[2] - zi;
         const double r2 = dx * dx + dy * dy + dz * dz;
         if (r2 >= pair_law.reach2) continue;  // in the skin
         double e, force_over_r;

@@ -109,21 +109,26 @@ void NeighborList::build(const System& s, const ForceField& field) {
   // range of rows into its own buffers, joined in thread order: the same list for any
   // thread count. Neighbours are stored as sorted positions too.
   const int team = std::max(1, std::min<int>(hardware_threads(), static_cast<int>(n / 1024) + 1));
-  std::vector<std::vector<std::int32_t>> thread_neighbors(team);
-  std::vector<std::vector<std::array<std::int8_t, 3>>> thread_shifts(team);
+  // Each thread's part in buffers kept from build to build (fresh ones cost 3x the build
+  // itself in a run, where other allocations come between builds: measured).
+  std::vector<std::vector<std::int32_t>>& thread_neighbors = thread_neighbors_;
+  std::vector<std::vector<std::array<std::int8_t, 3>>>& thread_shifts = thread_shifts_;
+  thread_neighbors.resize(team), thread_shifts.resize(team);
   std::vector<std::int64_t> row_size(n, 0);
   std::vector<std::string> thread_error(team);
-  std::vector<std::size_t> thread_start;
+  std::vector<std::size_t> thread_start, thread_count(team, 0);
 #pragma omp parallel num_threads(team)
   {
     const int me = omp_get_thread_num();
     const std::int64_t begin = n * me / team, end = n * (me + 1) / team;
     std::vector<std::int32_t>& neighbors = thread_neighbors[me];
     std::vector<std::array<std::int8_t, 3>>& shifts = thread_shifts[me];
+    std::size_t count = 0;  // entries written; the buffers keep headroom beyond it
+    bool far_apart = false;
     // Room for the rows at this density (a reach sphere, halved), grown if need be.
     const double per_row = 0.5 * static_cast<double>(n) / (length[0] * length[1] * length[2]) * 4.18879 * reach * reach2;
-    neighbors.reserve(static_cast<std::size_t>(1.2 * per_row * static_cast<double>(end - begin)) + 64);
-    shifts.reserve(neighbors.capacity());
+    const std::size_t room = static_cast<std::size_t>(1.2 * per_row * static_cast<double>(end - begin)) + 4096;
+    if (neighbors.size() < room) neighbors.resize(room), shifts.resize(room);
     // The cells a row's atom scans, with their images: the same for every atom of a cell, so
     // worked out once per cell (rows come in cell order).
     struct Target {
@@ -133,9 +138,9 @@ void NeighborList::build(const System& s, const ForceField& field) {
     };
     std::vector<Target> targets;
     std::int64_t targets_cell = -1;
-    for (std::int64_t row = begin; row < end && thread_error[me].empty(); ++row) {
+    for (std::int64_t row = begin; row < end; ++row) {
       const std::int64_t i = members[row];
-      const std::size_t row_start = neighbors.size();
+      const std::size_t row_start = count;
       if (cell_of[i] != targets_cell) {
         targets_cell = cell_of[i];
         const std::int64_t ci[3] = {targets_cell % cells[0], targets_cell / cells[0] % cells[1],
@@ -163,39 +168,55 @@ void NeighborList::build(const System& s, const ForceField& field) {
         // The own cell: each pair from the row that comes first.
         std::int64_t m = t == 0 ? row + 1 : cell_first[target.cell];
         const std::int64_t m_end = cell_first[target.cell + 1];
+        if (m >= m_end) continue;
+        // Every candidate is written and the count advances only for those within reach: no
+        // branch on the distance (it goes either way at random in a liquid).
+        const std::size_t need = count + static_cast<std::size_t>(m_end - m);
+        if (need > neighbors.size()) {
+          neighbors.resize(std::max(need, 2 * neighbors.size()));
+          shifts.resize(neighbors.size());
+        }
+        std::int32_t* out = neighbors.data();
+        std::array<std::int8_t, 3>* out_shift = shifts.data();
+        // Displacement from the stored (unwrapped) positions: x_j + shift L - x_i, with
+        // shift = target wrap - image of j + image of i.
+        const std::int64_t base[3] = {target.wrap[0] + image[i][0], target.wrap[1] + image[i][1],
+                                      target.wrap[2] + image[i][2]};
         for (; m < m_end; ++m) {
           const double dx = binned[3 * m] + ox_shift, dy = binned[3 * m + 1] + oy_shift,
                        dz = binned[3 * m + 2] + oz_shift;
-          if (dx * dx + dy * dy + dz * dz >= reach2) continue;
-          if (!excluded.empty()) {
+          bool within = dx * dx + dy * dy + dz * dz < reach2;
+          if (!excluded.empty() && within) {
             const std::int64_t j = members[m];
-            if (j != i && excluded.count(exclusion_key(i, j))) continue;
+            within = j == i || !excluded.count(exclusion_key(i, j));
           }
-          std::array<std::int8_t, 3> shift{};
+          std::array<std::int8_t, 3> shift;
           for (int a = 0; a < 3; ++a) {
-            // Displacement from the stored (unwrapped) positions: x_j + shift L - x_i.
-            const std::int64_t k = target.wrap[a] - binned_image[m][a] + image[i][a];
-            if (k < -127 || k > 127) thread_error[me] = "neighbour list: atoms more than 127 box lengths apart";
+            const std::int64_t k = base[a] - binned_image[m][a];
+            far_apart |= within & (k < -127 || k > 127);
             shift[a] = static_cast<std::int8_t>(k);
           }
-          neighbors.push_back(static_cast<std::int32_t>(m));
-          shifts.push_back(shift);
+          out[count] = static_cast<std::int32_t>(m);
+          out_shift[count] = shift;
+          count += within;
         }
       }
-      row_size[row] = static_cast<std::int64_t>(neighbors.size() - row_start);
+      row_size[row] = static_cast<std::int64_t>(count - row_start);
     }
+    if (far_apart) thread_error[me] = "neighbour list: atoms more than 127 box lengths apart";
+    thread_count[me] = count;
     // The threads' parts joined in thread order, each thread copying its own part.
 #pragma omp barrier
 #pragma omp single
     {
       thread_start.assign(team + 1, 0);
-      for (int t = 0; t < team; ++t) thread_start[t + 1] = thread_start[t] + thread_neighbors[t].size();
+      for (int t = 0; t < team; ++t) thread_start[t + 1] = thread_start[t] + thread_count[t];
       neighbors_.resize(thread_start[team]);
       shifts_.resize(thread_start[team]);
     }
-    if (!neighbors.empty()) {
-      std::memcpy(neighbors_.data() + thread_start[me], neighbors.data(), neighbors.size() * sizeof(neighbors[0]));
-      std::memcpy(shifts_.data() + thread_start[me], shifts.data(), shifts.size() * sizeof(shifts[0]));
+    if (count > 0) {
+      std::memcpy(neighbors_.data() + thread_start[me], neighbors.data(), count * sizeof(neighbors[0]));
+      std::memcpy(shifts_.data() + thread_start[me], shifts.data(), count * sizeof(shifts[0]));
     }
   }
   for (const std::string& error : thread_error)

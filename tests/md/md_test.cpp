@@ -43,6 +43,26 @@ TEST(MdForces, NeighborListMatchesTheReferenceOnALiquid) {
   EXPECT_LT(reference.potential, 0.0);
 }
 
+TEST(MdForces, SimdRowsMatchTheReference) {
+  // Boxes longer than twice (reach + 2 skin) = 6.8 along every axis take the SIMD rows
+  // (forces_simd.cpp): two types, shifted energies, atoms moved out of the box after the
+  // build (the minimum image taken in registers), one and two threads.
+  System s = liquid(6, 31);  // 864 atoms, box 10.1
+  ForceField f = two_type_field();
+  f.shift = true;
+  NeighborList list(f.cutoff, 0.3);
+  list.build(s, f);
+  for (std::size_t i = 0; i < s.size(); i += 5) s.x[i] += 0.1, s.z[i] -= 0.1;  // 0.14: under half the skin
+  ASSERT_FALSE(list.needs_rebuild(s));
+  Forces reference;
+  forces_reference(s, f, reference);
+  for (const int threads : {1, 2}) {
+    Forces out;
+    forces_cpu(s, f, list, out, threads);
+    expect_same_forces(out, reference, 1e-12, "SIMD rows, " + std::to_string(threads) + " threads");
+  }
+}
+
 TEST(MdForces, SmallBoxesAndAnyAtomCount) {
   // Boxes with 1 or 2 cells along an axis, and shorter than the cutoff (an atom meets its
   // own images and several images of each neighbour); atom counts from 1.
