@@ -298,7 +298,7 @@ int run_md(const MdArguments& args) {
   if (gpu) gpu->download(system);
   if (dcd_every > 0) io::write_dcd(output_path(directory, "trajectory.dcd"), frames, dt);
   io::write_lammps_data(output_path(directory, final_data), system, epsilon, sigma,
-                        fmt::format("nbkit md after {} steps", steps));
+                        fmt::format("nbkit md after {} steps", steps), style);
   if (!args.quiet) {
     const double rate = static_cast<double>(system.size()) * static_cast<double>(std::max<std::int64_t>(steps, 1)) / seconds;
     fmt::print("nbkit md: {} atoms, {} steps of {} ({} units), {:.3f} s, {:.3g} atom-steps/s ({}, {} list builds)\n",

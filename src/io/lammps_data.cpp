@@ -146,8 +146,9 @@ LammpsData read_lammps_data(const std::string& path, md::Units units) {
         mass_set[t - 1] = true;
       }
     } else if (section == "Pair Coeffs") {
-      if (!section_style.empty() && section_style != "lj/cut")
-        fail_at(header_line, "Pair Coeffs # " + section_style + ": only lj/cut coefficients (epsilon sigma) are read");
+      if (!section_style.empty() && section_style != "lj/cut" && section_style != "lj/cut/coul/dsf")
+        fail_at(header_line, "Pair Coeffs # " + section_style +
+                                 ": only lj/cut and lj/cut/coul/dsf coefficients (epsilon sigma) are read");
       data.pair_epsilon.assign(types, 0.0);
       data.pair_sigma.assign(types, 0.0);
       for (const auto& [number, f] : lines) {
@@ -214,7 +215,7 @@ LammpsData read_lammps_data(const std::string& path, md::Units units) {
 }
 
 void write_lammps_data(const std::string& path, const md::System& s, const std::vector<double>& pair_epsilon,
-                       const std::vector<double>& pair_sigma, const std::string& title) {
+                       const std::vector<double>& pair_sigma, const std::string& title, const std::string& pair_style) {
   write_atomically(path, [&](const std::string& temporary) {
     std::ofstream out(temporary);
     out << "LAMMPS data file, " << title << "\n\n";
@@ -225,7 +226,7 @@ void write_lammps_data(const std::string& path, const md::System& s, const std::
     out << "\nMasses\n\n";
     for (int t = 0; t < s.types(); ++t) out << fmt::format("{} {:.17g}\n", t + 1, s.type_mass[t]);
     if (!pair_epsilon.empty()) {
-      out << "\nPair Coeffs # lj/cut\n\n";
+      out << "\nPair Coeffs # " << pair_style << "\n\n";
       for (int t = 0; t < s.types(); ++t) out << fmt::format("{} {:.17g} {:.17g}\n", t + 1, pair_epsilon[t], pair_sigma[t]);
     }
     out << (s.has_charges ? "\nAtoms # charge\n\n" : "\nAtoms # atomic\n\n");

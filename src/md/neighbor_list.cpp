@@ -232,11 +232,14 @@ void NeighborList::build(const System& s, const ForceField& field) {
 bool NeighborList::needs_rebuild(const System& s) const {
   if (builds_ == 0 || built_x_.size() != s.size() || built_box_.lo != s.box.lo || built_box_.hi != s.box.hi) return true;
   const double limit2 = 0.25 * skin_ * skin_;  // half the skin, squared
-  for (std::size_t i = 0; i < s.size(); ++i) {
+  const std::int64_t n = static_cast<std::int64_t>(s.size());
+  bool moved = false;
+#pragma omp parallel for reduction(|| : moved) if (n > 65536)
+  for (std::int64_t i = 0; i < n; ++i) {
     const double dx = s.x[i] - built_x_[i], dy = s.y[i] - built_y_[i], dz = s.z[i] - built_z_[i];
-    if (dx * dx + dy * dy + dz * dz > limit2) return true;
+    moved = moved || dx * dx + dy * dy + dz * dz > limit2;
   }
-  return false;
+  return moved;
 }
 
 }  // namespace nbkit::md

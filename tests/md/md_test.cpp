@@ -208,7 +208,7 @@ TEST(MdFiles, LammpsDataRoundTripKeepsEveryBit) {
   s.has_charges = true;
   for (std::size_t i = 0; i < s.size(); ++i) s.charge[i] = i % 2 ? 0.5 : -0.5;
   assign_velocities(s, 1.0, 3);
-  io::write_lammps_data(dir.file("a.data"), s, {1.0, 0.5}, {1.0, 1.2});
+  io::write_lammps_data(dir.file("a.data"), s, {1.0, 0.5}, {1.0, 1.2}, "round trip", "lj/cut/coul/dsf");
   const io::LammpsData back = io::read_lammps_data(dir.file("a.data"), Units::lj);
   EXPECT_EQ(back.system.x, s.x);
   EXPECT_EQ(back.system.vz, s.vz);

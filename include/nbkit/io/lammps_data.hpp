@@ -19,7 +19,10 @@ LammpsData read_lammps_data(const std::string& path, md::Units units);
 
 // Writes a data file LAMMPS reads back (`read_data`), atomically; Pair Coeffs when given
 // (one epsilon and sigma per type).
+// `pair_style` labels the Pair Coeffs section (lj/cut or lj/cut/coul/dsf: the same epsilon,
+// sigma per type), so that LAMMPS reads it under that pair style without a warning.
 void write_lammps_data(const std::string& path, const md::System& system, const std::vector<double>& pair_epsilon = {},
-                       const std::vector<double>& pair_sigma = {}, const std::string& title = "written by nbkit");
+                       const std::vector<double>& pair_sigma = {}, const std::string& title = "written by nbkit",
+                       const std::string& pair_style = "lj/cut");
 
 }  // namespace nbkit::io
