@@ -174,6 +174,7 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
   // Positions interleaved (one cache line serves x, y, z of a neighbour).
   std::vector<double> positions(3 * static_cast<std::size_t>(n)), qs(coulomb ? n : 0);
   std::vector<int> types_s(n);
+#pragma omp parallel for num_threads(team) if (n > 16384)
   for (std::int64_t p = 0; p < n; ++p) {
     const std::int64_t i = order[p];
     positions[3 * p] = s.x[i], positions[3 * p + 1] = s.y[i], positions[3 * p + 2] = s.z[i], types_s[p] = s.type[i];

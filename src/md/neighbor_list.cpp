@@ -75,11 +75,13 @@ void NeighborList::build(const System& s, const ForceField& field) {
   std::vector<double> wrapped(3 * static_cast<std::size_t>(n));
   std::vector<std::int64_t> cell_of(n);
   const std::vector<double>* coordinate[3] = {&s.x, &s.y, &s.z};
+  std::int64_t not_a_number = n;  // the first atom with a coordinate that is not a number
+#pragma omp parallel for reduction(min : not_a_number) if (n > 16384)
   for (std::int64_t i = 0; i < n; ++i) {
-    std::int64_t c[3];
+    std::int64_t c[3] = {0, 0, 0};
     for (int a = 0; a < 3; ++a) {
-      const double u = ((*coordinate[a])[i] - s.box.lo[a]) / length[a];
-      if (!std::isfinite(u)) throw Error("atom " + std::to_string(i + 1) + " has a coordinate that is not a number");
+      double u = ((*coordinate[a])[i] - s.box.lo[a]) / length[a];
+      if (!std::isfinite(u)) not_a_number = std::min(not_a_number, i), u = 0;
       const double whole = std::floor(u);
       image[i][a] = static_cast<std::int64_t>(whole);
       wrapped[3 * i + a] = (*coordinate[a])[i] - whole * length[a];
@@ -87,6 +89,8 @@ void NeighborList::build(const System& s, const ForceField& field) {
     }
     cell_of[i] = (c[2] * cells[1] + c[1]) * cells[0] + c[0];
   }
+  if (not_a_number < n)
+    throw Error("atom " + std::to_string(not_a_number + 1) + " has a coordinate that is not a number");
   // Atoms of each cell in index order (counting sort), with their wrapped positions stored
   // contiguously in that order, so the candidate loop reads memory in sequence.
   const std::int64_t cell_count = cells[0] * cells[1] * cells[2];
@@ -97,6 +101,7 @@ void NeighborList::build(const System& s, const ForceField& field) {
   for (std::int64_t i = 0; i < n; ++i) members[fill[cell_of[i]]++] = i;
   std::vector<double> binned(3 * static_cast<std::size_t>(n));
   std::vector<std::array<std::int64_t, 3>> binned_image(n);
+#pragma omp parallel for if (n > 16384)
   for (std::int64_t m = 0; m < n; ++m) {
     for (int a = 0; a < 3; ++a) binned[3 * m + a] = wrapped[3 * members[m] + a];
     binned_image[m] = image[members[m]];
