@@ -306,17 +306,11 @@ template <class Real>
 class Engine final : public EngineBase {
  public:
   Engine(const System& s, const ForceField& f, double skin, const GpuEngine::Options& options)
-      : device_(options.device), units_(s.units), n_(static_cast<int>(s.size())), volume_(s.box.volume()) {
+      : device_(select_device(options.device)), units_(s.units), n_(static_cast<int>(s.size())), volume_(s.box.volume()) {
     check_force_field(s, f);
     if (s.size() == 0) throw Error("the GPU MD engine needs at least one atom");
     if (s.size() >= static_cast<std::size_t>(1) << 30) throw Error("the GPU MD engine handles fewer than 2^30 atoms");
     if (!(skin >= 0) || !std::isfinite(skin)) throw Error("the neighbour skin must not be negative");
-    int devices = 0;
-    NBKIT_CUDA_CHECK(cudaGetDeviceCount(&devices));
-    if (options.device < 0 || options.device >= devices)
-      throw Error("GPU " + std::to_string(options.device) + " does not exist (" + std::to_string(devices) +
-                  " GPUs visible)");
-    NBKIT_CUDA_CHECK(cudaSetDevice(device_));
     cudaDeviceProp properties{};
     NBKIT_CUDA_CHECK(cudaGetDeviceProperties(&properties, device_));
     description = std::string(properties.name) + (sizeof(Real) == 4 ? ", float32" : ", float64");
@@ -593,6 +587,17 @@ class Engine final : public EngineBase {
   void sum(const DeviceBuffer<double>& values, int slot) {
     std::size_t bytes = cub_scratch_.size();
     NBKIT_CUDA_CHECK(cub::DeviceReduce::Sum(cub_scratch_.data(), bytes, values.data(), sums_.data() + slot, n_, stream_));
+  }
+
+  // Checks the index and makes the device current, before stream_ (declared next) is created
+  // on it: the stream must belong to the engine's GPU whatever GPU was current before.
+  static int select_device(int device) {
+    int devices = 0;
+    NBKIT_CUDA_CHECK(cudaGetDeviceCount(&devices));
+    if (device < 0 || device >= devices)
+      throw Error("GPU " + std::to_string(device) + " does not exist (" + std::to_string(devices) + " GPUs visible)");
+    NBKIT_CUDA_CHECK(cudaSetDevice(device));
+    return device;
   }
 
   int device_;

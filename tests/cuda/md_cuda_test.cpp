@@ -81,6 +81,26 @@ TEST_F(CudaMd, AwkwardBoxesAndAtomCounts) {
   }
 }
 
+TEST_F(CudaMd, AnyGpuCurrentBeforehandAndAnyGpuChosen) {
+  // The engine's stream and buffers belong to its own GPU whichever GPU the caller left
+  // current (a bug once: the stream was made on the current GPU, the buffers on the chosen
+  // one). Each engine leaves its GPU current: engines on every GPU in turn, last to first.
+  const int devices = static_cast<int>(list_gpus().size());
+  const System s = liquid(6, 26);
+  const ForceField f = two_type_field();
+  Forces reference;
+  forces_reference(s, f, reference);
+  for (int round = 0; round < 2; ++round)
+    for (int chosen = devices - 1; chosen >= 0; --chosen) {
+      GpuEngine::Options options = precision(true);
+      options.device = chosen;
+      expect_same_forces(gpu_forces(s, f, options), reference, kDoubleTolerance, "engine on GPU " + std::to_string(chosen));
+    }
+  GpuEngine::Options missing = precision(true);
+  missing.device = devices;
+  EXPECT_THROW(GpuEngine(s, f, 0.3, missing), Error);
+}
+
 TEST_F(CudaMd, OverflowingRowsGrowTheList) {
   const System s = liquid(6, 23);
   const ForceField f = two_type_field();
