@@ -98,12 +98,17 @@ class NeighborList {
   // assumed), or the box changed.
   bool needs_rebuild(const System& system) const;
   std::int64_t builds() const { return builds_; }
+  // True when every box length exceeds twice (cutoff + 2 skin): atoms move at most half the
+  // skin between builds, so a listed pair's image is the minimum image; the list then stores
+  // no image shifts (shifts_ empty) and the force loops take the minimum image.
+  bool minimum_image(const Box& box) const;
   std::size_t pairs() const { return neighbors_.size(); }
   double cutoff() const { return cutoff_; }
   double skin() const { return skin_; }
 
   // Rows in cell order: row p is atom order_[p], its neighbours neighbors_[first_[p] ..
-  // first_[p + 1]) are rows too (atom order_[q]), each with its image shift in box lengths.
+  // first_[p + 1]) are rows too (atom order_[q]), each with its image shift in box lengths
+  // (none stored when minimum_image(box)).
   std::vector<std::int64_t> order_;
   std::vector<std::int64_t> first_;
   std::vector<std::int32_t> neighbors_;

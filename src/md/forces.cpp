@@ -192,8 +192,10 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
   // Lennard-Jones alone in a box longer than twice the list's reach plus its skin along every
   // axis (atoms move at most half the skin between builds, so a listed pair's image is the
   // minimum image): the SIMD rows (forces_simd.cpp).
-  bool simd = !coulomb;
-  for (int a = 0; a < 3; ++a) simd = simd && length[a] > 2 * (list.cutoff() + 2 * list.skin());
+  const bool minimum_image = list.minimum_image(s.box);
+  if (!minimum_image && list.shifts_.size() != list.neighbors_.size())
+    throw Error("the neighbour list was built for another box: rebuild it");
+  const bool simd = !coulomb && minimum_image;
   std::vector<double> c12, c6, offset;
   for (std::size_t k = 0; k < pair_law.table.coefficients.size(); ++k)
     c12.push_back(pair_law.table.coefficients[k].c12), c6.push_back(pair_law.table.coefficients[k].c6),
@@ -220,11 +222,16 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
       const double qi = coulomb ? qs[p] : 0;
       for (std::int64_t k = list.first_[p]; k < list.first_[p + 1]; ++k) {
         const std::int32_t q = list.neighbors_[k];
-        const auto& shift = list.shifts_[k];
         const double* pq = &positions[3 * static_cast<std::size_t>(q)];
-        const double dx = pq[0] + shift[0] * length[0] - xi;
-        const double dy = pq[1] + shift[1] * length[1] - yi;
-        const double dz = pq[2] + shift[2] * length[2] - zi;
+        double dx = pq[0] - xi, dy = pq[1] - yi, dz = pq[2] - zi;
+        if (minimum_image) {
+          dx -= length[0] * std::round(dx / length[0]);
+          dy -= length[1] * std::round(dy / length[1]);
+          dz -= length[2] * std::round(dz / length[2]);
+        } else {
+          const auto& shift = list.shifts_[k];
+          dx += shift[0] * length[0], dy += shift[1] * length[1], dz += shift[2] * length[2];
+        }
         const double r2 = dx * dx + dy * dy + dz * dz;
         if (r2 >= pair_law.reach2) continue;  // in the skin
         double e, force_over_r;

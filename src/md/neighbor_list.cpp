@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "md/exclusions.hpp"
 #include "nbkit/core/error.hpp"
@@ -108,6 +109,9 @@ void NeighborList::build(const System& s, const ForceField& field) {
   }
 
   const auto excluded = exclusion_set(n, field);
+  // In boxes long enough for the minimum image the force loops take it themselves; the image
+  // shifts are stored only for shorter boxes.
+  const bool store_shifts = !minimum_image(s.box);
   // Rows in parallel, in cell order (sorted position p = the atom's place in `members`), so
   // consecutive rows scan the same cells and the force loop reads neighbours close in memory
   // (LAMMPS sorts its atoms by bin for the same reason). Each thread takes a contiguous
@@ -133,7 +137,8 @@ void NeighborList::build(const System& s, const ForceField& field) {
     // Room for the rows at this density (a reach sphere, halved), grown if need be.
     const double per_row = 0.5 * static_cast<double>(n) / (length[0] * length[1] * length[2]) * 4.18879 * reach * reach2;
     const std::size_t room = static_cast<std::size_t>(1.2 * per_row * static_cast<double>(end - begin)) + 4096;
-    if (neighbors.size() < room) neighbors.resize(room), shifts.resize(room);
+    if (neighbors.size() < room) neighbors.resize(room);
+    if (store_shifts && shifts.size() < neighbors.size()) shifts.resize(neighbors.size());
     // The cells a row's atom scans, with their images: the same for every atom of a cell, so
     // worked out once per cell (rows come in cell order).
     struct Target {
@@ -179,7 +184,7 @@ void NeighborList::build(const System& s, const ForceField& field) {
         const std::size_t need = count + static_cast<std::size_t>(m_end - m);
         if (need > neighbors.size()) {
           neighbors.resize(std::max(need, 2 * neighbors.size()));
-          shifts.resize(neighbors.size());
+          if (store_shifts) shifts.resize(neighbors.size());
         }
         std::int32_t* out = neighbors.data();
         std::array<std::int8_t, 3>* out_shift = shifts.data();
@@ -187,24 +192,30 @@ void NeighborList::build(const System& s, const ForceField& field) {
         // shift = target wrap - image of j + image of i.
         const std::int64_t base[3] = {target.wrap[0] + image[i][0], target.wrap[1] + image[i][1],
                                       target.wrap[2] + image[i][2]};
-        for (; m < m_end; ++m) {
-          const double dx = binned[3 * m] + ox_shift, dy = binned[3 * m + 1] + oy_shift,
-                       dz = binned[3 * m + 2] + oz_shift;
-          bool within = dx * dx + dy * dy + dz * dz < reach2;
-          if (!excluded.empty() && within) {
-            const std::int64_t j = members[m];
-            within = j == i || !excluded.count(exclusion_key(i, j));
+        auto candidates = [&](auto with_shifts) {
+          for (; m < m_end; ++m) {
+            const double dx = binned[3 * m] + ox_shift, dy = binned[3 * m + 1] + oy_shift,
+                         dz = binned[3 * m + 2] + oz_shift;
+            bool within = dx * dx + dy * dy + dz * dz < reach2;
+            if (!excluded.empty() && within) {
+              const std::int64_t j = members[m];
+              within = j == i || !excluded.count(exclusion_key(i, j));
+            }
+            if constexpr (decltype(with_shifts)::value) {
+              std::array<std::int8_t, 3> shift;
+              for (int a = 0; a < 3; ++a) {
+                const std::int64_t k = base[a] - binned_image[m][a];
+                far_apart |= within & (k < -127 || k > 127);
+                shift[a] = static_cast<std::int8_t>(k);
+              }
+              out_shift[count] = shift;
+            }
+            out[count] = static_cast<std::int32_t>(m);
+            count += within;
           }
-          std::array<std::int8_t, 3> shift;
-          for (int a = 0; a < 3; ++a) {
-            const std::int64_t k = base[a] - binned_image[m][a];
-            far_apart |= within & (k < -127 || k > 127);
-            shift[a] = static_cast<std::int8_t>(k);
-          }
-          out[count] = static_cast<std::int32_t>(m);
-          out_shift[count] = shift;
-          count += within;
-        }
+        };
+        if (store_shifts) candidates(std::true_type{});
+        else candidates(std::false_type{});
       }
       row_size[row] = static_cast<std::int64_t>(count - row_start);
     }
@@ -217,11 +228,11 @@ void NeighborList::build(const System& s, const ForceField& field) {
       thread_start.assign(team + 1, 0);
       for (int t = 0; t < team; ++t) thread_start[t + 1] = thread_start[t] + thread_count[t];
       neighbors_.resize(thread_start[team]);
-      shifts_.resize(thread_start[team]);
+      shifts_.resize(store_shifts ? thread_start[team] : 0);
     }
     if (count > 0) {
       std::memcpy(neighbors_.data() + thread_start[me], neighbors.data(), count * sizeof(neighbors[0]));
-      std::memcpy(shifts_.data() + thread_start[me], shifts.data(), count * sizeof(shifts[0]));
+      if (store_shifts) std::memcpy(shifts_.data() + thread_start[me], shifts.data(), count * sizeof(shifts[0]));
     }
   }
   for (const std::string& error : thread_error)
@@ -232,6 +243,12 @@ void NeighborList::build(const System& s, const ForceField& field) {
   built_x_ = s.x, built_y_ = s.y, built_z_ = s.z;
   built_box_ = s.box;
   ++builds_;
+}
+
+bool NeighborList::minimum_image(const Box& box) const {
+  for (int a = 0; a < 3; ++a)
+    if (!(box.length(a) > 2 * (cutoff_ + 2 * skin_))) return false;
+  return true;
 }
 
 bool NeighborList::needs_rebuild(const System& s) const {
