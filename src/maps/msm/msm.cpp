@@ -214,9 +214,7 @@ AxisWeights axis_weights(std::int64_t count, double lattice_spacing, double grid
 
 }  // namespace
 
-void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows, int threads,
-                    Stages* stages) {
-  const Lattice& lattice = *rows.lattice;
+void check_parameters(const Parameters& parameters) {
   const double h = parameters.grid_spacing, a = parameters.cutoff;
   if (!(h > 0) || !std::isfinite(h)) throw Error(fmt::format("MSM grid spacing must be positive, got {}", h));
   if (!(a > 0) || !std::isfinite(a)) throw Error(fmt::format("MSM cutoff must be positive, got {}", a));
@@ -224,15 +222,21 @@ void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, co
     throw Error(fmt::format("MSM: the cutoff ({} A) must be at least twice the grid spacing ({} A): the grids "
                             "cannot represent a smoother splitting",
                             a, h));
+}
+
+ScopedThreadCount::ScopedThreadCount(int threads) : previous_(omp_get_max_threads()) {
+  omp_set_num_threads(std::max(threads, 1));
+}
+ScopedThreadCount::~ScopedThreadCount() { omp_set_num_threads(previous_); }
+
+void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows, int threads,
+                    Stages* stages) {
+  const Lattice& lattice = *rows.lattice;
+  check_parameters(parameters);
+  const double h = parameters.grid_spacing, a = parameters.cutoff;
   const MsmInterpolation ip = parameters.interpolation;
   const int support = basis_support(ip);
-  // The stages' parallel regions take the caller's thread count; the previous default is
-  // put back on the way out.
-  struct ThreadCount {
-    int previous = omp_get_max_threads();
-    explicit ThreadCount(int n) { omp_set_num_threads(std::max(n, 1)); }
-    ~ThreadCount() { omp_set_num_threads(previous); }
-  } thread_count(threads);
+  const ScopedThreadCount thread_count(threads);
   Stages local;
   Stages& st = stages ? *stages : local;
 

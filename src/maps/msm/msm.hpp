@@ -34,6 +34,22 @@ struct Parameters {
   int gpu = -1;  // the GPU for the lattice-cutoff sums (the stage that dominates the long range); -1: the CPU
 };
 
+// Throws nbkit::Error for a spacing or cutoff that is not positive, or a cutoff under 2 h.
+void check_parameters(const Parameters& parameters);
+
+// The stages' parallel regions take the caller's thread count; the previous default is put
+// back on the way out.
+class ScopedThreadCount {
+ public:
+  explicit ScopedThreadCount(int threads);
+  ~ScopedThreadCount();
+  ScopedThreadCount(const ScopedThreadCount&) = delete;
+  ScopedThreadCount& operator=(const ScopedThreadCount&) = delete;
+
+ private:
+  int previous_;
+};
+
 // Seconds per stage and the grid sizes, for reports and benchmarks.
 struct Stages {
   double anterpolation = 0, restriction = 0, lattice_cutoff = 0, top_level = 0, prolongation = 0,

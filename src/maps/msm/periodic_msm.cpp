@@ -175,15 +175,12 @@ class TopLevelKernel {
 void add_long_range_periodic(const PreparedAtoms& atoms, const PreparedAtoms& images, const Vec3& box,
                              const Parameters& parameters, const RowRange& rows, int threads, Stages* stages) {
   const Lattice& lattice = *rows.lattice;
+  check_parameters(parameters);
   const double a = parameters.cutoff;
   const MsmInterpolation ip = parameters.interpolation;
   const Smoothing split = parameters.splitting;
   const int support = basis_support(ip);
-  struct ThreadCount {
-    int previous = omp_get_max_threads();
-    explicit ThreadCount(int n) { omp_set_num_threads(std::max(n, 1)); }
-    ~ThreadCount() { omp_set_num_threads(previous); }
-  } thread_count(threads);
+  const ScopedThreadCount thread_count(threads);
   Stages local;
   Stages& st = stages ? *stages : local;
 
