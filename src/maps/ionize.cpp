@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 
+#include "maps/ion_map.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/units.hpp"
 
@@ -81,7 +83,17 @@ IonizeResult place_ions(const Atoms& structure, const Lattice& lattice, const Io
   const int total = options.cations + options.anions;
   // The same law, units and backend for each ion's own contribution: the map stays the
   // map of the structure plus the ions placed, without recomputing the structure's part.
-  std::vector<double> contribution(static_cast<std::size_t>(lattice.size()));
+  // On the GPU (a map with a single law: direct, mdh, cutoff) the map stays there: each ion's
+  // term is added, the lowest-energy point found and the points near the ion excluded on the
+  // device, in float64; the host keeps nothing but the ions.
+  std::unique_ptr<maps::GpuIonMap> on_gpu;
+  if (result.initial_map_stats.backend == Backend::cuda && map_options.method != MapMethod::msm &&
+      !map_options.periodic_box && total > 0)
+    on_gpu = std::make_unique<maps::GpuIonMap>(map_options.gpus.empty() ? 0 : map_options.gpus.front(), lattice,
+                                               result.map.values, excluded);
+  const maps::AnyLaw law = on_gpu ? maps::map_law(map_options) : maps::AnyLaw{};
+  const double prefactor = maps::map_prefactor(map_options);
+  std::vector<double> contribution(on_gpu ? 0 : static_cast<std::size_t>(lattice.size()));
   for (int placed = 0; placed < total; ++placed) {
     bool anion;
     if (net > 0.5 && anions_left > 0) anion = true;
@@ -91,10 +103,17 @@ IonizeResult place_ions(const Atoms& structure, const Lattice& lattice, const Io
     // Lowest charge * potential over the allowed points (ties: the lowest index).
     double best = std::numeric_limits<double>::infinity();
     std::int64_t best_index = -1;
-    for (std::int64_t p = 0; p < lattice.size(); ++p) {
-      if (excluded[static_cast<std::size_t>(p)]) continue;
-      const double energy = species.charge * result.map.values[static_cast<std::size_t>(p)];
-      if (energy < best) best = energy, best_index = p;
+    double potential = 0;
+    if (on_gpu) {
+      best_index = on_gpu->lowest_energy_point(species.charge, &potential);
+      best = species.charge * potential;
+    } else {
+      for (std::int64_t p = 0; p < lattice.size(); ++p) {
+        if (excluded[static_cast<std::size_t>(p)]) continue;
+        const double energy = species.charge * result.map.values[static_cast<std::size_t>(p)];
+        if (energy < best) best = energy, best_index = p;
+      }
+      if (best_index >= 0) potential = result.map.values[static_cast<std::size_t>(best_index)];
     }
     if (best_index < 0)
       throw Error(fmt::format("no lattice point is left for ion {} of {} ({}): every point is within {} A of the "
@@ -107,19 +126,25 @@ IonizeResult place_ions(const Atoms& structure, const Lattice& lattice, const Io
     PlacedIon ion;
     ion.species = species;
     ion.position = lattice.point(i, j, k);
-    ion.potential = result.map.values[static_cast<std::size_t>(best_index)];
+    ion.potential = potential;
     ion.energy = best;
     result.ions.push_back(ion);
-    Atoms one;
-    one.push_back(ion.position, species.charge, species.radius);
-    compute_map_rows(one, lattice, map_options, 0, lattice.rows(), contribution.data());
-    for (std::size_t p = 0; p < contribution.size(); ++p) result.map.values[p] += contribution[p];
-    exclude_around(lattice, ion.position, options.min_distance_ion, excluded);
-    excluded[static_cast<std::size_t>(best_index)] = 1;  // with a zero minimum distance too
+    if (on_gpu) {
+      on_gpu->add_atom(ion.position, species.charge, species.radius, law, prefactor);
+      on_gpu->exclude(ion.position, options.min_distance_ion, best_index);
+    } else {
+      Atoms one;
+      one.push_back(ion.position, species.charge, species.radius);
+      compute_map_rows(one, lattice, map_options, 0, lattice.rows(), contribution.data());
+      for (std::size_t p = 0; p < contribution.size(); ++p) result.map.values[p] += contribution[p];
+      exclude_around(lattice, ion.position, options.min_distance_ion, excluded);
+      excluded[static_cast<std::size_t>(best_index)] = 1;  // with a zero minimum distance too
+    }
     net += species.charge;
     (anion ? anions_left : cations_left) -= 1;
     if (options.progress) options.progress(static_cast<double>(placed + 1) / total);
   }
+  if (on_gpu) result.map.values = on_gpu->values();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "maps/direct/direct.hpp"
+#include "maps/ion_map.hpp"
 #include "maps/msm/msm.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/memory.hpp"
@@ -106,6 +107,28 @@ maps::CutoffMapLaw cutoff_law_for(Smoothing smoothing, double cutoff) {
   }
   throw Error("unknown smoothing");
 }
+
+}  // namespace
+
+namespace maps {
+
+AnyLaw map_law(const MapOptions& options) {
+  switch (options.method) {
+    case MapMethod::direct: return CoulombLaw{};
+    case MapMethod::mdh: return DebyeHuckelLaw{screening_kappa(options)};
+    case MapMethod::cutoff:
+      return std::visit([](const auto& law) -> AnyLaw { return law; }, cutoff_law_for(options.smoothing, options.cutoff));
+    default: throw Error("msm sums no single law: its long range is a grid");
+  }
+}
+
+double map_prefactor(const MapOptions& options) {
+  return units::potential_prefactor(options.unit, options.dielectric, options.temperature);
+}
+
+}  // namespace maps
+
+namespace {
 
 // "NVIDIA H200 x2, float32"
 std::string gpu_detail(const maps::CudaRunInfo& info, bool double_precision) {

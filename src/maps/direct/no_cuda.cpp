@@ -1,5 +1,6 @@
 // Compiled only into builds without CUDA.
 #include "maps/direct/direct.hpp"
+#include "maps/ion_map.hpp"
 #include "maps/msm/msm.hpp"
 #include "nbkit/core/error.hpp"
 
@@ -12,6 +13,16 @@ void direct_cuda(const PreparedAtoms&, const MapLaw&, const RowRange&, bool, con
 void cutoff_cuda(const PreparedAtoms&, const CutoffMapLaw&, const RowRange&, bool, const std::vector<int>&, CudaRunInfo*) {
   throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
 }
+
+struct GpuIonMap::State {};
+GpuIonMap::GpuIonMap(int, const Lattice&, const std::vector<double>&, const std::vector<char>&) {
+  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+}
+GpuIonMap::~GpuIonMap() = default;
+std::int64_t GpuIonMap::lowest_energy_point(double, double*) { return -1; }
+void GpuIonMap::add_atom(Vec3, double, double, const AnyLaw&, double) {}
+void GpuIonMap::exclude(Vec3, double, std::int64_t) {}
+std::vector<double> GpuIonMap::values() const { return {}; }
 
 namespace msm {
 void lattice_cutoff_cuda(int, const std::vector<StencilRow>&, const std::vector<double>&, const std::vector<LevelGrids>&,
