@@ -1,5 +1,5 @@
 // nbkit md: a Lennard-Jones molecular dynamics run described by a small TOML file (see
-// docs/md.md and examples/in.lj.toml), with LAMMPS's units, definitions and files.
+// README.md's "Molecular dynamics" and examples/in.lj.toml), with LAMMPS's units, definitions and files.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -315,10 +315,10 @@ Action setup_md(CLI::App& app) {
   auto args = std::make_shared<MdArguments>();
   app.description(
       "Lennard-Jones molecular dynamics (LAMMPS's lj/cut, units lj or real) described by a TOML file: the system "
-      "from a LAMMPS data file or an fcc lattice, NVE or Langevin; thermo on the terminal and in thermo.csv, "
-      "trajectory.dcd for VMD, a final LAMMPS data file.\n"
+      "from a LAMMPS data file or an fcc lattice, NVE (CPU or GPU) or Langevin (CPU); thermo on the terminal and in "
+      "thermo.csv, trajectory.dcd for VMD, a final LAMMPS data file.\n"
       "Example: nbkit md examples/in.lj.toml");
-  app.add_option("config", args->config, "the run's TOML file (see docs/md.md)")->required()->check(CLI::ExistingFile);
+  app.add_option("config", args->config, "the run's TOML file (keys: README.md, \"Molecular dynamics\"; example: examples/in.lj.toml)")->required()->check(CLI::ExistingFile);
   app.add_option("-o,--output", args->output, "output directory (overrides [output] directory)");
   app.add_option("--backend", args->backend,
                  "auto (the GPU for NVE runs in boxes longer than twice cutoff + skin, else the CPU), cuda or cpu")
