@@ -225,6 +225,7 @@ int run_map(const MapArguments& args) {
     stats.seconds = trajectory_stats.seconds;
     stats.lattice_points *= trajectory_stats.frames;
     stats.evaluations *= trajectory_stats.frames;
+    stats.detail += trajectory_stats.combined_on_device ? "; frames combined on the GPU" : "; frames combined on the host";
   } else {
     map = compute_map(atoms, lattice, options, &stats);
   }

@@ -83,15 +83,20 @@ IonizeResult place_ions(const Atoms& structure, const Lattice& lattice, const Io
   const int total = options.cations + options.anions;
   // The same law, units and backend for each ion's own contribution: the map stays the
   // map of the structure plus the ions placed, without recomputing the structure's part.
-  // On the GPU (a map with a single law: direct, mdh, cutoff) the map stays there: each ion's
+  // On the GPU (any map without a periodic box) the map stays there: each ion's
   // term is added, the lowest-energy point found and the points near the ion excluded on the
   // device, in float64; the host keeps nothing but the ions.
+  // msm (no box): each ion's own term is its exact Coulomb potential, the sum msm
+  // approximates, instead of a multilevel sum over one atom: a pass over the lattice per ion
+  // as for the other methods, and exact. With a periodic box the ion's images matter, so its
+  // term is a periodic msm map of the one ion (host path).
+  MapOptions ion_term_options = map_options;
+  if (map_options.method == MapMethod::msm && !map_options.periodic_box) ion_term_options.method = MapMethod::direct;
   std::unique_ptr<maps::GpuIonMap> on_gpu;
-  if (result.initial_map_stats.backend == Backend::cuda && map_options.method != MapMethod::msm &&
-      !map_options.periodic_box && total > 0)
+  if (result.initial_map_stats.backend == Backend::cuda && !map_options.periodic_box && total > 0)
     on_gpu = std::make_unique<maps::GpuIonMap>(map_options.gpus.empty() ? 0 : map_options.gpus.front(), lattice,
                                                result.map.values, excluded);
-  const maps::AnyLaw law = on_gpu ? maps::map_law(map_options) : maps::AnyLaw{};
+  const maps::AnyLaw law = on_gpu ? maps::map_law(ion_term_options) : maps::AnyLaw{};
   const double prefactor = maps::map_prefactor(map_options);
   std::vector<double> contribution(on_gpu ? 0 : static_cast<std::size_t>(lattice.size()));
   for (int placed = 0; placed < total; ++placed) {
@@ -135,7 +140,7 @@ IonizeResult place_ions(const Atoms& structure, const Lattice& lattice, const Io
     } else {
       Atoms one;
       one.push_back(ion.position, species.charge, species.radius);
-      compute_map_rows(one, lattice, map_options, 0, lattice.rows(), contribution.data());
+      compute_map_rows(one, lattice, ion_term_options, 0, lattice.rows(), contribution.data());
       for (std::size_t p = 0; p < contribution.size(); ++p) result.map.values[p] += contribution[p];
       exclude_around(lattice, ion.position, options.min_distance_ion, excluded);
       excluded[static_cast<std::size_t>(best_index)] = 1;  // with a zero minimum distance too

@@ -145,8 +145,11 @@ std::string cpu_detail(const char* what, bool double_precision, int threads) {
 
 }  // namespace
 
-void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
-                      std::int64_t row_begin, std::int64_t row_end, double* out, MapStats* stats) {
+namespace {
+
+// compute_map_rows, or with a device sink the GPU slabs going there (frame_combiner.hpp).
+void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, std::int64_t row_begin,
+              std::int64_t row_end, double* out, maps::DeviceSlabSink* device_sink, MapStats* stats) {
   validate(lattice);
   validate_atoms(atoms);
   if (row_begin < 0 || row_end > lattice.rows() || row_begin > row_end)
@@ -182,6 +185,9 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
   rows.out = out;
   rows.prefactor = units::potential_prefactor(options.unit, options.dielectric, options.temperature);
   rows.progress = &options.progress;
+  rows.device_sink = device_sink;
+  if (device_sink && (backend != Backend::cuda || options.method == MapMethod::msm))
+    throw Error("internal: only GPU maps of the direct, mdh and cutoff methods stay on the device");
 
   const int threads = options.threads > 0 ? options.threads : hardware_threads();
   const auto start = std::chrono::steady_clock::now();
@@ -270,6 +276,22 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
             : stats->lattice_points * static_cast<double>(atoms.size());
   }
 }
+
+}  // namespace
+
+void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
+                      std::int64_t row_begin, std::int64_t row_end, double* out, MapStats* stats) {
+  map_rows(atoms, lattice, options, row_begin, row_end, out, nullptr, stats);
+}
+
+namespace maps {
+
+void compute_map_on_devices(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
+                            DeviceSlabSink* sink, MapStats* stats) {
+  map_rows(atoms, lattice, options, 0, lattice.rows(), nullptr, sink, stats);
+}
+
+}  // namespace maps
 
 Map compute_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, MapStats* stats) {
   validate(lattice);

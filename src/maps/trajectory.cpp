@@ -6,7 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <utility>
 
+#include "maps/frame_combiner.hpp"
+#include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/memory.hpp"
 
@@ -30,48 +34,75 @@ std::string to_string(Combine combine) {
   return "?";
 }
 
+namespace maps {
+
 Map combine_frame_maps(Atoms atoms, const Lattice& lattice, const MapOptions& options, Combine combine,
                        const std::function<bool(Atoms&)>& next_frame, const std::function<void(int)>& on_frame,
-                       TrajectoryMapStats* stats) {
+                       TrajectoryMapStats* stats, bool on_device_if_gpu) {
   const auto start = std::chrono::steady_clock::now();
   const std::size_t points = static_cast<std::size_t>(lattice.size());
-  const int arrays = combine == Combine::stdev ? 3 : 2;  // the frame's map, the mean (and M2)
+  // On a GPU the maps of direct, mdh and cutoff summation stay where they are computed: each
+  // frame's slabs folded into accumulators there, one copy to the host at the end. msm sums
+  // its long range on the host, so its frames come to the host and are combined here.
+  // (The backend resolves as compute_map_rows resolves it: auto takes the GPUs if any.)
+  const bool on_device =
+      on_device_if_gpu && options.method != MapMethod::msm &&
+      (options.backend == Backend::cuda || (options.backend == Backend::automatic && !list_gpus().empty()));
+  // Host memory: the result (and M2 for stdev), plus one frame's map when combined here.
+  const int arrays = (combine == Combine::stdev ? 2 : 1) + (on_device ? 0 : 1);
   check_memory(static_cast<std::uint64_t>(arrays) * points * sizeof(double),
                fmt::format("combining frame maps on a {}x{}x{} lattice", lattice.dims[0], lattice.dims[1], lattice.dims[2]));
   Map result;
   result.lattice = lattice;
   result.unit = options.unit;
-  std::vector<double> frame(points), m2(combine == Combine::stdev ? points : 0);
+  std::vector<double> frame(on_device ? 0 : points), m2(combine == Combine::stdev && !on_device ? points : 0);
+  std::unique_ptr<GpuFrameCombiner> combiner = on_device ? std::make_unique<GpuFrameCombiner>(lattice, combine) : nullptr;
   int frames = 0;
   MapStats map_stats;
   while (next_frame(atoms)) {
-    compute_map_rows(atoms, lattice, options, 0, lattice.rows(), frame.data(), &map_stats);
     ++frames;
-    if (frames == 1) {
-      result.values = frame;
-    } else if (combine == Combine::min) {
-      for (std::size_t p = 0; p < points; ++p) result.values[p] = std::min(result.values[p], frame[p]);
-    } else if (combine == Combine::max) {
-      for (std::size_t p = 0; p < points; ++p) result.values[p] = std::max(result.values[p], frame[p]);
-    } else {  // Welford: mean += (x - mean) / n, M2 += (x - mean_old)(x - mean_new)
-      const double inverse = 1.0 / frames;
-      for (std::size_t p = 0; p < points; ++p) {
-        const double delta = frame[p] - result.values[p];
-        result.values[p] += delta * inverse;
-        if (combine == Combine::stdev) m2[p] += delta * (frame[p] - result.values[p]);
+    if (on_device) {
+      combiner->begin_frame(frames);
+      compute_map_on_devices(atoms, lattice, options, combiner.get(), &map_stats);
+    } else {
+      compute_map_rows(atoms, lattice, options, 0, lattice.rows(), frame.data(), &map_stats);
+      if (frames == 1) {
+        result.values = frame;
+      } else if (combine == Combine::min) {
+        for (std::size_t p = 0; p < points; ++p) result.values[p] = std::min(result.values[p], frame[p]);
+      } else if (combine == Combine::max) {
+        for (std::size_t p = 0; p < points; ++p) result.values[p] = std::max(result.values[p], frame[p]);
+      } else {  // Welford: mean += (x - mean) / n, M2 += (x - mean_old)(x - mean_new)
+        // (trajectory_cuda.cu does the same operations, each rounded on its own)
+        const double inverse = 1.0 / frames;
+        for (std::size_t p = 0; p < points; ++p) {
+          const double delta = frame[p] - result.values[p];
+          result.values[p] += delta * inverse;
+          if (combine == Combine::stdev) m2[p] += delta * (frame[p] - result.values[p]);
+        }
       }
     }
     if (on_frame) on_frame(frames);
   }
   if (frames == 0) throw Error("the trajectory has no frames in the range asked for");
+  if (on_device) combiner->download(result.values, m2);
   if (combine == Combine::stdev)
     for (std::size_t p = 0; p < points; ++p) result.values[p] = std::sqrt(m2[p] / frames);
   if (stats) {
     stats->frames = frames;
     stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     stats->last_frame = map_stats;
+    stats->combined_on_device = on_device;
   }
   return result;
+}
+
+}  // namespace maps
+
+Map combine_frame_maps(Atoms atoms, const Lattice& lattice, const MapOptions& options, Combine combine,
+                       const std::function<bool(Atoms&)>& next_frame, const std::function<void(int)>& on_frame,
+                       TrajectoryMapStats* stats) {
+  return maps::combine_frame_maps(std::move(atoms), lattice, options, combine, next_frame, on_frame, stats, true);
 }
 
 }  // namespace nbkit

@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <random>
+
+#include "maps/frame_combiner.hpp"
 #include "maps/map_test_support.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/pqr.hpp"
+#include "nbkit/trajectory.hpp"
 #include "test_support.hpp"
 
 namespace nbkit {
@@ -108,6 +112,79 @@ TEST_P(CudaMaps, BadDeviceIsAClearError) {
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("--gpus: there is no GPU"), std::string::npos) << error.what();
+  }
+}
+
+// `count` frames of a protein whose atoms jiggle (0.3 A, a fixed seed per frame).
+std::function<bool(Atoms&)> jiggling_frames(const Atoms& base, int count, double amplitude) {
+  auto k = std::make_shared<int>(0);
+  return [base, count, amplitude, k](Atoms& atoms) {
+    if (*k == count) return false;
+    std::mt19937 random(static_cast<unsigned>(1000 + *k));
+    std::uniform_real_distribution<double> step(-amplitude, amplitude);
+    for (std::size_t n = 0; n < atoms.size(); ++n) {
+      atoms.x[n] = base.x[n] + step(random);
+      atoms.y[n] = base.y[n] + step(random);
+      atoms.z[n] = base.z[n] + step(random);
+    }
+    ++*k;
+    return true;
+  };
+}
+
+TEST_P(CudaMaps, TrajectoryCombinedOnTheDeviceEqualsTheHostLoopBitForBit) {
+  // The device folds each frame's slabs into its accumulators with the host loop's operations
+  // rounded one by one (trajectory_cuda.cu), so the two must agree to the last bit for every
+  // combine, precision, slab split and device split, on an awkward lattice (odd sizes, 23
+  // points along z: a partial chunk of 8 per thread).
+  const Atoms atoms = io::read_pqr(test::data_file("1a63.pqr"));
+  Lattice lattice = lattice_around(atoms, 1.7, 3.0);
+  lattice.dims[2] = 23;
+  for (const Precision precision : {Precision::single, Precision::double_}) {
+    const MapOptions options = with(GetParam(), Backend::cuda, precision);
+    for (const Combine combine : {Combine::avg, Combine::min, Combine::max, Combine::stdev}) {
+      TrajectoryMapStats on_host_stats, on_device_stats;
+      const Map on_host = maps::combine_frame_maps(atoms, lattice, options, combine, jiggling_frames(atoms, 4, 0.3), {},
+                                                   &on_host_stats, false);
+      const Map on_device = maps::combine_frame_maps(atoms, lattice, options, combine, jiggling_frames(atoms, 4, 0.3),
+                                                     {}, &on_device_stats, true);
+      EXPECT_FALSE(on_host_stats.combined_on_device);
+      ASSERT_TRUE(on_device_stats.combined_on_device);
+      EXPECT_EQ(on_device_stats.frames, 4);
+      EXPECT_EQ(on_device.values, on_host.values) << to_string(combine) << " " << to_string(precision);
+      // Fixed shares per device with many slabs: the same device listed twice (two host
+      // threads, two shares), or two GPUs.
+      MapOptions split = options;
+      split.gpus = gpus_.size() >= 2 ? std::vector<int>{0, 1} : std::vector<int>{0, 0};
+      const ScopedEnvironment small_slabs("NBKIT_CUDA_SLAB_ROWS", "7");
+      EXPECT_EQ(combine_frame_maps(atoms, lattice, split, combine, jiggling_frames(atoms, 4, 0.3)).values,
+                on_host.values)
+          << to_string(combine) << " " << to_string(precision) << ", shares and 7-row slabs";
+    }
+  }
+  // Identical frames: the single frame's GPU map bit for bit, and no spread.
+  const MapOptions options = with(GetParam(), Backend::cuda);
+  const auto single = run(atoms, lattice, options);
+  EXPECT_EQ(combine_frame_maps(atoms, lattice, options, Combine::avg, jiggling_frames(atoms, 5, 0.0)).values, single);
+  for (double v : combine_frame_maps(atoms, lattice, options, Combine::stdev, jiggling_frames(atoms, 3, 0.0)).values)
+    ASSERT_EQ(v, 0.0);
+}
+
+TEST(CudaTrajectory, CutoffMapsCombinedOnTheDeviceAndMsmOnTheHost) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const Atoms atoms = io::read_pqr(test::data_file("1a63.pqr"));
+  const Lattice lattice = lattice_around(atoms, 1.3, 6.0);
+  for (const MapMethod method : {MapMethod::cutoff, MapMethod::msm}) {
+    const MapOptions options = with(method, Backend::cuda, Precision::double_);
+    TrajectoryMapStats stats;
+    const Map gpu = combine_frame_maps(atoms, lattice, options, Combine::stdev, jiggling_frames(atoms, 3, 0.3), {}, &stats);
+    EXPECT_EQ(stats.combined_on_device, method == MapMethod::cutoff) << to_string(method);
+    // Against the CPU's float64 frames combined on the host: the frame maps differ by float64
+    // rounding only (different summation orders), ~1e-14 of the map's scale.
+    const Map cpu = combine_frame_maps(atoms, lattice, with(method, Backend::cpu, Precision::double_), Combine::stdev,
+                                       jiggling_frames(atoms, 3, 0.3));
+    EXPECT_LT(test::relative_rms(gpu.values, cpu.values), 1e-9) << to_string(method);
   }
 }
 

@@ -85,6 +85,28 @@ TEST(Ionize, IncrementalMapEqualsAFullRecompute) {
   EXPECT_EQ(r.ions[0].species.charge > 0, protein.net_charge() < 0);
 }
 
+TEST(Ionize, MsmMapsTakeEachIonsExactCoulombTerm) {
+  // msm sums the protein; each ion adds its exact Coulomb potential (the sum msm
+  // approximates, to ~1e-3): the final map is msm(protein) + direct(ions) to float32 rounding
+  // of the ions' terms, and within msm's accuracy of a full msm recompute.
+  const Atoms protein = io::read_pqr(test::data_file("1a63.pqr"));
+  const Lattice lattice = lattice_around(protein, 1.5, 12.0);
+  IonizeOptions options = cpu_options(3, 2);
+  options.map.method = MapMethod::msm;
+  const IonizeResult r = place_ions(protein, lattice, options);
+  ASSERT_EQ(r.ions.size(), 5u);
+  Atoms all = protein, ions;
+  for (const PlacedIon& ion : r.ions) all.push_back(ion.position, ion.species.charge, ion.species.radius);
+  for (const PlacedIon& ion : r.ions) ions.push_back(ion.position, ion.species.charge, ion.species.radius);
+  MapOptions direct = options.map;
+  direct.method = MapMethod::direct;
+  std::vector<double> expected = compute_map(protein, lattice, options.map).values;
+  const std::vector<double> of_ions = compute_map(ions, lattice, direct).values;
+  for (std::size_t p = 0; p < expected.size(); ++p) expected[p] += of_ions[p];
+  EXPECT_LT(test::relative_rms(r.map.values, expected), 1e-6);
+  EXPECT_LT(test::relative_rms(r.map.values, compute_map(all, lattice, options.map).values), 1e-2);
+}
+
 TEST(Ionize, CountsAsAutoionize) {
   int cations = 0, anions = 0;
   ion_counts(3.0, 0.15, 1e6, &cations, &anions);  // 0.15 M in a 100 A cube: 90 pairs
@@ -116,7 +138,7 @@ TEST(Ionize, NoRoomIsAClearError) {
 
 namespace nbkit {
 
-// The GPU keeps the map while it places ions (direct, mdh and cutoff maps): the same ions as
+// The GPU keeps the map while it places ions (any map without a box): the same ions as
 // the CPU path, in float64 on both sides (only the summation orders of the initial maps
 // differ, ~1e-15, so no energy comparison comes near a tie), the same energies and the same
 // final map within 1e-9; the resident map against a full recompute of structure plus ions
@@ -126,7 +148,7 @@ TEST(IonizeCuda, TheResidentMapPlacesTheSameIonsAsTheCpu) {
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
   const Atoms protein = io::read_pqr(test::data_file("1a63.pqr"));
   const Lattice lattice = lattice_around(protein, 1.5, 12.0);
-  for (const MapMethod method : {MapMethod::direct, MapMethod::mdh, MapMethod::cutoff}) {
+  for (const MapMethod method : {MapMethod::direct, MapMethod::mdh, MapMethod::cutoff, MapMethod::msm}) {
     IonizeOptions cpu = cpu_options(9, 8);
     cpu.map.method = method;
     cpu.map.precision = Precision::double_;
@@ -139,9 +161,19 @@ TEST(IonizeCuda, TheResidentMapPlacesTheSameIonsAsTheCpu) {
       EXPECT_NEAR(b.ions[i].energy, a.ions[i].energy, 1e-9 * std::fabs(a.ions[i].energy)) << to_string(method);
     }
     EXPECT_LT(test::relative_rms(b.map.values, a.map.values), 1e-9) << to_string(method);
-    Atoms all = protein;
+    Atoms all = protein, ions;
     for (const PlacedIon& ion : b.ions) all.push_back(ion.position, ion.species.charge, ion.species.radius);
-    EXPECT_LT(test::relative_rms(b.map.values, compute_map(all, lattice, gpu.map).values), 1e-9) << to_string(method);
+    for (const PlacedIon& ion : b.ions) ions.push_back(ion.position, ion.species.charge, ion.species.radius);
+    if (method == MapMethod::msm) {  // msm's map of the protein plus the ions' exact Coulomb terms
+      MapOptions direct = gpu.map;
+      direct.method = MapMethod::direct;
+      std::vector<double> expected = compute_map(protein, lattice, gpu.map).values;
+      const std::vector<double> of_ions = compute_map(ions, lattice, direct).values;
+      for (std::size_t p = 0; p < expected.size(); ++p) expected[p] += of_ions[p];
+      EXPECT_LT(test::relative_rms(b.map.values, expected), 1e-9);
+    } else {
+      EXPECT_LT(test::relative_rms(b.map.values, compute_map(all, lattice, gpu.map).values), 1e-9) << to_string(method);
+    }
   }
 }
 

@@ -268,7 +268,7 @@ double run_device(int device, const DeviceAtoms<Real>& atoms, const Plan& plan, 
   // Slabs in whole waves of blocks, so no slab ends on a partial wave.
   const std::int64_t wave_rows = std::max<std::int64_t>(
       1, static_cast<std::int64_t>(sms) * std::max(blocks_per_sm, 1) * kBlock / plan.chunks_per_row / plan.segments);
-  return gpu::run_slabs(shared, slab_rows, wave_rows,
+  return gpu::run_slabs(shared, device, slab_rows, wave_rows,
                         [&](std::int64_t first, std::int64_t last, double* out, cudaStream_t stream) {
                           if (plan.points_per_thread == kPointsPerThread)
                             run_slab<Real, Law, kPointsPerThread>(plan, regular, on_lattice, lattice_law, singular_r2,
@@ -285,7 +285,7 @@ void run_devices(const PreparedAtoms& prepared, const Law& law, const RowRange& 
                  CudaRunInfo* info) {
   const DeviceAtoms<Real> atoms = atoms_in_lattice_units<Real>(prepared, rows.lattice->spacing);
   const Plan plan = plan_for(*rows.lattice, rows.lattice->rows(), static_cast<std::int64_t>(atoms.regular.size() / 2));
-  gpu::SharedRows shared(rows, static_cast<int>(devices.size()));
+  gpu::SharedRows shared(rows, devices);
   const std::vector<double> kernel_seconds = gpu::on_each_device(
       devices, shared, [&](int device) { return run_device<Real, Law>(device, atoms, plan, law, shared); });
   if (info) {

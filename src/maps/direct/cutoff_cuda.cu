@@ -414,7 +414,7 @@ double run_device(int device, const BinnedAtoms<Real>& regular, const BinnedAtom
   const Law lattice_law = gpu::in_lattice_units(law, lattice.spacing);
   const Real singular_r2 =
       static_cast<Real>(singular_distance * singular_distance / (lattice.spacing * lattice.spacing));
-  return gpu::run_slabs(shared, slab_rows, std::min<std::int64_t>(slab_rows, kRegion * lattice.dims[1]),
+  return gpu::run_slabs(shared, device, slab_rows, std::min<std::int64_t>(slab_rows, kRegion * lattice.dims[1]),
                         [&](std::int64_t first, std::int64_t last, double* out, cudaStream_t stream) {
                           launch<Real, Law, false, false>(layout, regular_bins, runs, lattice_law, singular_r2, first,
                                                           last, rows.prefactor, out, stream);
@@ -430,7 +430,7 @@ void run_devices(const PreparedAtoms& prepared, const Law& law, const RowRange& 
   const CutoffLayout layout = layout_for(*rows.lattice, law.cutoff);
   BinnedAtoms<Real> regular, on_lattice;
   bin_atoms(prepared, *rows.lattice, layout, regular, on_lattice);
-  gpu::SharedRows shared(rows, static_cast<int>(devices.size()));
+  gpu::SharedRows shared(rows, devices);
   const std::vector<double> kernel_seconds = gpu::on_each_device(devices, shared, [&](int device) {
     return run_device<Real, Law>(device, regular, on_lattice, layout, law, shared);
   });

@@ -29,14 +29,28 @@ struct PreparedAtoms {
 template <class LawVariant>
 PreparedAtoms prepare_atoms(const Atoms& atoms, const Lattice& lattice, const LawVariant& law);
 
+// Where the GPU backends put their slabs of rows instead of copying them to RowRange::out:
+// the maps of a trajectory's frames are combined where they are computed (trajectory_cuda.cu).
+// consume() runs on the host thread of `device`, with that device current, and must queue its
+// work on `stream` (a cudaStream_t), after the kernels that wrote `device_slab` (rows
+// [first, last), nz values a row); the slab buffer is reused once that stream passes it.
+// With a sink, each device owns a fixed share of the rows for every request, so every point
+// meets its frames on the same device in frame order.
+class DeviceSlabSink {
+ public:
+  virtual ~DeviceSlabSink() = default;
+  virtual void consume(int device, std::int64_t first, std::int64_t last, const double* device_slab, void* stream) = 0;
+};
+
 // One request: lattice rows [row_begin, row_end) into out (row-major, nz values per row),
 // each value the plain sum over atoms times `prefactor`.
 struct RowRange {
   const Lattice* lattice = nullptr;
   std::int64_t row_begin = 0, row_end = 0;
-  double* out = nullptr;
+  double* out = nullptr;                                  // unused with a device_sink
   double prefactor = 1.0;
   const std::function<void(double)>* progress = nullptr;  // may be null or empty
+  DeviceSlabSink* device_sink = nullptr;                  // GPU backends only; null: copy to out
 };
 
 // float64 plain loops over the textbook formula, every atom for every point: the oracle

@@ -49,15 +49,37 @@ inline std::vector<int> resolve_devices(const std::vector<int>& requested, CudaR
 // The rows of one request, shared by the host threads of all devices.
 class SharedRows {
  public:
-  SharedRows(const RowRange& rows, int device_count) : rows_(rows), device_count_(device_count) {}
+  SharedRows(const RowRange& rows, const std::vector<int>& devices)
+      : rows_(rows), devices_(devices), device_count_(static_cast<int>(devices.size())),
+        own_next_(devices.size(), -1) {}
   const RowRange& rows() const { return rows_; }
   int device_count() const { return device_count_; }
   std::int64_t total() const { return rows_.row_end - rows_.row_begin; }
 
   // Guided self-scheduling: slabs of slab_rows (a multiple of step_rows, counted from
   // row_begin) first, smaller ones (never under step_rows) as the end nears, so several
-  // GPUs finish together. False when no rows are left.
-  bool take(std::int64_t slab_rows, std::int64_t step_rows, std::int64_t& first, std::int64_t& last) {
+  // GPUs finish together. False when no rows are left. With a device sink, `device` takes
+  // slabs only from its fixed share (the rows cut in equal parts, in the order of the
+  // device list).
+  bool take(int device, std::int64_t slab_rows, std::int64_t step_rows, std::int64_t& first, std::int64_t& last) {
+    if (rows_.device_sink) {
+      const auto ordinal = static_cast<std::size_t>(
+          std::find(devices_.begin(), devices_.end(), device) - devices_.begin());
+      // Shares in whole layers of 8 x-planes (the cutoff kernel's regions), the same on any
+      // device model (step_rows is not: it follows each device's occupancy).
+      const std::int64_t layer = 8 * rows_.lattice->dims[1];
+      const auto share_start = [&](std::size_t d) {
+        return d >= devices_.size() ? total() : total() * static_cast<std::int64_t>(d) / device_count_ / layer * layer;
+      };
+      std::int64_t& next = own_next_.at(ordinal);
+      if (next < 0) next = share_start(ordinal);
+      const std::int64_t end = share_start(ordinal + 1);
+      if (next >= end || stopped_.load()) return false;
+      first = rows_.row_begin + next;
+      last = rows_.row_begin + std::min(end, next + slab_rows);
+      next = last - rows_.row_begin;
+      return true;
+    }
     std::int64_t taken = next_.load();
     while (taken < total()) {
       std::int64_t want = slab_rows;
@@ -78,20 +100,28 @@ class SharedRows {
       (*rows_.progress)(static_cast<double>(done) / static_cast<double>(total()));
     }
   }
-  void stop() { next_.store(total()); }  // after an error: the other devices stop early
+  void stop() {  // after an error: the other devices stop early
+    next_.store(total());
+    stopped_.store(true);
+  }
 
  private:
   const RowRange& rows_;
+  std::vector<int> devices_;
   int device_count_;
+  std::vector<std::int64_t> own_next_;  // device sink: each device's next row, from 0; -1: not started
   std::atomic<std::int64_t> next_{0}, done_{0};
+  std::atomic<bool> stopped_{false};
   std::mutex progress_mutex_;
 };
 
 // One device's loop over slabs of at most slab_rows rows. queue_slab(first, last,
 // device_out, stream) queues the kernels that write rows [first, last) to device_out
-// (row-major, nz values a row). Returns the seconds the kernels took (CUDA events).
+// (row-major, nz values a row). The slab then goes to the host, or to the request's device
+// sink on the same stream. Returns the seconds the kernels took (CUDA events).
 template <class QueueSlab>
-double run_slabs(SharedRows& shared, std::int64_t slab_rows, std::int64_t step_rows, QueueSlab&& queue_slab) {
+double run_slabs(SharedRows& shared, int device, std::int64_t slab_rows, std::int64_t step_rows,
+                 QueueSlab&& queue_slab) {
   const RowRange& rows = shared.rows();
   const std::int64_t nz = rows.lattice->dims[2];
   // The caller's uploads went through the legacy default stream, with which the
@@ -111,6 +141,12 @@ double run_slabs(SharedRows& shared, std::int64_t slab_rows, std::int64_t step_r
   const cuda::Stream compute, copy;
   double kernel_seconds = 0;
   auto copy_out = [&](Slot& slot) {
+    if (rows.device_sink) {  // consumed on the compute stream already: wait for it to pass
+      slot.stop.synchronize();
+      kernel_seconds += slot.stop.seconds_since(slot.start);
+      shared.finished(slot.last - slot.first);
+      return;
+    }
     NBKIT_CUDA_CHECK(cudaStreamWaitEvent(copy, slot.stop, 0));
     slot.out.download(rows.out + (slot.first - rows.row_begin) * nz,
                       static_cast<std::size_t>((slot.last - slot.first) * nz), copy);
@@ -120,12 +156,14 @@ double run_slabs(SharedRows& shared, std::int64_t slab_rows, std::int64_t step_r
   };
   Slot* pending = nullptr;  // computed or queued, not yet copied
   std::int64_t first = 0, last = 0;
-  for (int n = 0; shared.take(slab_rows, step_rows, first, last); ++n) {
+  for (int n = 0; shared.take(device, slab_rows, step_rows, first, last); ++n) {
     Slot& slot = slots[n % 2];  // free: its last slab was copied one iteration ago
     slot.first = first;
     slot.last = last;
     slot.start.record(compute);
     queue_slab(first, last, slot.out.data(), static_cast<cudaStream_t>(compute));
+    if (rows.device_sink)
+      rows.device_sink->consume(device, first, last, slot.out.data(), static_cast<cudaStream_t>(compute));
     slot.stop.record(compute);
     if (pending) copy_out(*pending);
     pending = &slot;

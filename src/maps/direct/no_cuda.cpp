@@ -1,5 +1,6 @@
 // Compiled only into builds without CUDA.
 #include "maps/direct/direct.hpp"
+#include "maps/frame_combiner.hpp"
 #include "maps/ion_map.hpp"
 #include "maps/msm/msm.hpp"
 #include "nbkit/core/error.hpp"
@@ -23,6 +24,15 @@ std::int64_t GpuIonMap::lowest_energy_point(double, double*) { return -1; }
 void GpuIonMap::add_atom(Vec3, double, double, const AnyLaw&, double) {}
 void GpuIonMap::exclude(Vec3, double, std::int64_t) {}
 std::vector<double> GpuIonMap::values() const { return {}; }
+
+struct GpuFrameCombiner::State {};
+GpuFrameCombiner::GpuFrameCombiner(const Lattice&, Combine) {
+  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+}
+GpuFrameCombiner::~GpuFrameCombiner() = default;
+void GpuFrameCombiner::begin_frame(int) {}
+void GpuFrameCombiner::consume(int, std::int64_t, std::int64_t, const double*, void*) {}
+void GpuFrameCombiner::download(std::vector<double>&, std::vector<double>&) {}
 
 namespace msm {
 void lattice_cutoff_cuda(int, const std::vector<StencilRow>&, const std::vector<double>&, const std::vector<LevelGrids>&,
