@@ -71,7 +71,7 @@ struct Result {
   double seconds, rate, builds, neighbors;
 };
 
-Result run(const char* name, int cx, int cy, int cz, bool double_precision, int steps) {
+Result run(const char* name, int cx, int cy, int cz, bool double_precision, int steps, bool langevin = false) {
   using namespace nbkit::md;
   System s = fcc_lattice(0.8442, cx, cy, cz);
   assign_velocities(s, 1.44, 87287);
@@ -79,11 +79,15 @@ Result run(const char* name, int cx, int cy, int cz, bool double_precision, int 
   GpuEngine::Options options;
   options.double_precision = double_precision;
   GpuEngine engine(s, f, 0.3, options);
-  for (int step = 1; step <= 100; ++step) engine.step(0.005, step % 100 == 0);  // warm-up: 100 steps
+  // With langevin: fix langevin at T 1.44, damping 1 (one more kernel a step).
+  Langevin thermostat(1.44, 1.0, 5);
+  Langevin* thermostat_or_none = langevin ? &thermostat : nullptr;
+  if (langevin) engine.apply_thermostat(thermostat, 0.005);
+  for (int step = 1; step <= 100; ++step) engine.step(0.005, step % 100 == 0, thermostat_or_none);  // warm-up
   engine.thermo(100);
   const std::int64_t builds_before = engine.builds();
   const auto start = Clock::now();
-  for (int step = 1; step <= steps; ++step) engine.step(0.005, step % 100 == 0 || step == steps);
+  for (int step = 1; step <= steps; ++step) engine.step(0.005, step % 100 == 0 || step == steps, thermostat_or_none);
   engine.thermo(steps);  // waits for the last step
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const double neighbors = 0.8442 * 4.0 / 3.0 * M_PI * std::pow(2.8, 3);
@@ -121,6 +125,7 @@ int main(int argc, char** argv) {
     results.push_back(run("in.lj 20x20x20", 20, 20, 20, double_precision, small_steps));
     results.push_back(run("in.lj x4 y4 z2 (80x80x40)", 80, 80, 40, double_precision, large_steps));
   }
+  results.push_back(run("80x80x40, langevin", 80, 80, 40, false, large_steps, true));
   nlohmann::json rows = nlohmann::json::array();
   for (const Result& r : results) {
     const double bound = bandwidth / (4 * r.neighbors);

@@ -221,19 +221,18 @@ int run_md(const MdArguments& args) {
   const std::int64_t dcd_every = c.integer("output.dcd_every", 0, 0);
   const std::string final_data = c.text("output.data", "final.data");
 
-  // The backend: the GPU engine (NVE, boxes longer than twice the cutoff plus skin) or the
-  // CPU path (everything; float64 only).
+  // The backend: the GPU engine (NVE or Langevin, boxes longer than twice the cutoff plus
+  // skin) or the CPU path (everything; float64 only).
   const Backend requested = parse_backend(args.backend);
   const Precision precision = parse_precision(args.precision);
   if (requested == Backend::reference) throw Error("--backend: expected auto, cpu or cuda for md");
-  bool fits_gpu = ensemble == "nve";
+  bool fits_gpu = true;
   for (int a = 0; a < 3; ++a) fits_gpu = fits_gpu && system.box.length(a) > 2 * (field.reach() + skin);
   const bool use_gpu = requested == Backend::cuda || (requested == Backend::automatic && fits_gpu && !list_gpus().empty());
   if (use_gpu) {
     std::string why;
     if (list_gpus(&why).empty()) throw Error("--backend cuda: no GPU is usable: " + why);
   }
-  if (use_gpu && thermostat) throw Error("--backend cuda: the GPU engine runs NVE in this version; use --backend cpu for langevin");
   if (!use_gpu && requested == Backend::cpu && precision == Precision::single && args.precision_given)
     throw Error("--precision single: the CPU MD path computes in double; leave --precision out or use --backend cuda");
 
@@ -247,6 +246,7 @@ int run_md(const MdArguments& args) {
     options.device = args.gpu;
     options.double_precision = precision == Precision::double_;
     gpu = std::make_unique<md::GpuEngine>(system, field, skin, options);
+    if (thermostat) gpu->apply_thermostat(*thermostat, dt);
   } else {
     list.build(system, field);
     md::forces_cpu(system, field, list, forces, args.threads);
@@ -287,7 +287,7 @@ int run_md(const MdArguments& args) {
     if (terminal) fmt::print("{:>10} {:>14} {:>14} {:>14} {:>14} {:>14}\n", "Step", "Temp", "PotEng", "KinEng", "TotEng", "Press");
     report(0);
     for (std::int64_t step = 1; step <= steps; ++step) {
-      if (gpu) gpu->step(dt, step % every == 0 || step == steps);
+      if (gpu) gpu->step(dt, step % every == 0 || step == steps, thermostat.get());
       else md::verlet_step(system, forces, field, list, dt, args.threads, thermostat.get());
       if (step % every == 0 || step == steps) report(step);
       if (dcd_every > 0 && step % dcd_every == 0) snapshot();
@@ -315,7 +315,7 @@ Action setup_md(CLI::App& app) {
   auto args = std::make_shared<MdArguments>();
   app.description(
       "Lennard-Jones molecular dynamics (LAMMPS's lj/cut, units lj or real) described by a TOML file: the system "
-      "from a LAMMPS data file or an fcc lattice, NVE (CPU or GPU) or Langevin (CPU); thermo on the terminal and in "
+      "from a LAMMPS data file or an fcc lattice, NVE or Langevin, on the CPU or GPU; thermo on the terminal and in "
       "thermo.csv, trajectory.dcd for VMD, a final LAMMPS data file.\n"
       "Example: nbkit md examples/in.lj.toml");
   app.add_option("config", args->config, "the run's TOML file (keys: README.md, \"Molecular dynamics\"; example: examples/in.lj.toml)")->required()->check(CLI::ExistingFile);

@@ -10,7 +10,6 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -147,18 +146,24 @@ UnitConstants unit_constants(Units units);
 
 // Langevin thermostat as LAMMPS's fix langevin (Schneider & Stoll, Phys. Rev. B 17, 1302
 // (1978)): after each force evaluation every atom gets a drag -m v / damping and a random
-// force sqrt(24 k T m / (damping dt)) (u - 1/2) per component, u uniform on [0, 1), so the
+// force sqrt(24 k T m / (damping dt)) (u - 1/2) per component, u uniform on (0, 1), so the
 // random force has the variance 2 k T m / (damping dt) the fluctuation-dissipation theorem
-// asks. Deterministic for a seed (one stream, atoms in index order).
+// asks. The numbers are counter-based (Philox4x32-10 of seed, call and atom index): a run is
+// the same for a seed on any thread count, and the CPU and GPU engines draw the same numbers.
+struct LangevinDraw;
 class Langevin {
  public:
   Langevin(double temperature, double damping, std::uint64_t seed);
+  // Adds the thermostat's forces for the system's velocities (one call).
   void apply(const System& system, Forces& forces, double dt);
+  // What one call needs (engines that apply it themselves: GpuEngine); counts the call.
+  LangevinDraw next_draw(Units units, double dt);
   double temperature() const { return temperature_; }
+  double damping() const { return damping_; }
 
  private:
   double temperature_, damping_;
-  std::mt19937_64 rng_;
+  std::uint64_t seed_, calls_ = 0;
 };
 
 // Moves every atom into the box [lo, hi) by whole box lengths.
@@ -178,7 +183,8 @@ void verlet_step(System& system, Forces& forces, const ForceField& field, Neighb
 // time on the same GPU. float32 computes the pair forces in single precision (positions and
 // velocities stay float64, as OpenMM's mixed precision); float64 does everything in double.
 // Boxes must be longer than twice (reach + skin) along every axis (the minimum image); smaller
-// boxes run on the CPU path. Builds without CUDA throw from the constructor.
+// boxes run on the CPU path. NVE, or Langevin with the CPU's random numbers (same run within
+// rounding). Builds without CUDA throw from the constructor.
 class GpuEngine {
  public:
   struct Options {
@@ -192,9 +198,13 @@ class GpuEngine {
   GpuEngine& operator=(const GpuEngine&) = delete;
 
   // One step: v += f/m dt/2, x += v dt, the rebuild check (atoms wrapped and re-sorted, the
-  // list rebuilt, when one moved more than half the skin), forces, v += f/m dt/2. With
-  // `energies`, the force evaluation also sums the potential energy and the virial.
-  void step(double dt, bool energies);
+  // list rebuilt, when one moved more than half the skin), forces (plus the thermostat's, if
+  // given), v += f/m dt/2. With `energies`, the force evaluation also sums the potential
+  // energy and the virial.
+  void step(double dt, bool energies, Langevin* thermostat = nullptr);
+  // Adds the thermostat's forces to the present ones (after the constructor's evaluation, as
+  // LAMMPS's setup does and the CPU caller does with Langevin::apply).
+  void apply_thermostat(Langevin& thermostat, double dt);
   // Thermodynamic state now (the potential and virial of the last evaluation with energies;
   // the constructor's evaluation has them).
   Thermo thermo(std::int64_t step) const;

@@ -25,6 +25,7 @@
 #include "cuda/stream.hpp"
 #include "md/exclusions.hpp"
 #include "md/force_field.hpp"
+#include "md/langevin_noise.hpp"
 #include "md/pair_law.hpp"
 #include "md/periodic.hpp"
 #include "md/thermo_sums.hpp"
@@ -114,6 +115,19 @@ __global__ void kick(int n, Atoms a, const Real* __restrict__ fx, const Real* __
   if (i >= n) return;
   const double half = 0.5 * dt * acceleration_per_force[a.type[i]];
   a.vx[i] += half * fx[i], a.vy[i] += half * fy[i], a.vz[i] += half * fz[i];
+}
+
+// The thermostat's forces added to the pair forces (langevin_noise.hpp), in float64; each
+// atom's numbers drawn by its original index (tag), as the CPU draws them.
+template <class Real>
+__global__ void langevin_forces(int n, Atoms a, const int* __restrict__ tag, const double* __restrict__ type_mass,
+                                LangevinDraw draw, Real* __restrict__ fx, Real* __restrict__ fy, Real* __restrict__ fz) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const double velocity[3] = {a.vx[i], a.vy[i], a.vz[i]};
+  double force[3] = {static_cast<double>(fx[i]), static_cast<double>(fy[i]), static_cast<double>(fz[i])};
+  add_langevin_force(draw, static_cast<std::uint32_t>(tag[i]), type_mass[a.type[i]], velocity, force);
+  fx[i] = static_cast<Real>(force[0]), fy[i] = static_cast<Real>(force[1]), fz[i] = static_cast<Real>(force[2]);
 }
 
 __global__ void mass_velocity2(int n, Atoms a, const double* __restrict__ type_mass, double* __restrict__ out) {
@@ -287,7 +301,8 @@ namespace {
 // The engine behind GpuEngine, one instance per precision.
 struct EngineBase {
   virtual ~EngineBase() = default;
-  virtual void step(double dt, bool energies) = 0;
+  virtual void step(double dt, bool energies, Langevin* thermostat) = 0;
+  virtual void apply_thermostat(Langevin& thermostat, double dt) = 0;
   virtual Thermo thermo(std::int64_t step) = 0;
   virtual void download(System& system) = 0;
   virtual void forces(Forces& out) = 0;
@@ -428,7 +443,15 @@ class Engine final : public EngineBase {
 
   ~Engine() override { cudaSetDevice(device_); }
 
-  void step(double dt, bool energies) override {
+  void apply_thermostat(Langevin& thermostat, double dt) override {
+    NBKIT_CUDA_CHECK(cudaSetDevice(device_));
+    langevin_forces<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(n_, atoms(), tag_.data(), type_mass_.data(),
+                                                                      thermostat.next_draw(units_, dt), fx_.data(),
+                                                                      fy_.data(), fz_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+
+  void step(double dt, bool energies, Langevin* thermostat) override {
     NBKIT_CUDA_CHECK(cudaSetDevice(device_));
     kick_drift<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(n_, atoms(), fx_.data(), fy_.data(), fz_.data(),
                                                                  acceleration_per_force_.data(), dt, built_x_.data(),
@@ -439,6 +462,7 @@ class Engine final : public EngineBase {
     NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     if (host_flags_.data()[0]) rebuild();
     evaluate(energies);
+    if (thermostat) apply_thermostat(*thermostat, dt);
     kick<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(n_, atoms(), fx_.data(), fy_.data(), fz_.data(),
                                                            acceleration_per_force_.data(), dt);
     NBKIT_CUDA_CHECK_LAUNCH();
@@ -635,7 +659,8 @@ GpuEngine::GpuEngine(const System& system, const ForceField& field, double skin,
   else state_->engine = std::make_unique<Engine<float>>(system, field, skin, options);
 }
 GpuEngine::~GpuEngine() = default;
-void GpuEngine::step(double dt, bool energies) { state_->engine->step(dt, energies); }
+void GpuEngine::step(double dt, bool energies, Langevin* thermostat) { state_->engine->step(dt, energies, thermostat); }
+void GpuEngine::apply_thermostat(Langevin& thermostat, double dt) { state_->engine->apply_thermostat(thermostat, dt); }
 Thermo GpuEngine::thermo(std::int64_t step) const { return state_->engine->thermo(step); }
 void GpuEngine::download(System& system) const { state_->engine->download(system); }
 void GpuEngine::forces(Forces& out) const { state_->engine->forces(out); }

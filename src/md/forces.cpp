@@ -8,6 +8,7 @@
 #include "md/exclusions.hpp"
 #include "md/force_field.hpp"
 #include "md/forces_simd.hpp"
+#include "md/langevin_noise.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/md.hpp"
@@ -258,22 +259,34 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
 }
 
 Langevin::Langevin(double temperature, double damping, std::uint64_t seed)
-    : temperature_(temperature), damping_(damping), rng_(seed) {
+    : temperature_(temperature), damping_(damping), seed_(seed) {
   if (!(temperature >= 0) || !std::isfinite(temperature)) throw Error("Langevin: the temperature must not be negative");
   if (!(damping > 0) || !std::isfinite(damping)) throw Error("Langevin: the damping time must be positive");
 }
 
+LangevinDraw Langevin::next_draw(Units units, double dt) {
+  if (!(dt > 0)) throw Error("Langevin: the time step must be positive");
+  const UnitConstants u = unit_constants(units);
+  LangevinDraw draw;
+  draw.seed = seed_;
+  draw.call = calls_++;
+  draw.damping = damping_;
+  draw.kick_per_sqrt_mass =
+      std::sqrt(24.0 * u.boltzmann * temperature_ / damping_ / dt / u.mv2_to_energy) / u.force_to_acceleration;
+  draw.force_to_acceleration = u.force_to_acceleration;
+  return draw;
+}
+
 void Langevin::apply(const System& s, Forces& forces, double dt) {
-  const UnitConstants u = unit_constants(s.units);
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const double m = s.type_mass[s.type[i]];
-    const double drag = -m / damping_ / u.force_to_acceleration;
-    const double kick = std::sqrt(m) * std::sqrt(24.0 * u.boltzmann * temperature_ / damping_ / dt / u.mv2_to_energy) /
-                        u.force_to_acceleration;
-    forces.fx[i] += drag * s.vx[i] + kick * (uniform(rng_) - 0.5);
-    forces.fy[i] += drag * s.vy[i] + kick * (uniform(rng_) - 0.5);
-    forces.fz[i] += drag * s.vz[i] + kick * (uniform(rng_) - 0.5);
+  const LangevinDraw draw = next_draw(s.units, dt);
+  const std::int64_t n = static_cast<std::int64_t>(s.size());
+  // Atom by atom, each with its own counter: any thread count, the same numbers.
+#pragma omp parallel for if (n > 65536)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double velocity[3] = {s.vx[i], s.vy[i], s.vz[i]};
+    double force[3] = {forces.fx[i], forces.fy[i], forces.fz[i]};
+    add_langevin_force(draw, static_cast<std::uint32_t>(i), s.type_mass[s.type[i]], velocity, force);
+    forces.fx[i] = force[0], forces.fy[i] = force[1], forces.fz[i] = force[2];
   }
 }
 

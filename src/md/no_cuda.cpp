@@ -10,7 +10,8 @@ GpuEngine::GpuEngine(const System&, const ForceField&, double, Options) {
   throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
 }
 GpuEngine::~GpuEngine() = default;
-void GpuEngine::step(double, bool) {}
+void GpuEngine::step(double, bool, Langevin*) {}
+void GpuEngine::apply_thermostat(Langevin&, double) {}
 Thermo GpuEngine::thermo(std::int64_t) const { return {}; }
 void GpuEngine::download(System&) const {}
 void GpuEngine::forces(Forces&) const {}

@@ -232,23 +232,15 @@ TEST(Cli, MdRunsFromATomlFileAndRefusesTypos) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("typo")));
 }
 
-// The GPU engine from the command line: the same thermo as the CPU path in float64 (to the
-// 1e-9 the engine's own test holds after 100 steps), or, without a GPU, a clear error.
+// The GPU engine from the command line, NVE and Langevin (the CPU's random numbers): the same
+// thermo as the CPU path in float64 (to the 1e-9 the engine's own tests hold after 100
+// steps), or, without a GPU, a clear error.
 TEST(Cli, MdOnTheGpuMatchesTheCpuPath) {
   nbkit::test::ScratchDir dir;
-  std::ofstream(dir.file("run.toml")) << "[system]\nlattice = \"fcc\"\ndensity = 0.8442\ncells = [5, 6, 5]\n"
-                                         "temperature = 1.44\n[run]\nsteps = 40\nthermo = 10\n";
-  const Result gpu = run_nbkit("md " + dir.file("run.toml") + " --backend cuda --precision double -o " + dir.file("gpu"));
-  std::string why;
-  if (nbkit::list_gpus(&why).empty()) {
-    EXPECT_NE(gpu.status, 0);
-    EXPECT_TRUE(contains(gpu.output, "--backend cuda")) << gpu.output;
-    return;
-  }
-  ASSERT_EQ(gpu.status, 0) << gpu.output;
-  EXPECT_TRUE(contains(gpu.output, "GPU: ")) << gpu.output;
-  const Result cpu = run_nbkit("md " + dir.file("run.toml") + " --backend cpu -q -o " + dir.file("cpu"));
-  ASSERT_EQ(cpu.status, 0) << cpu.output;
+  const std::string system = "[system]\nlattice = \"fcc\"\ndensity = 0.8442\ncells = [5, 6, 5]\ntemperature = 1.44\n";
+  std::ofstream(dir.file("nve.toml")) << system << "[run]\nsteps = 40\nthermo = 10\n";
+  std::ofstream(dir.file("langevin.toml"))
+      << system << "[run]\nsteps = 40\nthermo = 10\nensemble = \"langevin\"\ntemperature = 1.0\ndamping = 0.5\nseed = 3\n";
   auto rows = [&](const std::string& name) {
     std::ifstream csv(dir.file(name) + "/thermo.csv");
     std::vector<std::vector<double>> out;
@@ -262,11 +254,26 @@ TEST(Cli, MdOnTheGpuMatchesTheCpuPath) {
     }
     return out;
   };
-  const auto a = rows("gpu"), b = rows("cpu");
-  ASSERT_EQ(a.size(), 5u);
-  ASSERT_EQ(b.size(), 5u);
-  for (std::size_t r = 0; r < a.size(); ++r)
-    for (std::size_t c = 1; c < a[r].size(); ++c) EXPECT_NEAR(a[r][c], b[r][c], 1e-9 * std::fabs(b[r][c])) << r << "," << c;
+  for (const std::string run : {"nve", "langevin"}) {
+    const Result gpu = run_nbkit("md " + dir.file(run + ".toml") + " --backend cuda --precision double -o " +
+                                 dir.file(run + "-gpu"));
+    std::string why;
+    if (nbkit::list_gpus(&why).empty()) {
+      EXPECT_NE(gpu.status, 0);
+      EXPECT_TRUE(contains(gpu.output, "--backend cuda")) << gpu.output;
+      continue;
+    }
+    ASSERT_EQ(gpu.status, 0) << gpu.output;
+    EXPECT_TRUE(contains(gpu.output, "GPU: ")) << gpu.output;
+    const Result cpu = run_nbkit("md " + dir.file(run + ".toml") + " --backend cpu -q -o " + dir.file(run + "-cpu"));
+    ASSERT_EQ(cpu.status, 0) << cpu.output;
+    const auto a = rows(run + "-gpu"), b = rows(run + "-cpu");
+    ASSERT_EQ(a.size(), 5u);
+    ASSERT_EQ(b.size(), 5u);
+    for (std::size_t r = 0; r < a.size(); ++r)
+      for (std::size_t c = 1; c < a[r].size(); ++c)
+        EXPECT_NEAR(a[r][c], b[r][c], 1e-9 * std::fabs(b[r][c])) << run << " " << r << "," << c;
+  }
 }
 
 TEST(Cli, IonizeAppendsIonsToThePqr) {

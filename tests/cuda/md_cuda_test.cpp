@@ -1,7 +1,7 @@
 // The GPU MD engine: forces against the float64 all-images reference (two types, charges,
 // exclusions, non-cubic boxes two cells wide, any atom count), list rows that overflow and
-// grow, boxes too small refused, a 100-step NVE run against the CPU path step by step (same
-// list rebuilds), runs repeated bit for bit, and the energy drift over 10,000 steps in both
+// grow, boxes too small refused, 100-step NVE and Langevin runs against the CPU path step by
+// step (same list rebuilds), runs repeated bit for bit, and the energy drift over 10,000 steps in both
 // precisions. Skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -155,6 +155,53 @@ TEST_F(CudaMd, NveRunMatchesTheCpuPathStepByStep) {
   for (std::size_t i = 0; i < cpu.size(); ++i)
     worst = std::max({worst, std::fabs(back.x[i] - cpu.x[i]), std::fabs(back.vz[i] - cpu.vz[i])});
   EXPECT_LT(worst, 1e-8);
+}
+
+// Langevin on the GPU draws the CPU's numbers (counter-based, by atom index: the GPU's cell
+// sort does not change them), so a thermostatted run matches the CPU path step by step in
+// float64 as NVE does (same list rebuilds), and holds the temperature in float32 too.
+TEST_F(CudaMd, LangevinRunMatchesTheCpuPathStepByStep) {
+  System cpu = liquid(9, 31);  // 2916 atoms, two types
+  assign_velocities(cpu, 0.5, 11);
+  const ForceField f = two_type_field();
+  const double dt = 0.005;
+  wrap_into_box(cpu);
+  Langevin cpu_thermostat(1.2, 0.1, 2026), gpu_thermostat(1.2, 0.1, 2026);
+  GpuEngine gpu(cpu, f, 0.3, precision(true));
+  gpu.apply_thermostat(gpu_thermostat, dt);
+  NeighborList list(f.reach(), 0.3);
+  list.build(cpu, f);
+  Forces forces;
+  forces_cpu(cpu, f, list, forces, 2);
+  cpu_thermostat.apply(cpu, forces, dt);
+  for (int step = 1; step <= 100; ++step) {
+    verlet_step(cpu, forces, f, list, dt, 2, &cpu_thermostat);
+    gpu.step(dt, step % 10 == 0, &gpu_thermostat);
+    if (step % 10) continue;
+    const Thermo a = thermo(cpu, forces, step), b = gpu.thermo(step);
+    EXPECT_NEAR(b.potential, a.potential, 1e-9 * std::fabs(a.potential)) << "step " << step;
+    EXPECT_NEAR(b.kinetic, a.kinetic, 1e-9 * std::fabs(a.kinetic)) << "step " << step;
+  }
+  EXPECT_EQ(gpu.builds(), list.builds());
+  System back = cpu;
+  gpu.download(back);
+  double worst = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i)
+    worst = std::max({worst, std::fabs(back.x[i] - cpu.x[i]), std::fabs(back.vy[i] - cpu.vy[i])});
+  EXPECT_LT(worst, 1e-8);
+  // float32: from T 0.5 to the thermostat's 1.2 in 10 damping times; the mean over the last
+  // 500 steps within 2% (the kinetic temperature's spread is sqrt(2 / 3N) = 1.5% a sample).
+  System s = liquid(9, 31);
+  assign_velocities(s, 0.5, 11);
+  Langevin thermostat(1.2, 0.1, 7);
+  GpuEngine single(s, f, 0.3, precision(false));
+  single.apply_thermostat(thermostat, dt);
+  double sum = 0;
+  for (int step = 1; step <= 1500; ++step) {
+    single.step(dt, false, &thermostat);
+    if (step > 1000) sum += single.thermo(step).temperature;
+  }
+  EXPECT_NEAR(sum / 500, 1.2, 0.024);
 }
 
 TEST_F(CudaMd, RunsRepeatBitForBit) {

@@ -12,6 +12,7 @@
 
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/lammps_data.hpp"
+#include "md/langevin_noise.hpp"
 #include "md/md_test_support.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/md.hpp"
@@ -315,6 +316,52 @@ TEST(MdLammps, InLjMatchesLammpsStepByStep) {
 }  // namespace nbkit::md
 
 namespace nbkit::md {
+
+TEST(MdIntegration, PhiloxMatchesRandom123sKnownAnswers) {
+  // Random123's kat_vectors for philox4x32-10: zero, all ones, and the digits of pi.
+  const std::uint32_t cases[3][10] = {
+      {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+      {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e, 0xa20bc7c6,
+       0x6d5451fd},
+      {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb, 0x5001e420,
+       0x24126ea1}};
+  for (const auto& c : cases) {
+    std::uint32_t out[4];
+    philox4x32_10(c, c + 4, out);
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(out[k], c[6 + k]) << std::hex << c[0];
+  }
+}
+
+TEST(MdIntegration, LangevinNoiseHasTheVarianceAndNoMemory) {
+  // The random force's components: mean 0, variance 2 k T m / (damping dt) (u - 1/2 has
+  // variance 1/12, times 24 k T m / (damping dt)); no correlation between atoms, calls or
+  // components. 60,000 samples (40 calls x 500 atoms x 3): the variance to 3% (its standard
+  // error is ~0.5%), mean and correlations under 0.03 (standard errors ~0.004).
+  System s = fcc_lattice(0.8442, 5, 5, 5);  // 500 atoms at rest: the force is the noise alone
+  Langevin thermostat(1.5, 0.2, 99);
+  const double dt = 0.004, expected = 2 * 1.5 * 1.0 / (0.2 * dt);
+  std::vector<double> previous;
+  double sum = 0, sum2 = 0, lag_atoms = 0, lag_calls = 0;
+  int samples = 0, pairs = 0;
+  for (int call = 0; call < 40; ++call) {
+    Forces f;
+    f.resize(s.size());
+    thermostat.apply(s, f, dt);
+    std::vector<double> now;
+    for (std::size_t i = 0; i < s.size(); ++i) now.insert(now.end(), {f.fx[i], f.fy[i], f.fz[i]});
+    for (std::size_t k = 0; k < now.size(); ++k) {
+      sum += now[k], sum2 += now[k] * now[k], ++samples;
+      if (k + 1 < now.size()) lag_atoms += now[k] * now[k + 1];
+      if (!previous.empty()) lag_calls += now[k] * previous[k], ++pairs;
+    }
+    previous = now;
+  }
+  const double variance = sum2 / samples;
+  EXPECT_NEAR(variance / expected, 1.0, 0.03);
+  EXPECT_LT(std::fabs(sum / samples) / std::sqrt(variance), 0.03);
+  EXPECT_LT(std::fabs(lag_atoms / samples / variance), 0.03);
+  EXPECT_LT(std::fabs(lag_calls / pairs / variance), 0.03);
+}
 
 TEST(MdIntegration, LangevinHoldsTheTemperature) {
   // 500 atoms started at T = 0.5, thermostat at 1.2 with damping 0.1 (in.lj's units): after
