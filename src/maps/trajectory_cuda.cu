@@ -8,6 +8,8 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
@@ -49,11 +51,11 @@ struct GpuFrameCombiner::State {
   Lattice lattice;
   Combine combine = Combine::avg;
   int frame = 0;
-  // Per device: accumulators for the whole lattice (a device touches only its share) and the
-  // rows it has computed.
+  // Per device: accumulators for the whole lattice (a device touches only its shares) and the
+  // slabs of rows it computed in the first frame (every frame has the same shares).
   struct OnDevice {
     cuda::DeviceBuffer<double> values, m2;
-    std::int64_t first = -1, last = -1;
+    std::vector<std::pair<std::int64_t, std::int64_t>> slabs;
   };
   std::mutex mutex;  // guards `devices` while host threads of several devices look up theirs
   std::map<int, OnDevice> devices;
@@ -99,8 +101,7 @@ void GpuFrameCombiner::consume(int device, std::int64_t first, std::int64_t last
       on_device->values = cuda::DeviceBuffer<double>(points);
       if (state.combine == Combine::stdev) on_device->m2 = cuda::DeviceBuffer<double>(points);
     }
-    on_device->first = on_device->first < 0 ? first : std::min(on_device->first, first);
-    on_device->last = std::max(on_device->last, last);
+    if (state.frame == 1) on_device->slabs.emplace_back(first, last);
   }
   const long long count = static_cast<long long>((last - first) * nz);
   const int blocks = static_cast<int>(std::min<long long>((count + kThreads - 1) / kThreads, 4096));
@@ -119,16 +120,17 @@ void GpuFrameCombiner::download(std::vector<double>& values, std::vector<double>
   m2.assign(state.combine == Combine::stdev ? points : 0, 0.0);
   std::int64_t covered = 0;
   for (auto& [device, on_device] : state.devices) {
-    if (on_device.first < 0) continue;
     NBKIT_CUDA_CHECK(cudaSetDevice(device));
-    const std::size_t offset = static_cast<std::size_t>(on_device.first * nz);
-    const std::size_t count = static_cast<std::size_t>((on_device.last - on_device.first) * nz);
-    NBKIT_CUDA_CHECK(cudaMemcpy(values.data() + offset, on_device.values.data() + offset, count * sizeof(double),
-                                cudaMemcpyDeviceToHost));
-    if (!m2.empty())
-      NBKIT_CUDA_CHECK(cudaMemcpy(m2.data() + offset, on_device.m2.data() + offset, count * sizeof(double),
+    for (const auto& [first, last] : on_device.slabs) {
+      const std::size_t offset = static_cast<std::size_t>(first * nz);
+      const std::size_t count = static_cast<std::size_t>((last - first) * nz);
+      NBKIT_CUDA_CHECK(cudaMemcpy(values.data() + offset, on_device.values.data() + offset, count * sizeof(double),
                                   cudaMemcpyDeviceToHost));
-    covered += on_device.last - on_device.first;
+      if (!m2.empty())
+        NBKIT_CUDA_CHECK(cudaMemcpy(m2.data() + offset, on_device.m2.data() + offset, count * sizeof(double),
+                                    cudaMemcpyDeviceToHost));
+      covered += last - first;
+    }
   }
   if (covered != state.lattice.rows())
     throw Error("internal: the devices combined " + std::to_string(covered) + " of " +

@@ -238,8 +238,9 @@ void run_slab(const Plan& plan, const cuda::DeviceBuffer<Quad<Real>>& regular,
 
 // One device's share: the atoms uploaded once, then slabs of whole waves of rows.
 template <class Real, class Law>
-double run_device(int device, const DeviceAtoms<Real>& atoms, const Plan& plan, const Law& law,
+double run_device(const gpu::Worker& worker, const DeviceAtoms<Real>& atoms, const Plan& plan, const Law& law,
                   gpu::SharedRows& shared) {
+  const int device = worker.device;
   const RowRange& rows = shared.rows();
   const Lattice& lattice = *rows.lattice;
   const std::int64_t nz = lattice.dims[2];
@@ -268,7 +269,7 @@ double run_device(int device, const DeviceAtoms<Real>& atoms, const Plan& plan, 
   // Slabs in whole waves of blocks, so no slab ends on a partial wave.
   const std::int64_t wave_rows = std::max<std::int64_t>(
       1, static_cast<std::int64_t>(sms) * std::max(blocks_per_sm, 1) * kBlock / plan.chunks_per_row / plan.segments);
-  return gpu::run_slabs(shared, device, slab_rows, wave_rows,
+  return gpu::run_slabs(shared, worker, slab_rows, wave_rows,
                         [&](std::int64_t first, std::int64_t last, double* out, cudaStream_t stream) {
                           if (plan.points_per_thread == kPointsPerThread)
                             run_slab<Real, Law, kPointsPerThread>(plan, regular, on_lattice, lattice_law, singular_r2,
@@ -287,7 +288,7 @@ void run_devices(const PreparedAtoms& prepared, const Law& law, const RowRange& 
   const Plan plan = plan_for(*rows.lattice, rows.lattice->rows(), static_cast<std::int64_t>(atoms.regular.size() / 2));
   gpu::SharedRows shared(rows, devices);
   const std::vector<double> kernel_seconds = gpu::on_each_device(
-      devices, shared, [&](int device) { return run_device<Real, Law>(device, atoms, plan, law, shared); });
+      devices, shared, [&](const gpu::Worker& worker) { return run_device<Real, Law>(worker, atoms, plan, law, shared); });
   if (info) {
     info->kernel_seconds = *std::max_element(kernel_seconds.begin(), kernel_seconds.end());
     info->segments = plan.segments;

@@ -395,8 +395,9 @@ std::int64_t cutoff_slab_rows(const CutoffLayout& layout, std::int64_t total_row
 }
 
 template <class Real, class Law>
-double run_device(int device, const BinnedAtoms<Real>& regular, const BinnedAtoms<Real>& on_lattice,
+double run_device(const gpu::Worker& worker, const BinnedAtoms<Real>& regular, const BinnedAtoms<Real>& on_lattice,
                   const CutoffLayout& layout, const Law& law, gpu::SharedRows& shared) {
+  const int device = worker.device;
   const RowRange& rows = shared.rows();
   const Lattice& lattice = *rows.lattice;
   const DeviceBins<Real> regular_bins(regular), on_lattice_bins(on_lattice);
@@ -414,7 +415,7 @@ double run_device(int device, const BinnedAtoms<Real>& regular, const BinnedAtom
   const Law lattice_law = gpu::in_lattice_units(law, lattice.spacing);
   const Real singular_r2 =
       static_cast<Real>(singular_distance * singular_distance / (lattice.spacing * lattice.spacing));
-  return gpu::run_slabs(shared, device, slab_rows, std::min<std::int64_t>(slab_rows, kRegion * lattice.dims[1]),
+  return gpu::run_slabs(shared, worker, slab_rows, std::min<std::int64_t>(slab_rows, kRegion * lattice.dims[1]),
                         [&](std::int64_t first, std::int64_t last, double* out, cudaStream_t stream) {
                           launch<Real, Law, false, false>(layout, regular_bins, runs, lattice_law, singular_r2, first,
                                                           last, rows.prefactor, out, stream);
@@ -431,8 +432,8 @@ void run_devices(const PreparedAtoms& prepared, const Law& law, const RowRange& 
   BinnedAtoms<Real> regular, on_lattice;
   bin_atoms(prepared, *rows.lattice, layout, regular, on_lattice);
   gpu::SharedRows shared(rows, devices);
-  const std::vector<double> kernel_seconds = gpu::on_each_device(devices, shared, [&](int device) {
-    return run_device<Real, Law>(device, regular, on_lattice, layout, law, shared);
+  const std::vector<double> kernel_seconds = gpu::on_each_device(devices, shared, [&](const gpu::Worker& worker) {
+    return run_device<Real, Law>(worker, regular, on_lattice, layout, law, shared);
   });
   if (info) info->kernel_seconds = *std::max_element(kernel_seconds.begin(), kernel_seconds.end());
 }

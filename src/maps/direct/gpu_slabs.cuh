@@ -46,30 +46,36 @@ inline std::vector<int> resolve_devices(const std::vector<int>& requested, CudaR
   return devices;
 }
 
+// One host thread's device: its CUDA index and its place in the request's device list (a
+// device may be listed twice: two threads, two places).
+struct Worker {
+  int device = 0;
+  int ordinal = 0;
+};
+
 // The rows of one request, shared by the host threads of all devices.
 class SharedRows {
  public:
   SharedRows(const RowRange& rows, const std::vector<int>& devices)
-      : rows_(rows), devices_(devices), device_count_(static_cast<int>(devices.size())),
-        own_next_(devices.size(), -1) {}
+      : rows_(rows), device_count_(static_cast<int>(devices.size())), own_next_(devices.size(), -1) {}
   const RowRange& rows() const { return rows_; }
   int device_count() const { return device_count_; }
   std::int64_t total() const { return rows_.row_end - rows_.row_begin; }
 
   // Guided self-scheduling: slabs of slab_rows (a multiple of step_rows, counted from
   // row_begin) first, smaller ones (never under step_rows) as the end nears, so several
-  // GPUs finish together. False when no rows are left. With a device sink, `device` takes
+  // GPUs finish together. False when no rows are left. With a device sink, a worker takes
   // slabs only from its fixed share (the rows cut in equal parts, in the order of the
-  // device list).
-  bool take(int device, std::int64_t slab_rows, std::int64_t step_rows, std::int64_t& first, std::int64_t& last) {
+  // device list), so a point meets every frame on the same device.
+  bool take(const Worker& worker, std::int64_t slab_rows, std::int64_t step_rows, std::int64_t& first,
+            std::int64_t& last) {
     if (rows_.device_sink) {
-      const auto ordinal = static_cast<std::size_t>(
-          std::find(devices_.begin(), devices_.end(), device) - devices_.begin());
+      const auto ordinal = static_cast<std::size_t>(worker.ordinal);
       // Shares in whole layers of 8 x-planes (the cutoff kernel's regions), the same on any
       // device model (step_rows is not: it follows each device's occupancy).
       const std::int64_t layer = 8 * rows_.lattice->dims[1];
       const auto share_start = [&](std::size_t d) {
-        return d >= devices_.size() ? total() : total() * static_cast<std::int64_t>(d) / device_count_ / layer * layer;
+        return d >= own_next_.size() ? total() : total() * static_cast<std::int64_t>(d) / device_count_ / layer * layer;
       };
       std::int64_t& next = own_next_.at(ordinal);
       if (next < 0) next = share_start(ordinal);
@@ -107,7 +113,6 @@ class SharedRows {
 
  private:
   const RowRange& rows_;
-  std::vector<int> devices_;
   int device_count_;
   std::vector<std::int64_t> own_next_;  // device sink: each device's next row, from 0; -1: not started
   std::atomic<std::int64_t> next_{0}, done_{0};
@@ -120,7 +125,7 @@ class SharedRows {
 // (row-major, nz values a row). The slab then goes to the host, or to the request's device
 // sink on the same stream. Returns the seconds the kernels took (CUDA events).
 template <class QueueSlab>
-double run_slabs(SharedRows& shared, int device, std::int64_t slab_rows, std::int64_t step_rows,
+double run_slabs(SharedRows& shared, const Worker& worker, std::int64_t slab_rows, std::int64_t step_rows,
                  QueueSlab&& queue_slab) {
   const RowRange& rows = shared.rows();
   const std::int64_t nz = rows.lattice->dims[2];
@@ -156,14 +161,14 @@ double run_slabs(SharedRows& shared, int device, std::int64_t slab_rows, std::in
   };
   Slot* pending = nullptr;  // computed or queued, not yet copied
   std::int64_t first = 0, last = 0;
-  for (int n = 0; shared.take(device, slab_rows, step_rows, first, last); ++n) {
+  for (int n = 0; shared.take(worker, slab_rows, step_rows, first, last); ++n) {
     Slot& slot = slots[n % 2];  // free: its last slab was copied one iteration ago
     slot.first = first;
     slot.last = last;
     slot.start.record(compute);
     queue_slab(first, last, slot.out.data(), static_cast<cudaStream_t>(compute));
     if (rows.device_sink)
-      rows.device_sink->consume(device, first, last, slot.out.data(), static_cast<cudaStream_t>(compute));
+      rows.device_sink->consume(worker.device, first, last, slot.out.data(), static_cast<cudaStream_t>(compute));
     slot.stop.record(compute);
     if (pending) copy_out(*pending);
     pending = &slot;
@@ -172,7 +177,7 @@ double run_slabs(SharedRows& shared, int device, std::int64_t slab_rows, std::in
   return kernel_seconds;
 }
 
-// work(device) on one host thread per device; every device's kernel seconds, or the first
+// work(Worker) on one host thread per listed device; every device's kernel seconds, or the first
 // error, rethrown after all threads are joined.
 template <class Work>
 std::vector<double> on_each_device(const std::vector<int>& devices, SharedRows& shared, Work&& work) {
@@ -183,7 +188,7 @@ std::vector<double> on_each_device(const std::vector<int>& devices, SharedRows& 
     workers.emplace_back([&, d] {
       try {
         NBKIT_CUDA_CHECK(cudaSetDevice(devices[d]));
-        kernel_seconds[d] = work(devices[d]);
+        kernel_seconds[d] = work(Worker{devices[d], static_cast<int>(d)});
       } catch (...) {
         errors[d] = std::current_exception();
         shared.stop();
