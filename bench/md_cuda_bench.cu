@@ -71,13 +71,15 @@ struct Result {
   double seconds, rate, builds, neighbors;
 };
 
-Result run(const char* name, int cx, int cy, int cz, bool double_precision, int steps, bool langevin = false) {
+Result run(const char* name, int cx, int cy, int cz, bool double_precision, int steps, bool langevin = false,
+           bool step_graphs = true) {
   using namespace nbkit::md;
   System s = fcc_lattice(0.8442, cx, cy, cz);
   assign_velocities(s, 1.44, 87287);
   const ForceField f = ForceField::mixed({1.0}, {1.0}, 2.5);
   GpuEngine::Options options;
   options.double_precision = double_precision;
+  options.step_graphs = step_graphs;
   GpuEngine engine(s, f, 0.3, options);
   // With langevin: fix langevin at T 1.44, damping 1 (one more kernel a step).
   Langevin thermostat(1.44, 1.0, 5);
@@ -126,6 +128,9 @@ int main(int argc, char** argv) {
     results.push_back(run("in.lj x4 y4 z2 (80x80x40)", 80, 80, 40, double_precision, large_steps));
   }
   results.push_back(run("80x80x40, langevin", 80, 80, 40, false, large_steps, true));
+  // The host deciding every rebuild (a sync a step) instead of the graph's conditional node.
+  results.push_back(run("20x20x20, sync each step", 20, 20, 20, false, small_steps, false, false));
+  results.push_back(run("80x80x40, sync each step", 80, 80, 40, false, large_steps, false, false));
   nlohmann::json rows = nlohmann::json::array();
   for (const Result& r : results) {
     const double bound = bandwidth / (4 * r.neighbors);

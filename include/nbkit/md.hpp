@@ -176,9 +176,10 @@ void wrap_into_box(System& system);
 void verlet_step(System& system, Forces& forces, const ForceField& field, NeighborList& list, double dt,
                  int threads = 0, Langevin* thermostat = nullptr);
 
-// The whole velocity-Verlet NVE step on one GPU (src/md/engine_cuda.cu): atoms, forces and
-// the neighbour list stay on the device from step to step; the only traffic per step is a
-// one-word "rebuild?" flag. Atoms are sorted by cell at every list rebuild; a full list (each
+// The whole velocity-Verlet step on one GPU (src/md/engine_cuda.cu): atoms, forces and the
+// neighbour list stay on the device from step to step; a step is one CUDA graph launch whose
+// list rebuild runs when the device finds an atom moved half the skin, and the host waits for
+// the device only every 16 steps (and for thermo, download, forces). Atoms are sorted by cell at every list rebuild; a full list (each
 // pair in both rows, no atomics) and fixed summation orders make a run the same bits every
 // time on the same GPU. float32 computes the pair forces in single precision (positions and
 // velocities stay float64, as OpenMM's mixed precision); float64 does everything in double.
@@ -191,6 +192,9 @@ class GpuEngine {
     int device = 0;
     bool double_precision = false;
     int initial_neighbors = 0;  // list row capacity to start from (0: from the density); grows on overflow
+    // Each step one CUDA graph launch, the rebuild decided on the device, the host checking
+    // every 16 steps; false: the host reads the rebuild flag every step (a sync a step).
+    bool step_graphs = true;
   };
   GpuEngine(const System& system, const ForceField& field, double skin, Options options);
   ~GpuEngine();
@@ -214,6 +218,9 @@ class GpuEngine {
   void forces(Forces& out) const;
   std::int64_t builds() const;
   int neighbor_capacity() const;  // the list's row capacity now
+  // The row capacity for the next list builds (rows that do not fit grow it again): tests
+  // make rows overflow with it.
+  void set_neighbor_capacity(int rows);
   std::string description() const;  // "NVIDIA H100 80GB HBM3, float32"
 
  private:

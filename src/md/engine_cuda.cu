@@ -4,8 +4,14 @@
 // packages): atoms re-sorted by cell at every list rebuild so that a warp's atoms and their
 // neighbours lie close in memory, a full Verlet list per atom stored column by column (the
 // k-th neighbours of consecutive atoms are consecutive words), and one thread per atom summing
-// its own force without atomics. Everything stays on the device; the host reads one word a
-// step (did an atom move half the skin?) and, at a rebuild, one more (did a row overflow?).
+// its own force without atomics. Everything stays on the device. A step is one CUDA graph
+// launch: the drift, then a conditional node that runs the list rebuild only when an atom has
+// moved more than half the skin (decided on the device: cudaGraphSetConditional), then the
+// forces and the kick; the host runs ahead and checks the device's record every few steps. A
+// row that does not fit the list freezes the graph steps (each kernel returns at once) until
+// the host notices, grows the list and redoes the frozen steps: no force is ever computed
+// from a truncated list. Without graphs (Options::step_graphs false) the host reads the
+// rebuild flag every step instead.
 //
 // Determinism: the cell sort is CUB's stable radix sort on (cell, current index); each row's
 // neighbours come in a fixed cell-stencil order; each force is summed by one thread in row
@@ -14,6 +20,7 @@
 #include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -87,6 +94,18 @@ struct Atoms {  // the float64 state, in the current (cell-sorted) order
   int* type;
 };
 
+// What the device tells the host, and what graph steps keep on the device.
+struct Control {
+  int rebuild;  // kick_drift: an atom moved more than half the skin since the list was built
+  int longest;  // build_list: the longest row that did not fit (0: every row fit)
+  int frozen;   // graph steps: a row did not fit; every later kernel returns until the host grows the list
+  int unused;
+  unsigned long long graph_steps;    // graph steps launched
+  unsigned long long frozen_at;      // graph_steps at the step whose rebuild froze them
+  unsigned long long builds;         // list builds completed in graph steps
+  unsigned long long langevin_call;  // the thermostat call of the next graph step
+};
+
 // v += f/m dt/2, x += v dt; raises `rebuild` when an atom is more than half the skin from
 // where the list was built; refreshes the packed positions the pair kernel reads.
 template <class Real>
@@ -94,9 +113,9 @@ __global__ void kick_drift(int n, Atoms a, const Real* __restrict__ fx, const Re
                            const Real* __restrict__ fz, const double* __restrict__ acceleration_per_force, double dt,
                            const double* __restrict__ built_x, const double* __restrict__ built_y,
                            const double* __restrict__ built_z, double half_skin2, Geometry g,
-                           typename Packed<Real>::type* __restrict__ packed, int* __restrict__ rebuild) {
+                           typename Packed<Real>::type* __restrict__ packed, Control* __restrict__ control) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
+  if (i >= n || control->frozen) return;
   const int t = a.type[i];
   const double half = 0.5 * dt * acceleration_per_force[t];
   const double vx = a.vx[i] + half * fx[i], vy = a.vy[i] + half * fy[i], vz = a.vz[i] + half * fz[i];
@@ -104,31 +123,59 @@ __global__ void kick_drift(int n, Atoms a, const Real* __restrict__ fx, const Re
   a.vx[i] = vx, a.vy[i] = vy, a.vz[i] = vz;
   a.x[i] = x, a.y[i] = y, a.z[i] = z;
   const double dx = x - built_x[i], dy = y - built_y[i], dz = z - built_z[i];
-  if (dx * dx + dy * dy + dz * dz > half_skin2) *rebuild = 1;  // every writer writes 1: no race on the value
+  if (dx * dx + dy * dy + dz * dz > half_skin2) control->rebuild = 1;  // every writer writes 1: no race on the value
   packed[i] = Packed<Real>::make(x - g.lo[0], y - g.lo[1], z - g.lo[2], t);
 }
 
 template <class Real>
 __global__ void kick(int n, Atoms a, const Real* __restrict__ fx, const Real* __restrict__ fy,
-                     const Real* __restrict__ fz, const double* __restrict__ acceleration_per_force, double dt) {
+                     const Real* __restrict__ fz, const double* __restrict__ acceleration_per_force, double dt,
+                     const Control* __restrict__ control) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
+  if (i >= n || control->frozen) return;
   const double half = 0.5 * dt * acceleration_per_force[a.type[i]];
   a.vx[i] += half * fx[i], a.vy[i] += half * fy[i], a.vz[i] += half * fz[i];
 }
 
 // The thermostat's forces added to the pair forces (langevin_noise.hpp), in float64; each
-// atom's numbers drawn by its original index (tag), as the CPU draws them.
+// atom's numbers drawn by its original index (tag), as the CPU draws them. In a graph step
+// the call number comes from the device's counter (call_from_control).
 template <class Real>
 __global__ void langevin_forces(int n, Atoms a, const int* __restrict__ tag, const double* __restrict__ type_mass,
-                                LangevinDraw draw, Real* __restrict__ fx, Real* __restrict__ fy, Real* __restrict__ fz) {
+                                LangevinDraw draw, const Control* __restrict__ control, bool call_from_control,
+                                Real* __restrict__ fx, Real* __restrict__ fy, Real* __restrict__ fz) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
+  if (i >= n || control->frozen) return;
+  if (call_from_control) draw.call = control->langevin_call;
   const double velocity[3] = {a.vx[i], a.vy[i], a.vz[i]};
   double force[3] = {static_cast<double>(fx[i]), static_cast<double>(fy[i]), static_cast<double>(fz[i])};
   add_langevin_force(draw, static_cast<std::uint32_t>(tag[i]), type_mass[a.type[i]], velocity, force);
   fx[i] = static_cast<Real>(force[0]), fy[i] = static_cast<Real>(force[1]), fz[i] = static_cast<Real>(force[2]);
 }
+
+// ---- graph steps: the decisions made on the device ------------------------------------------
+
+// After the drift: counts the step and runs the rebuild body when an atom moved too far.
+__global__ void choose_rebuild(Control* control, cudaGraphConditionalHandle rebuild_body) {
+  ++control->graph_steps;
+  const bool rebuild = !control->frozen && control->rebuild;
+  control->rebuild = 0, control->longest = 0;
+  cudaGraphSetConditional(rebuild_body, rebuild ? 1u : 0u);
+}
+
+// The last kernel of a rebuild body: a row that did not fit freezes the graph steps.
+__global__ void after_graph_build(Control* control, int capacity) {
+  if (control->longest > capacity) control->frozen = 1, control->frozen_at = control->graph_steps;
+  else ++control->builds;
+}
+
+__global__ void count_langevin_call(Control* control) {
+  if (!control->frozen) ++control->langevin_call;
+}
+
+__global__ void set_langevin_call(Control* control, unsigned long long call) { control->langevin_call = call; }
+
+__global__ void unfreeze(Control* control) { control->frozen = 0, control->rebuild = 0, control->longest = 0; }
 
 __global__ void mass_velocity2(int n, Atoms a, const double* __restrict__ type_mass, double* __restrict__ out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -250,6 +297,7 @@ struct PairKernelArguments {
   Real cutoff2, reach2, coulomb2, inverse_coulomb_cutoff;
   Real *fx, *fy, *fz;
   double *energy, *virial;  // per atom, half of each of its pairs (with Energies)
+  const Control* control;
 };
 
 // One thread per atom i, its row of the list in order: the pair law of pair_law.hpp (the
@@ -257,7 +305,7 @@ struct PairKernelArguments {
 template <class Real, bool Coulomb, bool Energies>
 __global__ void __launch_bounds__(kThreads) pair_forces(int n, PairKernelArguments<Real> p) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
+  if (i >= n || p.control->frozen) return;
   const auto pi = p.packed[i];
   const int type_i = Packed<Real>::type_of(pi);
   const PairParameters<Real>* row_parameters = p.parameters + type_i * p.types;
@@ -306,10 +354,33 @@ struct EngineBase {
   virtual Thermo thermo(std::int64_t step) = 0;
   virtual void download(System& system) = 0;
   virtual void forces(Forces& out) = 0;
-  std::int64_t builds = 0;
-  int capacity = 0;
+  virtual std::int64_t verified_builds() = 0;
+  virtual int verified_capacity() = 0;
+  virtual void set_capacity(int rows) = 0;
   std::string description;
 };
+
+// One captured step (graph and its instance), destroyed with the engine or when its baked-in
+// parameters change.
+struct StepGraph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  double dt = 0;
+  LangevinDraw draw{};  // the thermostat's constants baked in (its call comes from the device)
+  StepGraph() = default;
+  StepGraph(const StepGraph&) = delete;
+  StepGraph& operator=(const StepGraph&) = delete;
+  ~StepGraph() { reset(); }
+  void reset() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    exec = nullptr, graph = nullptr;
+  }
+};
+
+// Steps between the host's checks of graph steps (a sync each): frozen steps are redone from
+// the first one, so the interval bounds the work an overflow costs.
+constexpr std::size_t kStepsBetweenChecks = 16;
 
 std::string number(double value) {
   char text[32];
@@ -355,9 +426,10 @@ class Engine final : public EngineBase {
     // The row capacity from the density (a sphere of the list cutoff), with room for a
     // denser region; grown on overflow.
     const double expected = static_cast<double>(n_) / volume_ * 4.18879020478639 * list_cutoff * list_cutoff * list_cutoff;
-    capacity = options.initial_neighbors > 0 ? options.initial_neighbors
+    capacity_ = options.initial_neighbors > 0 ? options.initial_neighbors
                                              : static_cast<int>(std::ceil((1.3 * expected + 16) / 8) * 8);
-    check_memory(capacity);
+    check_memory(capacity_);
+    allocated_capacity_ = capacity_;
 
     const std::size_t n = static_cast<std::size_t>(n_);
     for (auto* b : {&x_, &y_, &z_, &vx_, &vy_, &vz_, &x2_, &y2_, &z2_, &vx2_, &vy2_, &vz2_, &built_x_, &built_y_,
@@ -368,10 +440,11 @@ class Engine final : public EngineBase {
     cell_ = DeviceBuffer<unsigned>(n), sorted_cell_ = DeviceBuffer<unsigned>(n);
     cell_start_ = DeviceBuffer<int>(static_cast<std::size_t>(cells_) + 1);
     packed_ = DeviceBuffer<typename Packed<Real>::type>(n);
-    list_ = DeviceBuffer<int>(n * static_cast<std::size_t>(capacity));
-    flags_ = DeviceBuffer<int>(2);
+    list_ = DeviceBuffer<int>(n * static_cast<std::size_t>(capacity_));
+    control_ = DeviceBuffer<Control>(1);
     sums_ = DeviceBuffer<double>(3);
-    host_flags_ = cuda::PinnedBuffer<int>(2);
+    host_control_ = cuda::PinnedBuffer<Control>(1);
+    use_graphs_ = options.step_graphs;
     host_sums_ = cuda::PinnedBuffer<double>(3);
 
     // Per-type tables: force -> acceleration, masses, pair coefficients.
@@ -435,7 +508,7 @@ class Engine final : public EngineBase {
     std::vector<int> tags(n);
     for (std::size_t i = 0; i < n; ++i) tags[i] = static_cast<int>(i);
     tag_.upload(tags.data(), n, stream_);
-    NBKIT_CUDA_CHECK(cudaMemsetAsync(flags_.data(), 0, 2 * sizeof(int), stream_));
+    NBKIT_CUDA_CHECK(cudaMemsetAsync(control_.data(), 0, sizeof(Control), stream_));
     rebuild();
     evaluate(true);
     NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -444,31 +517,51 @@ class Engine final : public EngineBase {
   ~Engine() override { cudaSetDevice(device_); }
 
   void apply_thermostat(Langevin& thermostat, double dt) override {
+    verify();  // a frozen graph step would skip it
     NBKIT_CUDA_CHECK(cudaSetDevice(device_));
-    langevin_forces<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(n_, atoms(), tag_.data(), type_mass_.data(),
-                                                                      thermostat.next_draw(units_, dt), fx_.data(),
-                                                                      fy_.data(), fz_.data());
-    NBKIT_CUDA_CHECK_LAUNCH();
+    queue_langevin(thermostat.next_draw(units_, dt), false);
   }
 
   void step(double dt, bool energies, Langevin* thermostat) override {
     NBKIT_CUDA_CHECK(cudaSetDevice(device_));
-    kick_drift<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(n_, atoms(), fx_.data(), fy_.data(), fz_.data(),
-                                                                 acceleration_per_force_.data(), dt, built_x_.data(),
-                                                                 built_y_.data(), built_z_.data(), half_skin2_,
-                                                                 geometry_, packed_.data(), flags_.data());
-    NBKIT_CUDA_CHECK_LAUNCH();
-    NBKIT_CUDA_CHECK(cudaMemcpyAsync(host_flags_.data(), flags_.data(), sizeof(int), cudaMemcpyDeviceToHost, stream_));
-    NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    if (host_flags_.data()[0]) rebuild();
-    evaluate(energies);
-    if (thermostat) apply_thermostat(*thermostat, dt);
-    kick<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(n_, atoms(), fx_.data(), fy_.data(), fz_.data(),
-                                                           acceleration_per_force_.data(), dt);
-    NBKIT_CUDA_CHECK_LAUNCH();
+    const std::optional<LangevinDraw> draw =
+        thermostat ? std::optional<LangevinDraw>(thermostat->next_draw(units_, dt)) : std::nullopt;
+    if (!use_graphs_) {
+      synchronous_step(dt, energies, draw);
+      return;
+    }
+    graph_step(dt, energies, draw);
+    if (pending_.size() >= kStepsBetweenChecks) verify();
+  }
+
+  std::int64_t verified_builds() override {
+    verify();
+    return builds_;
+  }
+  int verified_capacity() override {
+    verify();
+    return capacity_;
+  }
+  void set_capacity(int rows) override {
+    verify();
+    if (rows < 1) throw Error("the neighbour list needs room for at least one neighbour a row");
+    // Rows are stored by columns (entry k of row i at k n + i): a smaller capacity leaves the
+    // present list valid; a larger one needs a larger buffer and a new list.
+    if (rows > allocated_capacity_) {
+      list_ = DeviceBuffer<int>();
+      check_memory(rows);
+      list_ = DeviceBuffer<int>(static_cast<std::size_t>(n_) * static_cast<std::size_t>(rows));
+      allocated_capacity_ = rows;
+      capacity_ = rows;
+      build_lists_growing();
+    }
+    capacity_ = rows;
+    for (auto& row : graphs_)
+      for (StepGraph& graph : row) graph.reset();
   }
 
   Thermo thermo(std::int64_t step) override {
+    verify();
     NBKIT_CUDA_CHECK(cudaSetDevice(device_));
     mass_velocity2<<<blocks_for(n_), kThreads, 0, stream_>>>(n_, atoms(), type_mass_.data(), scratch_.data());
     NBKIT_CUDA_CHECK_LAUNCH();
@@ -481,6 +574,7 @@ class Engine final : public EngineBase {
 
   void download(System& s) override {
     if (s.size() != static_cast<std::size_t>(n_)) throw Error("GpuEngine::download: the system has another atom count");
+    verify();
     const std::vector<int> tags = fetch(tag_);
     const std::vector<double> values[6] = {fetch(x_), fetch(y_), fetch(z_), fetch(vx_), fetch(vy_), fetch(vz_)};
     std::vector<double>* to[6] = {&s.x, &s.y, &s.z, &s.vx, &s.vy, &s.vz};
@@ -489,6 +583,7 @@ class Engine final : public EngineBase {
   }
 
   void forces(Forces& out) override {
+    verify();
     out.resize(static_cast<std::size_t>(n_));
     const std::vector<int> tags = fetch(tag_);
     const std::vector<Real> fx = fetch(fx_), fy = fetch(fy_), fz = fetch(fz_);
@@ -532,9 +627,51 @@ class Engine final : public EngineBase {
                   format_bytes(free_bytes) + " is free");
   }
 
+  // ---- one step, the host deciding (sync path, and redoing frozen graph steps) ----------
+
+  void synchronous_step(double dt, bool energies, const std::optional<LangevinDraw>& draw) {
+    queue_kick_drift(dt);
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(host_control_.data(), control_.data(), sizeof(int), cudaMemcpyDeviceToHost, stream_));
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (host_control_.data()->rebuild) rebuild();
+    finish_step(dt, energies, draw);
+  }
+
+  // Forces (and the thermostat's), then the closing half kick.
+  void finish_step(double dt, bool energies, const std::optional<LangevinDraw>& draw) {
+    evaluate(energies);
+    if (draw) queue_langevin(*draw, false);
+    queue_kick(dt);
+  }
+
+  void queue_kick_drift(double dt) {
+    kick_drift<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(n_, atoms(), fx_.data(), fy_.data(), fz_.data(),
+                                                                 acceleration_per_force_.data(), dt, built_x_.data(),
+                                                                 built_y_.data(), built_z_.data(), half_skin2_,
+                                                                 geometry_, packed_.data(), control_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+  void queue_kick(double dt) {
+    kick<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(n_, atoms(), fx_.data(), fy_.data(), fz_.data(),
+                                                           acceleration_per_force_.data(), dt, control_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+  void queue_langevin(const LangevinDraw& draw, bool call_from_control) {
+    langevin_forces<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(n_, atoms(), tag_.data(), type_mass_.data(), draw,
+                                                                      control_.data(), call_from_control, fx_.data(),
+                                                                      fy_.data(), fz_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+
   // Wrap, sort by cell, gather every per-atom array into the new order, find the cells,
   // build the list (again, longer rows, if one overflowed).
   void rebuild() {
+    queue_sort_and_pack();
+    build_lists_growing();
+    ++builds_;
+  }
+
+  void queue_sort_and_pack() {
     const int blocks = blocks_for(n_);
     wrap_and_bin<<<blocks, kThreads, 0, stream_>>>(n_, atoms(), geometry_, cell_.data(), index_.data());
     NBKIT_CUDA_CHECK_LAUNCH();
@@ -550,33 +687,161 @@ class Engine final : public EngineBase {
     pack<Real><<<blocks, kThreads, 0, stream_>>>(n_, atoms(), geometry_, packed_.data(), built_x_.data(),
                                                    built_y_.data(), built_z_.data());
     NBKIT_CUDA_CHECK_LAUNCH();
-    for (;;) {
-      NBKIT_CUDA_CHECK(cudaMemsetAsync(flags_.data(), 0, 2 * sizeof(int), stream_));
-      build_list<Real><<<blocks, kThreads, 0, stream_>>>(
-          n_, packed_.data(), sorted_cell_.data(), cell_start_.data(), geometry_, list_cutoff2_, tag_.data(),
-          exclusion_first_.size() ? exclusion_first_.data() : nullptr, exclusion_partner_.data(), capacity,
-          list_.data(), row_length_.data(), flags_.data() + 1);
-      NBKIT_CUDA_CHECK_LAUNCH();
-      NBKIT_CUDA_CHECK(
-          cudaMemcpyAsync(host_flags_.data(), flags_.data(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream_));
-      NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      const int longest = host_flags_.data()[1];
-      if (longest <= capacity) break;
-      // A row overflowed: never truncated; the list grows (by a margin) and is built again.
-      const int grown = static_cast<int>(std::ceil(longest * 1.15 / 8) * 8);
-      list_ = DeviceBuffer<int>();
-      check_memory(grown);
-      list_ = DeviceBuffer<int>(static_cast<std::size_t>(n_) * static_cast<std::size_t>(grown));
-      capacity = grown;
-    }
-    ++builds;
   }
 
+  void queue_build_list() {
+    build_list<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(
+        n_, packed_.data(), sorted_cell_.data(), cell_start_.data(), geometry_, list_cutoff2_, tag_.data(),
+        exclusion_first_.size() ? exclusion_first_.data() : nullptr, exclusion_partner_.data(), capacity_,
+        list_.data(), row_length_.data(), &control_.data()->longest);
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+
+  // The list of the sorted, packed atoms; a row that does not fit is never truncated: the
+  // list grows (by a margin) and is built again. Invalidates the captured steps when it grows.
+  void build_lists_growing() {
+    for (;;) {
+      NBKIT_CUDA_CHECK(cudaMemsetAsync(control_.data(), 0, 2 * sizeof(int), stream_));  // rebuild, longest
+      queue_build_list();
+      NBKIT_CUDA_CHECK(
+          cudaMemcpyAsync(host_control_.data(), control_.data(), 2 * sizeof(int), cudaMemcpyDeviceToHost, stream_));
+      NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      const int longest = host_control_.data()->longest;
+      if (longest <= capacity_) break;
+      const int grown = static_cast<int>(std::ceil(longest * 1.15 / 8) * 8);
+      if (grown > allocated_capacity_) {
+        list_ = DeviceBuffer<int>();
+        check_memory(grown);
+        list_ = DeviceBuffer<int>(static_cast<std::size_t>(n_) * static_cast<std::size_t>(grown));
+        allocated_capacity_ = grown;
+      }
+      capacity_ = grown;
+      for (auto& row : graphs_)
+        for (StepGraph& graph : row) graph.reset();
+    }
+  }
+
+  // Gathered into the spare buffer and copied back: every kernel and captured step keeps
+  // reading the same buffers.
   template <class T>
   void reorder(DeviceBuffer<T>& values, DeviceBuffer<T>& spare) {
     gather<T><<<blocks_for(n_), kThreads, 0, stream_>>>(n_, order_.data(), values.data(), spare.data());
     NBKIT_CUDA_CHECK_LAUNCH();
-    std::swap(values, spare);
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(values.data(), spare.data(), static_cast<std::size_t>(n_) * sizeof(T),
+                                     cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  // ---- graph steps -----------------------------------------------------------------------
+
+  struct PendingStep {  // a graph step launched since the host last checked
+    double dt;
+    bool energies;
+    std::optional<LangevinDraw> draw;
+  };
+
+  static bool same_constants(const LangevinDraw& a, const LangevinDraw& b) {
+    return a.seed == b.seed && a.damping == b.damping && a.kick_per_sqrt_mass == b.kick_per_sqrt_mass &&
+           a.force_to_acceleration == b.force_to_acceleration;
+  }
+
+  void graph_step(double dt, bool energies, const std::optional<LangevinDraw>& draw) {
+    StepGraph& graph = graphs_[energies ? 1 : 0][draw ? 1 : 0];
+    if (!graph.exec || graph.dt != dt || (draw && !same_constants(graph.draw, *draw))) capture(graph, dt, energies, draw);
+    if (draw && draw->call != device_langevin_call_) {  // another thermostat call was made in between
+      set_langevin_call<<<1, 1, 0, stream_>>>(control_.data(), draw->call);
+      NBKIT_CUDA_CHECK_LAUNCH();
+    }
+    NBKIT_CUDA_CHECK(cudaGraphLaunch(graph.exec, stream_));
+    if (draw) device_langevin_call_ = draw->call + 1;
+    pending_.push_back({dt, energies, draw});
+  }
+
+  // The step as a graph: drift, the device's rebuild decision, the rebuild as a conditional
+  // body (one list build; a row that does not fit freezes the steps), forces, thermostat, kick.
+  void capture(StepGraph& graph, double dt, bool energies, const std::optional<LangevinDraw>& draw) {
+    graph.reset();
+    NBKIT_CUDA_CHECK(cudaGraphCreate(&graph.graph, 0));
+    cudaGraphConditionalHandle rebuild_body_handle;
+    NBKIT_CUDA_CHECK(cudaGraphConditionalHandleCreate(&rebuild_body_handle, graph.graph, 0, cudaGraphCondAssignDefault));
+    cudaGraph_t body = nullptr;
+    auto captured = [&](cudaGraph_t target, auto&& queue) {
+      NBKIT_CUDA_CHECK(cudaStreamBeginCaptureToGraph(stream_, target, nullptr, nullptr, 0, cudaStreamCaptureModeThreadLocal));
+      try {
+        queue();
+      } catch (...) {
+        cudaGraph_t ended = nullptr;
+        cudaStreamEndCapture(stream_, &ended);
+        graph.reset();
+        throw;
+      }
+      cudaGraph_t ended = nullptr;
+      NBKIT_CUDA_CHECK(cudaStreamEndCapture(stream_, &ended));
+    };
+    captured(graph.graph, [&] {
+      queue_kick_drift(dt);
+      choose_rebuild<<<1, 1, 0, stream_>>>(control_.data(), rebuild_body_handle);
+      NBKIT_CUDA_CHECK_LAUNCH();
+      // The conditional node after what is captured so far; capture goes on after it.
+      cudaStreamCaptureStatus status;
+      cudaGraph_t capturing = nullptr;
+      const cudaGraphNode_t* dependencies = nullptr;
+      std::size_t dependency_count = 0;
+      NBKIT_CUDA_CHECK(cudaStreamGetCaptureInfo(stream_, &status, nullptr, &capturing, &dependencies, nullptr,
+                                                &dependency_count));
+      cudaGraphNodeParams parameters{};
+      parameters.type = cudaGraphNodeTypeConditional;
+      parameters.conditional.handle = rebuild_body_handle;
+      parameters.conditional.type = cudaGraphCondTypeIf;
+      parameters.conditional.size = 1;
+      cudaGraphNode_t conditional;
+      NBKIT_CUDA_CHECK(cudaGraphAddNode(&conditional, capturing, dependencies, nullptr, dependency_count, &parameters));
+      body = parameters.conditional.phGraph_out[0];
+      NBKIT_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(stream_, &conditional, nullptr, 1,
+                                                           cudaStreamSetCaptureDependencies));
+      evaluate(energies);
+      if (draw) queue_langevin(*draw, true);
+      queue_kick(dt);
+      if (draw) {
+        count_langevin_call<<<1, 1, 0, stream_>>>(control_.data());
+        NBKIT_CUDA_CHECK_LAUNCH();
+      }
+    });
+    captured(body, [&] {
+      queue_sort_and_pack();
+      queue_build_list();
+      after_graph_build<<<1, 1, 0, stream_>>>(control_.data(), capacity_);
+      NBKIT_CUDA_CHECK_LAUNCH();
+    });
+    NBKIT_CUDA_CHECK(cudaGraphInstantiate(&graph.exec, graph.graph, 0));
+    graph.dt = dt;
+    if (draw) graph.draw = *draw;
+  }
+
+  // The host's check of the graph steps launched since the last one: list builds counted;
+  // after a freeze, the list grown and the frozen steps redone by the synchronous path.
+  void verify() {
+    if (pending_.empty()) return;
+    NBKIT_CUDA_CHECK(cudaSetDevice(device_));
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(host_control_.data(), control_.data(), sizeof(Control), cudaMemcpyDeviceToHost, stream_));
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    const Control control = *host_control_.data();
+    builds_ += static_cast<std::int64_t>(control.builds - graph_builds_seen_);
+    graph_builds_seen_ = control.builds;
+    std::vector<PendingStep> steps;
+    steps.swap(pending_);
+    const unsigned long long first = graph_steps_seen_;
+    graph_steps_seen_ = control.graph_steps;
+    if (!control.frozen) return;
+    // Step m wrapped, sorted and packed the atoms, and a row did not fit its list: nothing
+    // after its drift ran. Grow the list, finish step m, redo the rest.
+    const std::size_t m = static_cast<std::size_t>(control.frozen_at - first - 1);
+    unfreeze<<<1, 1, 0, stream_>>>(control_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    build_lists_growing();
+    ++builds_;
+    finish_step(steps[m].dt, steps[m].energies, steps[m].draw);
+    for (std::size_t k = m + 1; k < steps.size(); ++k) synchronous_step(steps[k].dt, steps[k].energies, steps[k].draw);
+    device_langevin_call_ = ~0ull;  // the device's counter stopped at step m: set again by the next graph step
   }
 
   void evaluate(bool energies) {
@@ -592,6 +857,7 @@ class Engine final : public EngineBase {
     p.cutoff2 = cutoff2_, p.reach2 = reach2_, p.coulomb2 = coulomb2_, p.inverse_coulomb_cutoff = inverse_coulomb_cutoff_;
     p.fx = fx_.data(), p.fy = fy_.data(), p.fz = fz_.data();
     p.energy = energy_.data(), p.virial = virial_.data();
+    p.control = control_.data();
     const int blocks = blocks_for(n_);
     if (coulomb_) {
       if (energies) pair_forces<Real, true, true><<<blocks, kThreads, 0, stream_>>>(n_, p);
@@ -637,13 +903,21 @@ class Engine final : public EngineBase {
   DeviceBuffer<double> x_, y_, z_, vx_, vy_, vz_, x2_, y2_, z2_, vx2_, vy2_, vz2_, built_x_, built_y_, built_z_;
   DeviceBuffer<double> energy_, virial_, scratch_, sums_, acceleration_per_force_, type_mass_;
   DeviceBuffer<Real> fx_, fy_, fz_, charge_, charge2_;
-  DeviceBuffer<int> type_, type2_, tag_, tag2_, index_, order_, row_length_, list_, flags_, cell_start_;
+  DeviceBuffer<int> type_, type2_, tag_, tag2_, index_, order_, row_length_, list_, cell_start_;
+  DeviceBuffer<Control> control_;
   DeviceBuffer<int> exclusion_first_, exclusion_partner_;
   DeviceBuffer<unsigned> cell_, sorted_cell_;
   DeviceBuffer<typename Packed<Real>::type> packed_;
   DeviceBuffer<PairParameters<Real>> parameters_;
   DeviceBuffer<unsigned char> cub_scratch_;
-  cuda::PinnedBuffer<int> host_flags_;
+  cuda::PinnedBuffer<Control> host_control_;
+  std::int64_t builds_ = 0;
+  int capacity_ = 0, allocated_capacity_ = 0;
+  bool use_graphs_ = true;
+  StepGraph graphs_[2][2];  // [energies][thermostat]
+  std::vector<PendingStep> pending_;
+  unsigned long long graph_steps_seen_ = 0, graph_builds_seen_ = 0;
+  std::uint64_t device_langevin_call_ = ~0ull;  // the device's thermostat counter as the host knows it
   cuda::PinnedBuffer<double> host_sums_;
 };
 
@@ -664,8 +938,9 @@ void GpuEngine::apply_thermostat(Langevin& thermostat, double dt) { state_->engi
 Thermo GpuEngine::thermo(std::int64_t step) const { return state_->engine->thermo(step); }
 void GpuEngine::download(System& system) const { state_->engine->download(system); }
 void GpuEngine::forces(Forces& out) const { state_->engine->forces(out); }
-std::int64_t GpuEngine::builds() const { return state_->engine->builds; }
-int GpuEngine::neighbor_capacity() const { return state_->engine->capacity; }
+std::int64_t GpuEngine::builds() const { return state_->engine->verified_builds(); }
+int GpuEngine::neighbor_capacity() const { return state_->engine->verified_capacity(); }
+void GpuEngine::set_neighbor_capacity(int rows) { state_->engine->set_capacity(rows); }
 std::string GpuEngine::description() const { return state_->engine->description; }
 
 }  // namespace nbkit::md

@@ -17,6 +17,7 @@ void GpuEngine::download(System&) const {}
 void GpuEngine::forces(Forces&) const {}
 std::int64_t GpuEngine::builds() const { return 0; }
 int GpuEngine::neighbor_capacity() const { return 0; }
+void GpuEngine::set_neighbor_capacity(int) {}
 std::string GpuEngine::description() const { return "no GPU"; }
 
 }  // namespace nbkit::md

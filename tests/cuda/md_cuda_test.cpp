@@ -1,6 +1,6 @@
 // The GPU MD engine: forces against the float64 all-images reference (two types, charges,
 // exclusions, non-cubic boxes two cells wide, any atom count), list rows that overflow and
-// grow, boxes too small refused, 100-step NVE and Langevin runs against the CPU path step by
+// grow (also inside graph steps, redone by the host), boxes too small refused, 100-step NVE and Langevin runs against the CPU path step by
 // step (same list rebuilds), runs repeated bit for bit, and the energy drift over 10,000 steps in both
 // precisions. Skips without a GPU.
 #include <gtest/gtest.h>
@@ -112,6 +112,41 @@ TEST_F(CudaMd, OverflowingRowsGrowTheList) {
   expect_same_forces(gpu, reference, kDoubleTolerance, "after growing");
 }
 
+// A row that does not fit during a graph step (the rebuild decided on the device) freezes the
+// steps until the host's next check, which grows the list and redoes them: the run is the
+// CPU path's step by step, with the same number of list builds, however often it happens.
+TEST_F(CudaMd, RowsOverflowingInGraphStepsAreRedoneWithALongerList) {
+  System cpu = liquid(8, 29);  // 2048 atoms, two types
+  assign_velocities(cpu, 1.44, 3);
+  const ForceField f = two_type_field();
+  const double dt = 0.005;
+  wrap_into_box(cpu);
+  GpuEngine gpu(cpu, f, 0.3, precision(true));
+  NeighborList list(f.reach(), 0.3);
+  list.build(cpu, f);
+  Forces forces;
+  forces_cpu(cpu, f, list, forces, 2);
+  int shrinks = 0;
+  for (int step = 1; step <= 120; ++step) {
+    // Rows of 8: the next rebuild overflows (somewhere in the 16 steps between checks).
+    if (step % 30 == 1) gpu.set_neighbor_capacity(8), ++shrinks;
+    verlet_step(cpu, forces, f, list, dt, 2);
+    gpu.step(dt, step % 10 == 0);
+    if (step % 10) continue;
+    const Thermo a = thermo(cpu, forces, step), b = gpu.thermo(step);
+    EXPECT_NEAR(b.potential, a.potential, 1e-9 * std::fabs(a.potential)) << "step " << step;
+    EXPECT_NEAR(b.kinetic, a.kinetic, 1e-9 * std::fabs(a.kinetic)) << "step " << step;
+  }
+  EXPECT_EQ(shrinks, 4);
+  EXPECT_GE(gpu.neighbor_capacity(), 60);
+  EXPECT_EQ(gpu.builds(), list.builds());
+  System back = cpu;
+  gpu.download(back);
+  double worst = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::fabs(back.x[i] - cpu.x[i]));
+  EXPECT_LT(worst, 1e-8);
+}
+
 TEST_F(CudaMd, BoxesTooSmallForTheMinimumImageAreRefused) {
   const System s = liquid(3, 24);  // box 5.04 < 2 x 2.8
   try {
@@ -209,15 +244,25 @@ TEST_F(CudaMd, RunsRepeatBitForBit) {
     System s = liquid(8, 25);
     assign_velocities(s, 1.44, 5);
     const ForceField f = two_type_field();
-    System a = s, b = s;
-    GpuEngine first(s, f, 0.3, precision(double_precision)), second(s, f, 0.3, precision(double_precision));
-    for (int step = 1; step <= 60; ++step) first.step(0.005, step % 20 == 0), second.step(0.005, step % 20 == 0);
-    first.download(a), second.download(b);
+    System a = s, b = s, c = s;
+    // The third engine: the host decides each rebuild (no graphs), the same kernels in the
+    // same order: the same bits.
+    GpuEngine::Options without_graphs = precision(double_precision);
+    without_graphs.step_graphs = false;
+    GpuEngine first(s, f, 0.3, precision(double_precision)), second(s, f, 0.3, precision(double_precision)),
+        third(s, f, 0.3, without_graphs);
+    for (int step = 1; step <= 60; ++step)
+      first.step(0.005, step % 20 == 0), second.step(0.005, step % 20 == 0), third.step(0.005, step % 20 == 0);
+    first.download(a), second.download(b), third.download(c);
     EXPECT_EQ(a.x, b.x);
     EXPECT_EQ(a.vy, b.vy);
-    const Thermo ta = first.thermo(60), tb = second.thermo(60);
+    EXPECT_EQ(a.x, c.x);
+    EXPECT_EQ(a.vz, c.vz);
+    const Thermo ta = first.thermo(60), tb = second.thermo(60), tc = third.thermo(60);
     EXPECT_EQ(ta.potential, tb.potential);
     EXPECT_EQ(ta.pressure, tb.pressure);
+    EXPECT_EQ(ta.potential, tc.potential);
+    EXPECT_EQ(first.builds(), third.builds());
   }
 }
 
