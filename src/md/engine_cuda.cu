@@ -20,6 +20,7 @@
 #include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
+#include <climits>
 #include <optional>
 #include <cmath>
 #include <cstdio>
@@ -340,6 +341,99 @@ __global__ void __launch_bounds__(kThreads) pair_forces(int n, PairKernelArgumen
   if (Energies) p.energy[i] = 0.5 * energy, p.virial[i] = 0.5 * virial;  // each pair is in two rows
 }
 
+// The slides' patch-pair design (seed 001, NAMD's GPU nonbonded kernel; Stone et al., J Comp
+// Chem 28:2618, 2007), with patches = the cells (at least reach + skin wide, so every pair
+// within reach lies in neighbouring cells until the next rebuild): one block of 32 threads
+// per home cell, a thread per home atom; the atoms of each of the 27 neighbouring cells pass
+// through shared memory and every pair is tested (no list). The cells and the atoms within
+// them come in the order the list kernel stores them, and the same pairs are skipped, so
+// each force is the same sum in the same order as the Verlet-list kernel's.
+constexpr int kPatchThreads = 32;
+
+template <class Real>
+struct PatchKernelArguments {
+  PairKernelArguments<Real> pair;
+  const int* cell_start;
+  const int* tag;
+  const int* exclusion_first;  // null without exclusions
+  const int* exclusion_partner;
+  int cells[3];
+};
+
+template <class Real, bool Coulomb, bool Energies>
+__global__ void __launch_bounds__(kPatchThreads) patch_pair_forces(PatchKernelArguments<Real> a) {
+  using Position = typename Packed<Real>::type;
+  __shared__ Position tile[kPatchThreads];
+  __shared__ Real tile_charge[kPatchThreads];
+  __shared__ int tile_tag[kPatchThreads];
+  const PairKernelArguments<Real>& p = a.pair;
+  if (p.control->frozen) return;
+  const int home = blockIdx.x;
+  const int home_begin = a.cell_start[home], home_end = a.cell_start[home + 1];
+  const int c[3] = {home % a.cells[0], home / a.cells[0] % a.cells[1], home / a.cells[0] / a.cells[1]};
+  int first_offset[3];
+  for (int axis = 0; axis < 3; ++axis) first_offset[axis] = a.cells[axis] >= 3 ? -1 : 0;
+  for (int home_base = home_begin; home_base < home_end; home_base += kPatchThreads) {
+    const int i = home_base + threadIdx.x;
+    const bool active = i < home_end;
+    const Position pi = p.packed[active ? i : home_begin];
+    const int type_i = Packed<Real>::type_of(pi);
+    const PairParameters<Real>* row_parameters = p.parameters + type_i * p.types;
+    const Real qi = Coulomb && active ? p.charge[i] : Real(0);
+    const int tag_i = a.exclusion_first && active ? a.tag[i] : 0;
+    Real fx = 0, fy = 0, fz = 0;
+    double energy = 0, virial = 0;
+    for (int oz = first_offset[2]; oz <= 1; ++oz) {
+      const int cz = (c[2] + oz + a.cells[2]) % a.cells[2];
+      for (int oy = first_offset[1]; oy <= 1; ++oy) {
+        const int cy = (c[1] + oy + a.cells[1]) % a.cells[1];
+        for (int ox = first_offset[0]; ox <= 1; ++ox) {
+          const int cx = (c[0] + ox + a.cells[0]) % a.cells[0];
+          const int cell = (cz * a.cells[1] + cy) * a.cells[0] + cx;
+          const int end = a.cell_start[cell + 1];
+          for (int base = a.cell_start[cell]; base < end; base += kPatchThreads) {
+            const int count = min(kPatchThreads, end - base);
+            __syncthreads();  // the previous tile is no longer read
+            if (static_cast<int>(threadIdx.x) < count) {
+              tile[threadIdx.x] = p.packed[base + threadIdx.x];
+              if (Coulomb) tile_charge[threadIdx.x] = p.charge[base + threadIdx.x];
+              if (a.exclusion_first) tile_tag[threadIdx.x] = a.tag[base + threadIdx.x];
+            }
+            __syncthreads();
+            if (!active) continue;
+            for (int k = 0; k < count; ++k) {
+              if (base + k == i) continue;
+              const Position pj = tile[k];
+              const Real dx = minimum_image<Real>(pj.x - pi.x, p.length[0], p.inverse_length[0]);
+              const Real dy = minimum_image<Real>(pj.y - pi.y, p.length[1], p.inverse_length[1]);
+              const Real dz = minimum_image<Real>(pj.z - pi.z, p.length[2], p.inverse_length[2]);
+              const Real r2 = dx * dx + dy * dy + dz * dz;
+              if (r2 >= p.reach2) continue;
+              if (a.exclusion_first && excluded(tag_i, tile_tag[k], a.exclusion_first, a.exclusion_partner)) continue;
+              Real pair_energy = 0, force_over_r = 0;
+              if (!Coulomb || r2 < p.cutoff2) {
+                const PairParameters<Real> cp = row_parameters[Packed<Real>::type_of(pj)];
+                lennard_jones<Real>(Real(1) / r2, cp.c12, cp.c6, pair_energy, force_over_r);
+                pair_energy -= cp.offset;
+              }
+              if (Coulomb && r2 < p.coulomb2) {
+                Real e, f;
+                shifted_force_coulomb<Real>(r2, qi * tile_charge[k], p.inverse_coulomb_cutoff, e, f);
+                pair_energy += e, force_over_r += f;
+              }
+              fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
+              if (Energies) energy += static_cast<double>(pair_energy), virial += static_cast<double>(force_over_r * r2);
+            }
+          }
+        }
+      }
+    }
+    if (!active) continue;
+    p.fx[i] = fx, p.fy[i] = fy, p.fz[i] = fz;
+    if (Energies) p.energy[i] = 0.5 * energy, p.virial[i] = 0.5 * virial;
+  }
+}
+
 }  // namespace
 
 // ---- the engine ----------------------------------------------------------------------------
@@ -426,8 +520,11 @@ class Engine final : public EngineBase {
     // The row capacity from the density (a sphere of the list cutoff), with room for a
     // denser region; grown on overflow.
     const double expected = static_cast<double>(n_) / volume_ * 4.18879020478639 * list_cutoff * list_cutoff * list_cutoff;
+    patch_pairs_ = options.pair_kernel == GpuEngine::Options::PairKernel::patch_pairs;
+    if (patch_pairs_) description += ", patch pairs";
     capacity_ = options.initial_neighbors > 0 ? options.initial_neighbors
                                              : static_cast<int>(std::ceil((1.3 * expected + 16) / 8) * 8);
+    if (patch_pairs_) capacity_ = 0;  // no list
     check_memory(capacity_);
     allocated_capacity_ = capacity_;
 
@@ -544,6 +641,7 @@ class Engine final : public EngineBase {
   }
   void set_capacity(int rows) override {
     verify();
+    if (patch_pairs_) throw Error("the patch-pair kernel keeps no neighbour list");
     if (rows < 1) throw Error("the neighbour list needs room for at least one neighbour a row");
     // Rows are stored by columns (entry k of row i at k n + i): a smaller capacity leaves the
     // present list valid; a larger one needs a larger buffer and a new list.
@@ -667,7 +765,7 @@ class Engine final : public EngineBase {
   // build the list (again, longer rows, if one overflowed).
   void rebuild() {
     queue_sort_and_pack();
-    build_lists_growing();
+    if (!patch_pairs_) build_lists_growing();
     ++builds_;
   }
 
@@ -808,8 +906,8 @@ class Engine final : public EngineBase {
     });
     captured(body, [&] {
       queue_sort_and_pack();
-      queue_build_list();
-      after_graph_build<<<1, 1, 0, stream_>>>(control_.data(), capacity_);
+      if (!patch_pairs_) queue_build_list();
+      after_graph_build<<<1, 1, 0, stream_>>>(control_.data(), patch_pairs_ ? INT_MAX : capacity_);
       NBKIT_CUDA_CHECK_LAUNCH();
     });
     NBKIT_CUDA_CHECK(cudaGraphInstantiate(&graph.exec, graph.graph, 0));
@@ -858,15 +956,34 @@ class Engine final : public EngineBase {
     p.fx = fx_.data(), p.fy = fy_.data(), p.fz = fz_.data();
     p.energy = energy_.data(), p.virial = virial_.data();
     p.control = control_.data();
-    const int blocks = blocks_for(n_);
-    if (coulomb_) {
-      if (energies) pair_forces<Real, true, true><<<blocks, kThreads, 0, stream_>>>(n_, p);
-      else pair_forces<Real, true, false><<<blocks, kThreads, 0, stream_>>>(n_, p);
+    if (patch_pairs_) {
+      PatchKernelArguments<Real> a{};
+      a.pair = p;
+      a.cell_start = cell_start_.data();
+      a.tag = tag_.data();
+      a.exclusion_first = exclusion_first_.size() ? exclusion_first_.data() : nullptr;
+      a.exclusion_partner = exclusion_partner_.data();
+      for (int axis = 0; axis < 3; ++axis) a.cells[axis] = geometry_.cells[axis];
+      const unsigned grid = static_cast<unsigned>(cells_);
+      if (coulomb_) {
+        if (energies) patch_pair_forces<Real, true, true><<<grid, kPatchThreads, 0, stream_>>>(a);
+        else patch_pair_forces<Real, true, false><<<grid, kPatchThreads, 0, stream_>>>(a);
+      } else {
+        if (energies) patch_pair_forces<Real, false, true><<<grid, kPatchThreads, 0, stream_>>>(a);
+        else patch_pair_forces<Real, false, false><<<grid, kPatchThreads, 0, stream_>>>(a);
+      }
+      NBKIT_CUDA_CHECK_LAUNCH();
     } else {
-      if (energies) pair_forces<Real, false, true><<<blocks, kThreads, 0, stream_>>>(n_, p);
-      else pair_forces<Real, false, false><<<blocks, kThreads, 0, stream_>>>(n_, p);
+      const int blocks = blocks_for(n_);
+      if (coulomb_) {
+        if (energies) pair_forces<Real, true, true><<<blocks, kThreads, 0, stream_>>>(n_, p);
+        else pair_forces<Real, true, false><<<blocks, kThreads, 0, stream_>>>(n_, p);
+      } else {
+        if (energies) pair_forces<Real, false, true><<<blocks, kThreads, 0, stream_>>>(n_, p);
+        else pair_forces<Real, false, false><<<blocks, kThreads, 0, stream_>>>(n_, p);
+      }
+      NBKIT_CUDA_CHECK_LAUNCH();
     }
-    NBKIT_CUDA_CHECK_LAUNCH();
     if (energies) {
       sum(energy_, 0), sum(virial_, 1);
       NBKIT_CUDA_CHECK(
@@ -914,6 +1031,7 @@ class Engine final : public EngineBase {
   std::int64_t builds_ = 0;
   int capacity_ = 0, allocated_capacity_ = 0;
   bool use_graphs_ = true;
+  bool patch_pairs_ = false;
   StepGraph graphs_[2][2];  // [energies][thermostat]
   std::vector<PendingStep> pending_;
   unsigned long long graph_steps_seen_ = 0, graph_builds_seen_ = 0;

@@ -81,6 +81,53 @@ TEST_F(CudaMd, AwkwardBoxesAndAtomCounts) {
   }
 }
 
+// The slides' patch-pair kernel (no list; every pair of neighbouring cells tested) against
+// the reference, and against the Verlet-list kernel, whose sums it repeats in the same order:
+// charges, exclusions, two types, boxes 2 cells wide, random atom counts, crowded cells (more
+// than one 32-atom tile); and a 100-step NVE run with the same rebuilds as the list engine.
+TEST_F(CudaMd, PatchPairKernelMatchesTheReferenceAndTheListKernel) {
+  auto patch = [](bool double_precision) {
+    GpuEngine::Options o = precision(double_precision);
+    o.pair_kernel = GpuEngine::Options::PairKernel::patch_pairs;
+    return o;
+  };
+  System s = charged_liquid(6, 21);
+  ForceField f = two_type_field();
+  f.coulomb_cutoff = 3.0;
+  f.shift = true;
+  for (std::int64_t i = 0; i + 1 < static_cast<std::int64_t>(s.size()); i += 7) f.exclusions.push_back({i, i + 1});
+  f.exclusions.push_back({0, 400});
+  Forces reference;
+  forces_reference(s, f, reference);
+  expect_same_forces(gpu_forces(s, f, patch(true)), reference, kDoubleTolerance, "patch float64");
+  expect_same_forces(gpu_forces(s, f, patch(false)), reference, kSingleTolerance, "patch float32");
+  // Same sums, same order as the list kernel: float32 forces within a few float32 roundings
+  // (the compiler may fuse a multiply-add differently in the two kernels).
+  expect_same_forces(gpu_forces(s, f, patch(false)), gpu_forces(s, f, precision(false)), 1e-6, "patch vs list");
+  for (const std::size_t n : {1u, 129u, 561u}) {
+    const System box = random_box(n, 5.7, 9.3, 12.7, static_cast<unsigned>(n));
+    const ForceField lj = ForceField::mixed({1.0}, {1.0}, 2.5);
+    forces_reference(box, lj, reference);
+    expect_same_forces(gpu_forces(box, lj, patch(true)), reference, kDoubleTolerance, "patch n = " + std::to_string(n));
+  }
+  // Cutoff 3.5: cells of 4.5 hold ~75 atoms, three tiles of 32.
+  const System crowded = liquid(8, 20);
+  const ForceField long_reach = two_type_field(3.5);
+  forces_reference(crowded, long_reach, reference);
+  expect_same_forces(gpu_forces(crowded, long_reach, patch(true)), reference, kDoubleTolerance, "crowded cells");
+  // A run: the patch engine and the list engine step by step (float64, same rebuilds).
+  System start = liquid(8, 29);
+  assign_velocities(start, 1.44, 3);
+  wrap_into_box(start);
+  GpuEngine with_patches(start, f, 0.3, patch(true)), with_list(start, f, 0.3, precision(true));
+  for (int step = 1; step <= 100; ++step) with_patches.step(0.005, step % 50 == 0), with_list.step(0.005, step % 50 == 0);
+  const Thermo a = with_patches.thermo(100), b = with_list.thermo(100);
+  EXPECT_NEAR(a.potential, b.potential, 1e-9 * std::fabs(b.potential));
+  EXPECT_NEAR(a.pressure, b.pressure, 1e-9 * std::fabs(b.pressure));
+  EXPECT_EQ(with_patches.builds(), with_list.builds());
+  EXPECT_GT(with_list.builds(), 2);
+}
+
 TEST_F(CudaMd, AnyGpuCurrentBeforehandAndAnyGpuChosen) {
   // The engine's stream and buffers belong to its own GPU whichever GPU the caller left
   // current (a bug once: the stream was made on the current GPU, the buffers on the chosen
