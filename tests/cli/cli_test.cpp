@@ -276,6 +276,29 @@ TEST(Cli, MdOnTheGpuMatchesTheCpuPath) {
   }
 }
 
+// The README's trajectory example on the bundled DCD (VMD's dcdplugin wrote it): 20 frames,
+// the mean map between the frames' extremes.
+TEST(Cli, BundledTrajectoryAverages) {
+  nbkit::test::ScratchDir dir;
+  const std::string common = "map " + data("1a63.pqr") + " --trajectory " + data("1a63-wobble.dcd") +
+                             " --spacing 2 --backend cpu -q --combine ";
+  for (const char* combine : {"avg", "min", "max"})
+    ASSERT_EQ(run_nbkit(common + combine + " -o " + dir.file(std::string(combine) + ".dx") + " --report " +
+                        dir.file(std::string(combine) + ".json"))
+                  .status,
+              0);
+  const auto report = nlohmann::json::parse(std::ifstream(dir.file("avg.json")));
+  EXPECT_EQ(report["trajectory"]["frames"], 20) << report.dump();
+  const nbkit::Map avg = nbkit::io::read_dx(dir.file("avg.dx")), lo = nbkit::io::read_dx(dir.file("min.dx")),
+                   hi = nbkit::io::read_dx(dir.file("max.dx"));
+  ASSERT_EQ(avg.values.size(), lo.values.size());
+  for (std::size_t p = 0; p < avg.values.size(); ++p) {  // the files hold 8 significant digits
+    const double slack = 1e-7 * std::fabs(avg.values[p]) + 1e-12;
+    ASSERT_LE(lo.values[p], avg.values[p] + slack) << p;
+    ASSERT_GE(hi.values[p], avg.values[p] - slack) << p;
+  }
+}
+
 TEST(Cli, IonizeAppendsIonsToThePqr) {
   nbkit::test::ScratchDir dir;
   const Result r = run_nbkit("ionize " + data("1a63.pqr") + " --cations 3 --anions 2 --spacing 1.5 --backend cpu -o " +
