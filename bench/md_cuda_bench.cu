@@ -72,7 +72,8 @@ struct Result {
 };
 
 Result run(const char* name, int cx, int cy, int cz, bool double_precision, int steps, bool langevin = false,
-           bool step_graphs = true, bool patch_pairs = false) {
+           bool step_graphs = true,
+           nbkit::md::GpuEngine::Options::PairKernel kernel = nbkit::md::GpuEngine::Options::PairKernel::verlet_list) {
   using namespace nbkit::md;
   System s = fcc_lattice(0.8442, cx, cy, cz);
   assign_velocities(s, 1.44, 87287);
@@ -80,7 +81,7 @@ Result run(const char* name, int cx, int cy, int cz, bool double_precision, int 
   GpuEngine::Options options;
   options.double_precision = double_precision;
   options.step_graphs = step_graphs;
-  if (patch_pairs) options.pair_kernel = GpuEngine::Options::PairKernel::patch_pairs;
+  options.pair_kernel = kernel;
   GpuEngine engine(s, f, 0.3, options);
   // With langevin: fix langevin at T 1.44, damping 1 (one more kernel a step).
   Langevin thermostat(1.44, 1.0, 5);
@@ -133,8 +134,13 @@ int main(int argc, char** argv) {
   results.push_back(run("20x20x20, sync each step", 20, 20, 20, false, small_steps, false, false));
   results.push_back(run("80x80x40, sync each step", 80, 80, 40, false, large_steps, false, false));
   // The slides' patch-pair kernel (no list) in place of the Verlet list.
-  results.push_back(run("20x20x20, patch pairs", 20, 20, 20, false, small_steps, false, true, true));
-  results.push_back(run("80x80x40, patch pairs", 80, 80, 40, false, large_steps, false, true, true));
+  // The slides' patch-pair kernel (no list) and cluster pairs (tiles of 32) in place of the
+  // Verlet list.
+  using Kernel = nbkit::md::GpuEngine::Options::PairKernel;
+  results.push_back(run("20x20x20, patch pairs", 20, 20, 20, false, small_steps, false, true, Kernel::patch_pairs));
+  results.push_back(run("80x80x40, patch pairs", 80, 80, 40, false, large_steps, false, true, Kernel::patch_pairs));
+  results.push_back(run("20x20x20, cluster pairs", 20, 20, 20, false, small_steps, false, true, Kernel::cluster_pairs));
+  results.push_back(run("80x80x40, cluster pairs", 80, 80, 40, false, large_steps, false, true, Kernel::cluster_pairs));
   nlohmann::json rows = nlohmann::json::array();
   for (const Result& r : results) {
     const double bound = bandwidth / (4 * r.neighbors);

@@ -196,9 +196,10 @@ class GpuEngine {
     // every 16 steps; false: the host reads the rebuild flag every step (a sync a step).
     bool step_graphs = true;
     // How the pair forces are found: a Verlet list per atom (the default, fastest measured:
-    // docs/performance.md), or the slides' patch pairs (NAMD: a thread block per cell, the
-    // atoms of each neighbouring cell through shared memory, every pair tested; no list).
-    enum class PairKernel { verlet_list, patch_pairs };
+    // docs/performance.md), the slides' patch pairs (NAMD: a thread block per cell, the
+    // atoms of each neighbouring cell through shared memory, every pair tested; no list), or
+    // cluster pairs (tiles of 32 atoms, a list of neighbour clusters, a warp per cluster).
+    enum class PairKernel { verlet_list, patch_pairs, cluster_pairs };
     PairKernel pair_kernel = PairKernel::verlet_list;
   };
   GpuEngine(const System& system, const ForceField& field, double skin, Options options);

@@ -434,6 +434,169 @@ __global__ void __launch_bounds__(kPatchThreads) patch_pair_forces(PatchKernelAr
   }
 }
 
+// Cluster pairs in tiles of 32 (the layout of OpenMM's and GROMACS's GPU kernels): clusters
+// are 32 consecutive atoms of the cell-sorted order; each cluster's list holds the clusters
+// whose bounding boxes come within reach + skin of its own (minimum image), in increasing
+// order; a warp takes a cluster, a lane an atom, and each neighbour cluster's 32 atoms pass
+// through the lanes by shuffles (no shared memory, no per-pair loads).
+template <class Real>
+struct ClusterBox {
+  Real center[3], half[3];
+};
+
+// One warp per cluster: the box of its atoms (packed coordinates, wrapped into the box).
+template <class Real>
+__global__ void cluster_bounds(int n, int clusters, const typename Packed<Real>::type* __restrict__ packed,
+                               ClusterBox<Real>* __restrict__ boxes) {
+  const int cluster = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+  if (cluster >= clusters) return;
+  const int i = min(cluster * 32 + lane, n - 1);  // a short last cluster repeats its last atom
+  const auto p = packed[i];
+  Real lo[3] = {p.x, p.y, p.z}, hi[3] = {p.x, p.y, p.z};
+  for (int offset = 16; offset > 0; offset /= 2)
+    for (int a = 0; a < 3; ++a) {
+      lo[a] = min(lo[a], __shfl_xor_sync(0xffffffffu, lo[a], offset));
+      hi[a] = max(hi[a], __shfl_xor_sync(0xffffffffu, hi[a], offset));
+    }
+  if (lane == 0)
+    for (int a = 0; a < 3; ++a) boxes[cluster].center[a] = Real(0.5) * (lo[a] + hi[a]), boxes[cluster].half[a] = Real(0.5) * (hi[a] - lo[a]);
+}
+
+// One thread per cluster: the candidate clusters are those holding atoms of the cells that
+// the cluster's box, grown by reach + skin, touches: runs of consecutive cells along x give
+// runs of consecutive clusters, merged so that each candidate comes once and in increasing
+// order; a candidate whose box is within reach + skin (minimum image) enters the row.
+constexpr int kMaxClusterRuns = 64;
+
+template <class Real>
+__global__ void build_cluster_list(int n, int clusters, const ClusterBox<Real>* __restrict__ boxes,
+                                   const int* __restrict__ cell_start, Geometry g, Real list_cutoff, int capacity,
+                                   int* __restrict__ list, int* __restrict__ row_length, int* __restrict__ longest_row) {
+  const int ic = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ic >= clusters) return;
+  const ClusterBox<Real> box = boxes[ic];
+  // Cell ranges per axis: [first, last], or every cell once.
+  int first[3], count[3];
+  for (int a = 0; a < 3; ++a) {
+    const double lo = (static_cast<double>(box.center[a]) - box.half[a] - list_cutoff) * g.cells_per_length[a];
+    const double hi = (static_cast<double>(box.center[a]) + box.half[a] + list_cutoff) * g.cells_per_length[a];
+    first[a] = static_cast<int>(floor(lo));
+    count[a] = static_cast<int>(floor(hi)) - first[a] + 1;
+    if (count[a] >= g.cells[a]) first[a] = 0, count[a] = g.cells[a];
+  }
+  int run_first[kMaxClusterRuns], run_last[kMaxClusterRuns];
+  int runs = 0;
+  bool everything = false;
+  for (int oz = 0; oz < count[2] && !everything; ++oz) {
+    const int cz = ((first[2] + oz) % g.cells[2] + g.cells[2]) % g.cells[2];
+    for (int oy = 0; oy < count[1] && !everything; ++oy) {
+      const int cy = ((first[1] + oy) % g.cells[1] + g.cells[1]) % g.cells[1];
+      // Along x: one run, or two where the range wraps around the box.
+      const int x0 = ((first[0] % g.cells[0]) + g.cells[0]) % g.cells[0];
+      const int pieces[2][2] = {{x0, min(g.cells[0] - 1, x0 + count[0] - 1)},
+                                {0, x0 + count[0] - 1 - g.cells[0]}};
+      for (int piece = 0; piece < 2; ++piece) {
+        if (pieces[piece][1] < pieces[piece][0]) continue;
+        const int row = (cz * g.cells[1] + cy) * g.cells[0];
+        const int begin = cell_start[row + pieces[piece][0]], end = cell_start[row + pieces[piece][1] + 1];
+        if (begin == end) continue;
+        if (runs == kMaxClusterRuns) {
+          everything = true;  // too many runs (a very spread cluster): every cluster is a candidate
+          break;
+        }
+        run_first[runs] = begin / 32, run_last[runs] = (end - 1) / 32;
+        ++runs;
+      }
+    }
+  }
+  if (everything) runs = 1, run_first[0] = 0, run_last[0] = clusters - 1;
+  // Runs by their first cluster (insertion sort; a few dozen at most), then merged.
+  for (int r = 1; r < runs; ++r)
+    for (int q = r; q > 0 && run_first[q] < run_first[q - 1]; --q) {
+      const int f = run_first[q], l = run_last[q];
+      run_first[q] = run_first[q - 1], run_last[q] = run_last[q - 1];
+      run_first[q - 1] = f, run_last[q - 1] = l;
+    }
+  const Real reach2 = list_cutoff * list_cutoff;
+  const Real length[3] = {Real(g.length[0]), Real(g.length[1]), Real(g.length[2])};
+  const Real inverse[3] = {Real(g.inverse_length[0]), Real(g.inverse_length[1]), Real(g.inverse_length[2])};
+  int entries = 0, next = 0;  // next: the first cluster not yet considered
+  for (int r = 0; r < runs; ++r) {
+    for (int jc = max(run_first[r], next); jc <= run_last[r]; ++jc) {
+      const ClusterBox<Real> other = boxes[jc];
+      Real gap2 = 0;
+      for (int a = 0; a < 3; ++a) {
+        const Real d = fabs(minimum_image<Real>(other.center[a] - box.center[a], length[a], inverse[a])) -
+                       (box.half[a] + other.half[a]);
+        if (d > 0) gap2 += d * d;
+      }
+      if (gap2 >= reach2) continue;
+      if (entries < capacity) list[static_cast<std::size_t>(entries) * clusters + ic] = jc;
+      ++entries;
+    }
+    next = max(next, run_last[r] + 1);
+  }
+  row_length[ic] = entries;
+  if (entries > capacity) atomicMax(longest_row, entries);
+}
+
+template <class Real, bool Coulomb, bool Energies>
+__global__ void __launch_bounds__(kThreads) cluster_pair_forces(int n, int clusters, PatchKernelArguments<Real> a) {
+  const PairKernelArguments<Real>& p = a.pair;
+  const int ic = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+  if (ic >= clusters || p.control->frozen) return;
+  const int i = ic * 32 + lane;
+  const bool active = i < n;
+  const auto pi = p.packed[active ? i : n - 1];
+  const int type_i = Packed<Real>::type_of(pi);
+  const PairParameters<Real>* row_parameters = p.parameters + type_i * p.types;
+  const Real qi = Coulomb && active ? p.charge[i] : Real(0);
+  const int tag_i = a.exclusion_first && active ? a.tag[i] : 0;
+  Real fx = 0, fy = 0, fz = 0;
+  double energy = 0, virial = 0;
+  const int length = p.row_length[ic];
+  for (int k = 0; k < length; ++k) {
+    const int jc = p.list[static_cast<std::size_t>(k) * clusters + ic];
+    const int j_mine = min(jc * 32 + lane, n - 1);
+    const auto pj_mine = p.packed[j_mine];
+    const Real qj_mine = Coulomb ? p.charge[j_mine] : Real(0);
+    const int tag_j_mine = a.exclusion_first ? a.tag[j_mine] : 0;
+    const int atoms_in_j = min(32, n - jc * 32);
+    for (int t = 0; t < atoms_in_j; ++t) {
+      const Real xj = __shfl_sync(0xffffffffu, pj_mine.x, t), yj = __shfl_sync(0xffffffffu, pj_mine.y, t),
+                 zj = __shfl_sync(0xffffffffu, pj_mine.z, t), wj = __shfl_sync(0xffffffffu, pj_mine.w, t);
+      const Real qj = Coulomb ? __shfl_sync(0xffffffffu, qj_mine, t) : Real(0);
+      const int tag_j = a.exclusion_first ? __shfl_sync(0xffffffffu, tag_j_mine, t) : 0;
+      const int j = jc * 32 + t;
+      if (!active || j == i) continue;
+      const Real dx = minimum_image<Real>(xj - pi.x, p.length[0], p.inverse_length[0]);
+      const Real dy = minimum_image<Real>(yj - pi.y, p.length[1], p.inverse_length[1]);
+      const Real dz = minimum_image<Real>(zj - pi.z, p.length[2], p.inverse_length[2]);
+      const Real r2 = dx * dx + dy * dy + dz * dz;
+      if (r2 >= p.reach2) continue;
+      if (a.exclusion_first && excluded(tag_i, tag_j, a.exclusion_first, a.exclusion_partner)) continue;
+      Real pair_energy = 0, force_over_r = 0;
+      if (!Coulomb || r2 < p.cutoff2) {
+        typename Packed<Real>::type typed{};
+        typed.w = wj;
+        const PairParameters<Real> cp = row_parameters[Packed<Real>::type_of(typed)];
+        lennard_jones<Real>(Real(1) / r2, cp.c12, cp.c6, pair_energy, force_over_r);
+        pair_energy -= cp.offset;
+      }
+      if (Coulomb && r2 < p.coulomb2) {
+        Real e, f;
+        shifted_force_coulomb<Real>(r2, qi * qj, p.inverse_coulomb_cutoff, e, f);
+        pair_energy += e, force_over_r += f;
+      }
+      fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
+      if (Energies) energy += static_cast<double>(pair_energy), virial += static_cast<double>(force_over_r * r2);
+    }
+  }
+  if (!active) return;
+  p.fx[i] = fx, p.fy[i] = fy, p.fz[i] = fz;
+  if (Energies) p.energy[i] = 0.5 * energy, p.virial[i] = 0.5 * virial;
+}
+
 }  // namespace
 
 // ---- the engine ----------------------------------------------------------------------------
@@ -521,10 +684,14 @@ class Engine final : public EngineBase {
     // denser region; grown on overflow.
     const double expected = static_cast<double>(n_) / volume_ * 4.18879020478639 * list_cutoff * list_cutoff * list_cutoff;
     patch_pairs_ = options.pair_kernel == GpuEngine::Options::PairKernel::patch_pairs;
+    cluster_pairs_ = options.pair_kernel == GpuEngine::Options::PairKernel::cluster_pairs;
+    clusters_ = (n_ + 31) / 32;
     if (patch_pairs_) description += ", patch pairs";
+    if (cluster_pairs_) description += ", cluster pairs";
     capacity_ = options.initial_neighbors > 0 ? options.initial_neighbors
                                              : static_cast<int>(std::ceil((1.3 * expected + 16) / 8) * 8);
     if (patch_pairs_) capacity_ = 0;  // no list
+    if (cluster_pairs_ && options.initial_neighbors <= 0) capacity_ = 64;  // neighbour clusters a row
     check_memory(capacity_);
     allocated_capacity_ = capacity_;
 
@@ -537,7 +704,8 @@ class Engine final : public EngineBase {
     cell_ = DeviceBuffer<unsigned>(n), sorted_cell_ = DeviceBuffer<unsigned>(n);
     cell_start_ = DeviceBuffer<int>(static_cast<std::size_t>(cells_) + 1);
     packed_ = DeviceBuffer<typename Packed<Real>::type>(n);
-    list_ = DeviceBuffer<int>(n * static_cast<std::size_t>(capacity_));
+    list_ = DeviceBuffer<int>(list_rows() * static_cast<std::size_t>(capacity_));
+    if (cluster_pairs_) boxes_ = DeviceBuffer<ClusterBox<Real>>(static_cast<std::size_t>(clusters_));
     control_ = DeviceBuffer<Control>(1);
     sums_ = DeviceBuffer<double>(3);
     host_control_ = cuda::PinnedBuffer<Control>(1);
@@ -648,7 +816,7 @@ class Engine final : public EngineBase {
     if (rows > allocated_capacity_) {
       list_ = DeviceBuffer<int>();
       check_memory(rows);
-      list_ = DeviceBuffer<int>(static_cast<std::size_t>(n_) * static_cast<std::size_t>(rows));
+      list_ = DeviceBuffer<int>(list_rows() * static_cast<std::size_t>(rows));
       allocated_capacity_ = rows;
       capacity_ = rows;
       build_lists_growing();
@@ -714,9 +882,10 @@ class Engine final : public EngineBase {
   // What the engine holds on the device, checked against the free memory before allocating.
   void check_memory(int row_capacity) const {
     const std::size_t per_atom = 18 * sizeof(double) + 3 * sizeof(Real) + 7 * sizeof(int) + 2 * sizeof(unsigned) +
-                                 sizeof(typename Packed<Real>::type) + 2 * sizeof(Real) +
-                                 static_cast<std::size_t>(row_capacity) * sizeof(int);
-    const std::size_t needed = per_atom * static_cast<std::size_t>(n_) + static_cast<std::size_t>(cells_) * sizeof(int);
+                                 sizeof(typename Packed<Real>::type) + 2 * sizeof(Real);
+    const std::size_t needed = per_atom * static_cast<std::size_t>(n_) + static_cast<std::size_t>(cells_) * sizeof(int) +
+                               list_rows() * static_cast<std::size_t>(row_capacity) * sizeof(int) +
+                               (cluster_pairs_ ? static_cast<std::size_t>(clusters_) * sizeof(ClusterBox<Real>) : 0);
     std::size_t free_bytes = 0, total_bytes = 0;
     NBKIT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     if (needed > free_bytes)
@@ -787,7 +956,20 @@ class Engine final : public EngineBase {
     NBKIT_CUDA_CHECK_LAUNCH();
   }
 
+  // Rows of the list: one per atom, or one per cluster of 32.
+  std::size_t list_rows() const { return static_cast<std::size_t>(cluster_pairs_ ? clusters_ : n_); }
+
   void queue_build_list() {
+    if (cluster_pairs_) {
+      cluster_bounds<Real><<<blocks_for(static_cast<std::int64_t>(clusters_) * 32), kThreads, 0, stream_>>>(
+          n_, clusters_, packed_.data(), boxes_.data());
+      NBKIT_CUDA_CHECK_LAUNCH();
+      build_cluster_list<Real><<<blocks_for(clusters_), kThreads, 0, stream_>>>(
+          n_, clusters_, boxes_.data(), cell_start_.data(), geometry_, static_cast<Real>(std::sqrt(static_cast<double>(list_cutoff2_))),
+          capacity_, list_.data(), row_length_.data(), &control_.data()->longest);
+      NBKIT_CUDA_CHECK_LAUNCH();
+      return;
+    }
     build_list<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(
         n_, packed_.data(), sorted_cell_.data(), cell_start_.data(), geometry_, list_cutoff2_, tag_.data(),
         exclusion_first_.size() ? exclusion_first_.data() : nullptr, exclusion_partner_.data(), capacity_,
@@ -810,7 +992,7 @@ class Engine final : public EngineBase {
       if (grown > allocated_capacity_) {
         list_ = DeviceBuffer<int>();
         check_memory(grown);
-        list_ = DeviceBuffer<int>(static_cast<std::size_t>(n_) * static_cast<std::size_t>(grown));
+        list_ = DeviceBuffer<int>(list_rows() * static_cast<std::size_t>(grown));
         allocated_capacity_ = grown;
       }
       capacity_ = grown;
@@ -956,7 +1138,7 @@ class Engine final : public EngineBase {
     p.fx = fx_.data(), p.fy = fy_.data(), p.fz = fz_.data();
     p.energy = energy_.data(), p.virial = virial_.data();
     p.control = control_.data();
-    if (patch_pairs_) {
+    if (patch_pairs_ || cluster_pairs_) {
       PatchKernelArguments<Real> a{};
       a.pair = p;
       a.cell_start = cell_start_.data();
@@ -964,13 +1146,24 @@ class Engine final : public EngineBase {
       a.exclusion_first = exclusion_first_.size() ? exclusion_first_.data() : nullptr;
       a.exclusion_partner = exclusion_partner_.data();
       for (int axis = 0; axis < 3; ++axis) a.cells[axis] = geometry_.cells[axis];
-      const unsigned grid = static_cast<unsigned>(cells_);
-      if (coulomb_) {
-        if (energies) patch_pair_forces<Real, true, true><<<grid, kPatchThreads, 0, stream_>>>(a);
-        else patch_pair_forces<Real, true, false><<<grid, kPatchThreads, 0, stream_>>>(a);
+      if (cluster_pairs_) {
+        const int blocks = blocks_for(static_cast<std::int64_t>(clusters_) * 32);
+        if (coulomb_) {
+          if (energies) cluster_pair_forces<Real, true, true><<<blocks, kThreads, 0, stream_>>>(n_, clusters_, a);
+          else cluster_pair_forces<Real, true, false><<<blocks, kThreads, 0, stream_>>>(n_, clusters_, a);
+        } else {
+          if (energies) cluster_pair_forces<Real, false, true><<<blocks, kThreads, 0, stream_>>>(n_, clusters_, a);
+          else cluster_pair_forces<Real, false, false><<<blocks, kThreads, 0, stream_>>>(n_, clusters_, a);
+        }
       } else {
-        if (energies) patch_pair_forces<Real, false, true><<<grid, kPatchThreads, 0, stream_>>>(a);
-        else patch_pair_forces<Real, false, false><<<grid, kPatchThreads, 0, stream_>>>(a);
+        const unsigned grid = static_cast<unsigned>(cells_);
+        if (coulomb_) {
+          if (energies) patch_pair_forces<Real, true, true><<<grid, kPatchThreads, 0, stream_>>>(a);
+          else patch_pair_forces<Real, true, false><<<grid, kPatchThreads, 0, stream_>>>(a);
+        } else {
+          if (energies) patch_pair_forces<Real, false, true><<<grid, kPatchThreads, 0, stream_>>>(a);
+          else patch_pair_forces<Real, false, false><<<grid, kPatchThreads, 0, stream_>>>(a);
+        }
       }
       NBKIT_CUDA_CHECK_LAUNCH();
     } else {
@@ -1031,7 +1224,9 @@ class Engine final : public EngineBase {
   std::int64_t builds_ = 0;
   int capacity_ = 0, allocated_capacity_ = 0;
   bool use_graphs_ = true;
-  bool patch_pairs_ = false;
+  bool patch_pairs_ = false, cluster_pairs_ = false;
+  int clusters_ = 0;
+  DeviceBuffer<ClusterBox<Real>> boxes_;
   StepGraph graphs_[2][2];  // [energies][thermostat]
   std::vector<PendingStep> pending_;
   unsigned long long graph_steps_seen_ = 0, graph_builds_seen_ = 0;

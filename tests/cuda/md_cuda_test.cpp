@@ -81,14 +81,17 @@ TEST_F(CudaMd, AwkwardBoxesAndAtomCounts) {
   }
 }
 
-// The slides' patch-pair kernel (no list; every pair of neighbouring cells tested) against
-// the reference, and against the Verlet-list kernel, whose sums it repeats in the same order:
-// charges, exclusions, two types, boxes 2 cells wide, random atom counts, crowded cells (more
-// than one 32-atom tile); and a 100-step NVE run with the same rebuilds as the list engine.
-TEST_F(CudaMd, PatchPairKernelMatchesTheReferenceAndTheListKernel) {
-  auto patch = [](bool double_precision) {
+// The other pair kernels: the slides' patch pairs (no list; every pair of neighbouring cells
+// tested), and cluster pairs (tiles of 32 atoms, a list of neighbour clusters). Both against
+// the reference with charges, exclusions, two types, boxes 2 cells wide, random atom counts
+// and crowded cells (more than one 32-atom tile a cell); the patch kernel against the list
+// kernel, whose sums it repeats in the same order; 100-step NVE runs against the list engine
+// with the same rebuilds (the cluster list made to overflow twice on the way).
+TEST_F(CudaMd, PatchAndClusterPairKernelsMatchTheReferenceAndTheListKernel) {
+  using Kernel = GpuEngine::Options::PairKernel;
+  auto with_kernel = [](Kernel kernel, bool double_precision) {
     GpuEngine::Options o = precision(double_precision);
-    o.pair_kernel = GpuEngine::Options::PairKernel::patch_pairs;
+    o.pair_kernel = kernel;
     return o;
   };
   System s = charged_liquid(6, 21);
@@ -99,33 +102,42 @@ TEST_F(CudaMd, PatchPairKernelMatchesTheReferenceAndTheListKernel) {
   f.exclusions.push_back({0, 400});
   Forces reference;
   forces_reference(s, f, reference);
-  expect_same_forces(gpu_forces(s, f, patch(true)), reference, kDoubleTolerance, "patch float64");
-  expect_same_forces(gpu_forces(s, f, patch(false)), reference, kSingleTolerance, "patch float32");
   // Same sums, same order as the list kernel: float32 forces within a few float32 roundings
   // (the compiler may fuse a multiply-add differently in the two kernels).
-  expect_same_forces(gpu_forces(s, f, patch(false)), gpu_forces(s, f, precision(false)), 1e-6, "patch vs list");
-  for (const std::size_t n : {1u, 129u, 561u}) {
-    const System box = random_box(n, 5.7, 9.3, 12.7, static_cast<unsigned>(n));
-    const ForceField lj = ForceField::mixed({1.0}, {1.0}, 2.5);
-    forces_reference(box, lj, reference);
-    expect_same_forces(gpu_forces(box, lj, patch(true)), reference, kDoubleTolerance, "patch n = " + std::to_string(n));
+  expect_same_forces(gpu_forces(s, f, with_kernel(Kernel::patch_pairs, false)), gpu_forces(s, f, precision(false)),
+                     1e-6, "patch vs list");
+  for (const Kernel kernel : {Kernel::patch_pairs, Kernel::cluster_pairs}) {
+    const std::string name = kernel == Kernel::patch_pairs ? "patch" : "cluster";
+    expect_same_forces(gpu_forces(s, f, with_kernel(kernel, true)), reference, kDoubleTolerance, name + " float64");
+    expect_same_forces(gpu_forces(s, f, with_kernel(kernel, false)), reference, kSingleTolerance, name + " float32");
+    for (const std::size_t n : {1u, 2u, 33u, 129u, 561u}) {
+      const System box = random_box(n, 5.7, 9.3, 12.7, static_cast<unsigned>(n));
+      const ForceField lj = ForceField::mixed({1.0}, {1.0}, 2.5);
+      forces_reference(box, lj, reference);
+      expect_same_forces(gpu_forces(box, lj, with_kernel(kernel, true)), reference, kDoubleTolerance,
+                         name + " n = " + std::to_string(n));
+    }
+    // Cutoff 3.5: cells of 4.5 hold ~75 atoms, three tiles of 32.
+    const System crowded = liquid(8, 20);
+    const ForceField long_reach = two_type_field(3.5);
+    forces_reference(crowded, long_reach, reference);
+    expect_same_forces(gpu_forces(crowded, long_reach, with_kernel(kernel, true)), reference, kDoubleTolerance,
+                       name + ", crowded cells");
+    // A run beside the list engine, step by step (float64, same rebuilds).
+    System start = liquid(8, 29);
+    assign_velocities(start, 1.44, 3);
+    wrap_into_box(start);
+    GpuEngine other(start, f, 0.3, with_kernel(kernel, true)), with_list(start, f, 0.3, precision(true));
+    for (int step = 1; step <= 100; ++step) {
+      if (kernel == Kernel::cluster_pairs && step % 50 == 1) other.set_neighbor_capacity(2);  // overflows at the next build
+      other.step(0.005, step % 50 == 0), with_list.step(0.005, step % 50 == 0);
+    }
+    const Thermo a = other.thermo(100), b = with_list.thermo(100);
+    EXPECT_NEAR(a.potential, b.potential, 1e-9 * std::fabs(b.potential)) << name;
+    EXPECT_NEAR(a.pressure, b.pressure, 1e-9 * std::fabs(b.pressure)) << name;
+    EXPECT_EQ(other.builds(), with_list.builds()) << name;
+    EXPECT_GT(with_list.builds(), 2);
   }
-  // Cutoff 3.5: cells of 4.5 hold ~75 atoms, three tiles of 32.
-  const System crowded = liquid(8, 20);
-  const ForceField long_reach = two_type_field(3.5);
-  forces_reference(crowded, long_reach, reference);
-  expect_same_forces(gpu_forces(crowded, long_reach, patch(true)), reference, kDoubleTolerance, "crowded cells");
-  // A run: the patch engine and the list engine step by step (float64, same rebuilds).
-  System start = liquid(8, 29);
-  assign_velocities(start, 1.44, 3);
-  wrap_into_box(start);
-  GpuEngine with_patches(start, f, 0.3, patch(true)), with_list(start, f, 0.3, precision(true));
-  for (int step = 1; step <= 100; ++step) with_patches.step(0.005, step % 50 == 0), with_list.step(0.005, step % 50 == 0);
-  const Thermo a = with_patches.thermo(100), b = with_list.thermo(100);
-  EXPECT_NEAR(a.potential, b.potential, 1e-9 * std::fabs(b.potential));
-  EXPECT_NEAR(a.pressure, b.pressure, 1e-9 * std::fabs(b.pressure));
-  EXPECT_EQ(with_patches.builds(), with_list.builds());
-  EXPECT_GT(with_list.builds(), 2);
 }
 
 TEST_F(CudaMd, AnyGpuCurrentBeforehandAndAnyGpuChosen) {
