@@ -237,76 +237,98 @@ __device__ inline bool excluded(int tag_i, int tag_j, const int* __restrict__ fi
 }
 
 // Row i of the full list: every atom j != i of the 27 (fewer in a box 2 cells wide) cells
-// around i's own within list_cutoff (reach + skin), minimum image, exclusions removed. A
-// row longer than `capacity` writes its first `capacity` entries and reports its length.
+// around i's own within list_cutoff (reach + skin), exclusions removed, in the stencil's
+// order and each cell's. A row longer than `capacity` writes its first `capacity` entries and
+// reports its length. One block of 32 threads per home cell, a thread per home atom (the
+// patch kernel's layout): each neighbouring cell's atoms pass through shared memory once for
+// all the home cell's atoms, so no thread of a warp runs other cells' loops than its
+// neighbours' (a thread per atom diverges wherever a warp spans two cells: 1.82 ms against
+// 1.65 ms for 1M atoms of in.lj on an H100).
+// Along an axis of 3 or more cells each neighbour cell is one image: its atoms are moved by
+// the box length where the stencil wraps (no minimum image per candidate), and a cell whose
+// nearest face is beyond the list cutoff from atom i is skipped by that atom. Axes of 2
+// cells take the minimum image and every cell.
+constexpr int kListThreads = 32;
+
 template <class Real>
-__global__ void build_list(int n, const typename Packed<Real>::type* __restrict__ packed,
-                           const unsigned* __restrict__ sorted_cell, const int* __restrict__ cell_start, Geometry g,
-                           Real list_cutoff2, const int* __restrict__ tag, const int* __restrict__ exclusion_first,
-                           const int* __restrict__ exclusion_partner, int capacity, int* __restrict__ list,
-                           int* __restrict__ row_length, int* __restrict__ longest_row) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const auto pi = packed[i];
+__global__ void __launch_bounds__(kListThreads)
+    build_list(int n, const typename Packed<Real>::type* __restrict__ packed, const int* __restrict__ cell_start,
+               Geometry g, Real list_cutoff2, const int* __restrict__ tag, const int* __restrict__ exclusion_first,
+               const int* __restrict__ exclusion_partner, int capacity, int* __restrict__ list,
+               int* __restrict__ row_length, int* __restrict__ longest_row) {
+  using Position = typename Packed<Real>::type;
+  __shared__ Position tile[kListThreads];
+  __shared__ int tile_tag[kListThreads];
+  const int home = blockIdx.x;
+  const int home_begin = cell_start[home], home_end = cell_start[home + 1];
   const Real length[3] = {Real(g.length[0]), Real(g.length[1]), Real(g.length[2])};
   const Real inverse[3] = {Real(g.inverse_length[0]), Real(g.inverse_length[1]), Real(g.inverse_length[2])};
-  const unsigned own = sorted_cell[i];
-  const int c[3] = {static_cast<int>(own % g.cells[0]), static_cast<int>(own / g.cells[0] % g.cells[1]),
-                    static_cast<int>(own / g.cells[0] / g.cells[1])};
-  // Offsets -1, 0, 1 along an axis of 3 or more cells; 0, 1 along an axis of 2 (both
-  // neighbours are the same cell there).
+  const int c[3] = {home % g.cells[0], home / g.cells[0] % g.cells[1], home / g.cells[0] / g.cells[1]};
   int first_offset[3];
-  for (int axis = 0; axis < 3; ++axis) first_offset[axis] = g.cells[axis] >= 3 ? -1 : 0;
-  const int my_tag = exclusion_first ? tag[i] : 0;
-  // Along an axis of 3 or more cells each neighbour cell is one image: its atoms are moved by
-  // the box length where the stencil wraps (no minimum image per candidate), and a cell
-  // whose nearest face is beyond the list cutoff from atom i is skipped (a quarter of the 27
-  // on average). Axes of 2 cells take the minimum image and every cell.
   bool whole[3];
-  Real inside[3], width[3];
-  const Real position[3] = {pi.x, pi.y, pi.z};
+  Real width[3];
   for (int axis = 0; axis < 3; ++axis) {
+    first_offset[axis] = g.cells[axis] >= 3 ? -1 : 0;  // offsets 0, 1 along an axis of 2 cells
     whole[axis] = g.cells[axis] >= 3;
     width[axis] = Real(g.length[axis] / g.cells[axis]);
-    inside[axis] = position[axis] - Real(c[axis]) * width[axis];
   }
-  auto gap = [&](int axis, int offset) -> Real {
-    if (!whole[axis] || offset == 0) return Real(0);
-    const Real g_ = offset < 0 ? inside[axis] : width[axis] - inside[axis];
-    return g_ > Real(0) ? g_ : Real(0);
-  };
   auto shift = [&](int axis, int raw) -> Real {
     return raw < 0 ? -length[axis] : (raw >= g.cells[axis] ? length[axis] : Real(0));
   };
-  int count = 0;
-  for (int oz = first_offset[2]; oz <= 1; ++oz) {
-    const int cz = (c[2] + oz + g.cells[2]) % g.cells[2];
-    const Real gz = gap(2, oz), sz = shift(2, c[2] + oz);
-    for (int oy = first_offset[1]; oy <= 1; ++oy) {
-      const int cy = (c[1] + oy + g.cells[1]) % g.cells[1];
-      const Real gy = gap(1, oy), sy = shift(1, c[1] + oy);
-      for (int ox = first_offset[0]; ox <= 1; ++ox) {
-        const Real gx = gap(0, ox);
-        if (gx * gx + gy * gy + gz * gz >= list_cutoff2) continue;  // the whole cell is too far
-        const int cx = (c[0] + ox + g.cells[0]) % g.cells[0];
-        const Real sx = shift(0, c[0] + ox);
-        const int cell = (cz * g.cells[1] + cy) * g.cells[0] + cx;
-        const int end = cell_start[cell + 1];
-        for (int j = cell_start[cell]; j < end; ++j) {
-          const auto pj = packed[j];
-          const Real dx = whole[0] ? (pj.x + sx) - pi.x : minimum_image<Real>(pj.x - pi.x, length[0], inverse[0]);
-          const Real dy = whole[1] ? (pj.y + sy) - pi.y : minimum_image<Real>(pj.y - pi.y, length[1], inverse[1]);
-          const Real dz = whole[2] ? (pj.z + sz) - pi.z : minimum_image<Real>(pj.z - pi.z, length[2], inverse[2]);
-          if (dx * dx + dy * dy + dz * dz >= list_cutoff2 || j == i) continue;
-          if (exclusion_first && excluded(my_tag, tag[j], exclusion_first, exclusion_partner)) continue;
-          if (count < capacity) list[static_cast<std::size_t>(count) * n + i] = j;
-          ++count;
+  for (int home_base = home_begin; home_base < home_end; home_base += kListThreads) {
+    const int i = home_base + threadIdx.x;
+    const bool active = i < home_end;
+    const Position pi = packed[active ? i : home_begin];
+    const int my_tag = exclusion_first && active ? tag[i] : 0;
+    const Real position[3] = {pi.x, pi.y, pi.z};
+    Real inside[3];
+    for (int axis = 0; axis < 3; ++axis) inside[axis] = position[axis] - Real(c[axis]) * width[axis];
+    auto gap = [&](int axis, int offset) -> Real {
+      if (!whole[axis] || offset == 0) return Real(0);
+      const Real d = offset < 0 ? inside[axis] : width[axis] - inside[axis];
+      return d > Real(0) ? d : Real(0);
+    };
+    int count = 0;
+    for (int oz = first_offset[2]; oz <= 1; ++oz) {
+      const int cz = (c[2] + oz + g.cells[2]) % g.cells[2];
+      const Real gz = gap(2, oz), sz = shift(2, c[2] + oz);
+      for (int oy = first_offset[1]; oy <= 1; ++oy) {
+        const int cy = (c[1] + oy + g.cells[1]) % g.cells[1];
+        const Real gy = gap(1, oy), sy = shift(1, c[1] + oy);
+        for (int ox = first_offset[0]; ox <= 1; ++ox) {
+          const int cx = (c[0] + ox + g.cells[0]) % g.cells[0];
+          const Real gx = gap(0, ox), sx = shift(0, c[0] + ox);
+          const bool near = active && gx * gx + gy * gy + gz * gz < list_cutoff2;  // else the whole cell is too far
+          const int cell = (cz * g.cells[1] + cy) * g.cells[0] + cx;
+          const int end = cell_start[cell + 1];
+          for (int base = cell_start[cell]; base < end; base += kListThreads) {
+            const int tile_count = min(kListThreads, end - base);
+            __syncthreads();  // the previous tile is no longer read
+            if (static_cast<int>(threadIdx.x) < tile_count) {
+              tile[threadIdx.x] = packed[base + threadIdx.x];
+              if (exclusion_first) tile_tag[threadIdx.x] = tag[base + threadIdx.x];
+            }
+            __syncthreads();
+            if (!near) continue;
+            for (int k = 0; k < tile_count; ++k) {
+              const Position pj = tile[k];
+              const Real dx = whole[0] ? (pj.x + sx) - pi.x : minimum_image<Real>(pj.x - pi.x, length[0], inverse[0]);
+              const Real dy = whole[1] ? (pj.y + sy) - pi.y : minimum_image<Real>(pj.y - pi.y, length[1], inverse[1]);
+              const Real dz = whole[2] ? (pj.z + sz) - pi.z : minimum_image<Real>(pj.z - pi.z, length[2], inverse[2]);
+              const int j = base + k;
+              if (dx * dx + dy * dy + dz * dz >= list_cutoff2 || j == i) continue;
+              if (exclusion_first && excluded(my_tag, tile_tag[k], exclusion_first, exclusion_partner)) continue;
+              if (count < capacity) list[static_cast<std::size_t>(count) * n + i] = j;
+              ++count;
+            }
+          }
         }
       }
     }
+    if (!active) continue;
+    row_length[i] = count;
+    if (count > capacity) atomicMax(longest_row, count);
   }
-  row_length[i] = count;
-  if (count > capacity) atomicMax(longest_row, count);
 }
 
 // ---- forces --------------------------------------------------------------------------------
@@ -995,8 +1017,8 @@ class Engine final : public EngineBase {
       NBKIT_CUDA_CHECK_LAUNCH();
       return;
     }
-    build_list<Real><<<blocks_for(n_), kThreads, 0, stream_>>>(
-        n_, packed_.data(), sorted_cell_.data(), cell_start_.data(), geometry_, list_cutoff2_, tag_.data(),
+    build_list<Real><<<static_cast<unsigned>(cells_), kListThreads, 0, stream_>>>(
+        n_, packed_.data(), cell_start_.data(), geometry_, list_cutoff2_, tag_.data(),
         exclusion_first_.size() ? exclusion_first_.data() : nullptr, exclusion_partner_.data(), capacity_,
         list_.data(), row_length_.data(), &control_.data()->longest);
     NBKIT_CUDA_CHECK_LAUNCH();
