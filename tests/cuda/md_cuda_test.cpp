@@ -85,8 +85,7 @@ TEST_F(CudaMd, AwkwardBoxesAndAtomCounts) {
 // tested), and cluster pairs (tiles of 32 atoms, a list of neighbour clusters). Both against
 // the reference with charges, exclusions, two types, boxes 2 cells wide, random atom counts
 // and crowded cells (more than one 32-atom tile a cell); the patch kernel against the list
-// kernel, whose sums it repeats in the same order; 100-step NVE runs against the list engine
-// with the same rebuilds (the cluster list made to overflow twice on the way).
+// kernel, whose sums it repeats in the same order.
 TEST_F(CudaMd, PatchAndClusterPairKernelsMatchTheReferenceAndTheListKernel) {
   using Kernel = GpuEngine::Options::PairKernel;
   auto with_kernel = [](Kernel kernel, bool double_precision) {
@@ -124,11 +123,25 @@ TEST_F(CudaMd, PatchAndClusterPairKernelsMatchTheReferenceAndTheListKernel) {
     forces_reference(crowded, long_reach, reference);
     expect_same_forces(gpu_forces(crowded, long_reach, with_kernel(kernel, true)), reference, kDoubleTolerance,
                        name + ", crowded cells");
-    // A run beside the list engine, step by step (float64, same rebuilds).
+  }
+}
+
+// The patch-pair and cluster-pair engines run beside the list engine step by step (float64,
+// same rebuilds; the cluster list made to overflow twice on the way).
+TEST_F(CudaMd, PatchAndClusterPairEnginesRunAsTheListEngine) {
+  using Kernel = GpuEngine::Options::PairKernel;
+  ForceField f = two_type_field();
+  f.coulomb_cutoff = 3.0;
+  f.shift = true;
+  for (std::int64_t i = 0; i + 1 < 864; i += 7) f.exclusions.push_back({i, i + 1});
+  for (const Kernel kernel : {Kernel::patch_pairs, Kernel::cluster_pairs}) {
+    const std::string name = kernel == Kernel::patch_pairs ? "patch" : "cluster";
+    GpuEngine::Options options = precision(true);
+    options.pair_kernel = kernel;
     System start = liquid(8, 29);
     assign_velocities(start, 1.44, 3);
     wrap_into_box(start);
-    GpuEngine other(start, f, 0.3, with_kernel(kernel, true)), with_list(start, f, 0.3, precision(true));
+    GpuEngine other(start, f, 0.3, options), with_list(start, f, 0.3, precision(true));
     for (int step = 1; step <= 100; ++step) {
       if (kernel == Kernel::cluster_pairs && step % 50 == 1) other.set_neighbor_capacity(2);  // overflows at the next build
       other.step(0.005, step % 50 == 0), with_list.step(0.005, step % 50 == 0);
