@@ -856,21 +856,22 @@ class Engine final : public EngineBase {
   }
   void set_capacity(int rows) override {
     verify();
+    NBKIT_CUDA_CHECK(cudaSetDevice(device_));
     if (patch_pairs_) throw Error("the patch-pair kernel keeps no neighbour list");
     if (rows < 1) throw Error("the neighbour list needs room for at least one neighbour a row");
+    for (auto& row : graphs_)
+      for (StepGraph& graph : row) graph.reset();  // the capacity is baked into them
     // Rows are stored by columns (entry k of row i at k n + i): a smaller capacity leaves the
-    // present list valid; a larger one needs a larger buffer and a new list.
+    // present list valid; a larger one needs a larger buffer and a new list (which may grow
+    // the capacity further).
+    capacity_ = rows;
     if (rows > allocated_capacity_) {
       list_ = DeviceBuffer<int>();
       check_memory(rows);
       list_ = DeviceBuffer<int>(list_rows() * static_cast<std::size_t>(rows));
       allocated_capacity_ = rows;
-      capacity_ = rows;
       build_lists_growing();
     }
-    capacity_ = rows;
-    for (auto& row : graphs_)
-      for (StepGraph& graph : row) graph.reset();
   }
 
   Thermo thermo(std::int64_t step) override {
