@@ -179,9 +179,9 @@ void verlet_step(System& system, Forces& forces, const ForceField& field, Neighb
 // The whole velocity-Verlet step on one GPU (src/md/engine_cuda.cu): atoms, forces and the
 // neighbour list stay on the device from step to step; a step is one CUDA graph launch whose
 // list rebuild runs when the device finds an atom moved half the skin, and the host waits for
-// the device only every 16 steps (and for thermo, download, forces). Atoms are sorted by cell at every list rebuild; a full list (each
-// pair in both rows, no atomics) and fixed summation orders make a run the same bits every
-// time on the same GPU. float32 computes the pair forces in single precision (positions and
+// the device only every 16 steps (and for thermo, download, forces). Atoms are sorted by cell
+// at every list rebuild; a full list (each pair in both rows, no atomics) and fixed summation
+// orders make a run the same bits every time on the same GPU. float32 computes the pair forces in single precision (positions and
 // velocities stay float64, as OpenMM's mixed precision); float64 does everything in double.
 // Boxes must be longer than twice (reach + skin) along every axis (the minimum image); smaller
 // boxes run on the CPU path. NVE, or Langevin with the CPU's random numbers (same run within
