@@ -25,6 +25,20 @@ IonizeOptions cpu_options(int cations, int anions, double min_solute = 5, double
   return o;
 }
 
+// The map an msm ion placement must end with: msm's map of the structure plus each placed
+// ion's exact Coulomb term (computed with the same options but the direct method).
+std::vector<double> msm_map_plus_exact_ion_terms(const Atoms& structure, const std::vector<PlacedIon>& placed,
+                                                 const Lattice& lattice, const MapOptions& options) {
+  Atoms ions;
+  for (const PlacedIon& ion : placed) ions.push_back(ion.position, ion.species.charge, ion.species.radius);
+  MapOptions direct = options;
+  direct.method = MapMethod::direct;
+  std::vector<double> expected = compute_map(structure, lattice, options).values;
+  const std::vector<double> of_ions = compute_map(ions, lattice, direct).values;
+  for (std::size_t p = 0; p < expected.size(); ++p) expected[p] += of_ions[p];
+  return expected;
+}
+
 }  // namespace
 
 TEST(Ionize, FirstCounterIonOfOneChargeSitsAtTheClosestAllowedPoint) {
@@ -95,15 +109,9 @@ TEST(Ionize, MsmMapsTakeEachIonsExactCoulombTerm) {
   options.map.method = MapMethod::msm;
   const IonizeResult r = place_ions(protein, lattice, options);
   ASSERT_EQ(r.ions.size(), 5u);
-  Atoms all = protein, ions;
+  Atoms all = protein;
   for (const PlacedIon& ion : r.ions) all.push_back(ion.position, ion.species.charge, ion.species.radius);
-  for (const PlacedIon& ion : r.ions) ions.push_back(ion.position, ion.species.charge, ion.species.radius);
-  MapOptions direct = options.map;
-  direct.method = MapMethod::direct;
-  std::vector<double> expected = compute_map(protein, lattice, options.map).values;
-  const std::vector<double> of_ions = compute_map(ions, lattice, direct).values;
-  for (std::size_t p = 0; p < expected.size(); ++p) expected[p] += of_ions[p];
-  EXPECT_LT(test::relative_rms(r.map.values, expected), 1e-6);
+  EXPECT_LT(test::relative_rms(r.map.values, msm_map_plus_exact_ion_terms(protein, r.ions, lattice, options.map)), 1e-6);
   EXPECT_LT(test::relative_rms(r.map.values, compute_map(all, lattice, options.map).values), 1e-2);
 }
 
@@ -161,16 +169,10 @@ TEST(IonizeCuda, TheResidentMapPlacesTheSameIonsAsTheCpu) {
       EXPECT_NEAR(b.ions[i].energy, a.ions[i].energy, 1e-9 * std::fabs(a.ions[i].energy)) << to_string(method);
     }
     EXPECT_LT(test::relative_rms(b.map.values, a.map.values), 1e-9) << to_string(method);
-    Atoms all = protein, ions;
+    Atoms all = protein;
     for (const PlacedIon& ion : b.ions) all.push_back(ion.position, ion.species.charge, ion.species.radius);
-    for (const PlacedIon& ion : b.ions) ions.push_back(ion.position, ion.species.charge, ion.species.radius);
-    if (method == MapMethod::msm) {  // msm's map of the protein plus the ions' exact Coulomb terms
-      MapOptions direct = gpu.map;
-      direct.method = MapMethod::direct;
-      std::vector<double> expected = compute_map(protein, lattice, gpu.map).values;
-      const std::vector<double> of_ions = compute_map(ions, lattice, direct).values;
-      for (std::size_t p = 0; p < expected.size(); ++p) expected[p] += of_ions[p];
-      EXPECT_LT(test::relative_rms(b.map.values, expected), 1e-9);
+    if (method == MapMethod::msm) {
+      EXPECT_LT(test::relative_rms(b.map.values, msm_map_plus_exact_ion_terms(protein, b.ions, lattice, gpu.map)), 1e-9);
     } else {
       EXPECT_LT(test::relative_rms(b.map.values, compute_map(all, lattice, gpu.map).values), 1e-9) << to_string(method);
     }
