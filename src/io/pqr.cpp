@@ -1,65 +1,215 @@
+// PQR records (pqr.hpp). The format is whitespace-separated (APBS reads it so), but its
+// writers keep PDB's column widths, so fields run together once numbers fill their columns:
+//   "HETATM10000"          record name (columns 1-6) and a five-digit serial
+//   "A1000"                chain ID and a four-digit residue number
+//   "-12.345-100.123"      y against x once a coordinate has eight characters
+// Every line that starts with ATOM or HETATM is read or refused with its file and line; none
+// is skipped. pdb2pqr's writer (pdb2pqr/structures.py, get_pqr_string) is the layout checked
+// below: x, y, z in columns 31-38, 39-46, 47-54 (%8.3f), then charge and radius.
 #include "nbkit/io/pqr.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
+#include <optional>
 
 #include "io/text.hpp"
 #include "nbkit/core/error.hpp"
 
 namespace nbkit::io {
 
+namespace {
+
+constexpr std::array<const char*, 5> kFieldNames = {"x", "y", "z", "charge", "radius"};
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// "-12.345-100.123" -> "-12.345", "-100.123": a sign after a digit or a point starts a new
+// number (not after an exponent's 'e').
+void split_fused_numbers(std::string_view token, std::vector<std::string_view>& pieces) {
+  std::size_t start = 0;
+  for (std::size_t i = 1; i < token.size(); ++i)
+    if ((token[i] == '-' || token[i] == '+') && (is_digit(token[i - 1]) || token[i - 1] == '.')) {
+      pieces.push_back(token.substr(start, i - start));
+      start = i;
+    }
+  pieces.push_back(token.substr(start));
+}
+
+// "  1.00" or "100.00": a PDB occupancy or B-factor column (%6.2f).
+bool pdb_two_decimals(std::string_view column) {
+  std::size_t i = 0;
+  while (i < column.size() && column[i] == ' ') ++i;
+  if (i < column.size() && column[i] == '-') ++i;
+  const std::size_t digits = i;
+  while (i < column.size() && is_digit(column[i])) ++i;
+  if (i == digits || i + 3 != column.size() || column[i] != '.') return false;
+  return is_digit(column[i + 1]) && is_digit(column[i + 2]);
+}
+
+// A PDB ATOM record rather than a PQR one: coordinates in their columns, then occupancy and
+// B-factor as %6.2f in columns 55-60 and 61-66 (a PQR's charge and radius stand there with
+// more decimals, or shifted).
+bool is_pdb_layout(std::string_view line) {
+  if (line.size() < 66 || line[34] != '.' || line[42] != '.' || line[50] != '.') return false;
+  if (!pdb_two_decimals(line.substr(54, 6)) || !pdb_two_decimals(line.substr(60, 6))) return false;
+  return line.size() == 66 || !(is_digit(line[66]) || line[66] == '.');
+}
+
+// pdb2pqr's columns for x, y and z (%8.3f in 31-38, 39-46, 47-54).
+bool is_pdb2pqr_layout(std::string_view line) {
+  return line.size() > 54 && line[34] == '.' && line[42] == '.' && line[50] == '.';
+}
+
+std::optional<double> finite_number(std::string_view token) {
+  const auto value = parse_number(token);
+  if (!value || !std::isfinite(*value)) return std::nullopt;
+  return value;
+}
+
+class PqrRecordReader {
+ public:
+  PqrRecordReader(const std::string& source) : source_(source) {}
+
+  // The x, y, z, charge and radius of one ATOM/HETATM line (`rest`: after the record name).
+  std::array<double, 5> read(std::string_view line, std::string_view record, std::string_view rest,
+                             std::int64_t number) {
+    number_ = number;
+    if (is_pdb_layout(line))
+      fail("record",
+           fmt::format("a PDB-format {} record (occupancy and B-factor in columns 55-66), not a PQR record with "
+                       "charge and radius: make a PQR with 'pdb2pqr --ff=AMBER IN.pdb OUT.pqr', or name the file "
+                       ".pdb and pass --charges amber (or another pdb2pqr force field)",
+                       record));
+    const auto tokens = split_whitespace(rest);
+    // The five values from the right, fused numbers split.
+    std::vector<std::string_view> tail;  // right to left
+    std::size_t fields = 1 + tokens.size();  // the record name, then the rest's tokens
+    for (std::size_t t = tokens.size(); t-- > 0 && tail.size() < 5;) {
+      std::vector<std::string_view> pieces;
+      split_fused_numbers(tokens[t], pieces);
+      fields += pieces.size() - 1;
+      for (std::size_t p = pieces.size(); p-- > 0;) tail.push_back(pieces[p]);
+    }
+    // Positive numbers that fill their columns run together with no sign between them
+    // ("12.3451000.000"): then pdb2pqr's coordinate columns, with charge and radius after them.
+    const bool fused = fields < 10 || !std::all_of(tail.begin(), tail.begin() + std::min<std::size_t>(tail.size(), 5),
+                                                   [](std::string_view t) { return finite_number(t).has_value(); });
+    if (fused && is_pdb2pqr_layout(line))
+      if (const auto columns = from_columns(line)) return *columns;
+    if (fields < 10)
+      fail("record", fmt::format("expected at least 10 whitespace-separated fields (ATOM serial name resName "
+                                 "[chainID] resSeq x y z charge radius), found {}",
+                                 fields));
+    std::array<double, 5> values{};
+    for (std::size_t f = 0; f < 5; ++f) {
+      const std::string_view token = tail[4 - f];
+      if (const auto value = finite_number(token)) {
+        values[f] = *value;
+        continue;
+      }
+      if (!parse_number(token)) {
+        const bool element = !token.empty() && std::isalpha(static_cast<unsigned char>(token.front())) &&
+                             token.size() <= 2;
+        fail(kFieldNames[f], "expected a number, got " + quoted(token) +
+                                 (element && f == 4 ? " (an element symbol: a PDB file? a PQR record ends with charge "
+                                                      "and radius; make one with pdb2pqr)"
+                                                    : ""));
+      }
+      fail(kFieldNames[f], "expected a finite number, got " + quoted(token));
+    }
+    if (values[4] < 0) fail("radius", "expected zero or a positive radius, got " + quoted(tail[0]));
+    // Where the columns show the coordinates, the fields read must be those: a record short
+    // of its charge or radius would otherwise shift every value by one field.
+    if (is_pdb2pqr_layout(line))
+      if (const auto columns = coordinate_columns(line))
+        for (int a = 0; a < 3; ++a)
+          if ((*columns)[static_cast<std::size_t>(a)] != values[static_cast<std::size_t>(a)])
+            fail("record", fmt::format("x, y, z in columns 31-54 are {} {} {}, but the fields read as x, y, z are {} "
+                                       "{} {}: a field is missing (a PQR record ends with x y z charge radius)",
+                                       (*columns)[0], (*columns)[1], (*columns)[2], values[0], values[1], values[2]));
+    return values;
+  }
+
+ private:
+  static std::optional<std::array<double, 3>> coordinate_columns(std::string_view line) {
+    std::array<double, 3> xyz{};
+    for (std::size_t a = 0; a < 3; ++a) {
+      std::string_view column = line.substr(30 + 8 * a, 8);
+      while (!column.empty() && column.front() == ' ') column.remove_prefix(1);
+      const auto value = finite_number(column);
+      if (!value) return std::nullopt;
+      xyz[a] = *value;
+    }
+    return xyz;
+  }
+
+  // x, y, z from pdb2pqr's columns; charge and radius the two fields after them.
+  static std::optional<std::array<double, 5>> from_columns(std::string_view line) {
+    const auto xyz = coordinate_columns(line);
+    if (!xyz) return std::nullopt;
+    std::array<double, 5> values{(*xyz)[0], (*xyz)[1], (*xyz)[2], 0, 0};
+    const auto rest = split_whitespace(line.substr(54));
+    if (rest.size() != 2) return std::nullopt;
+    for (int f = 0; f < 2; ++f) {
+      const auto value = finite_number(rest[static_cast<std::size_t>(f)]);
+      if (!value) return std::nullopt;
+      values[static_cast<std::size_t>(3 + f)] = *value;
+    }
+    if (values[4] < 0) return std::nullopt;
+    return values;
+  }
+
+  [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
+    throw InputError(source_, number_, field, problem);
+  }
+
+  const std::string& source_;
+  std::int64_t number_ = 0;
+};
+
+}  // namespace
+
 std::vector<Atoms> parse_pqr_models(std::string_view text, const std::string& source) {
-  static constexpr std::array<const char*, 5> kFieldNames = {"x", "y", "z", "charge", "radius"};
   std::vector<Atoms> models;
   Atoms atoms;
   Lines lines(text);
   std::string_view line;
   std::int64_t line_number = 0;
-  while (lines.next(line)) {
-    line_number = lines.number();
-    if (line.starts_with("ENDMDL")) {  // a model ends: the next ATOM records are the next model's
-      if (!atoms.empty()) {
-        if (!models.empty() && atoms.size() != models.front().size())
-          throw InputError(source, line_number, "ENDMDL",
-                           fmt::format("model {} has {} atoms, model 1 has {}", models.size() + 1, atoms.size(),
-                                       models.front().size()));
-        models.push_back(std::move(atoms));
-        atoms = Atoms{};
-      }
-      continue;
-    }
-    if (!(line.starts_with("ATOM") || line.starts_with("HETATM"))) continue;
-    const auto fields = split_whitespace(line);
-    if (fields[0] != "ATOM" && fields[0] != "HETATM") continue;  // e.g. "ATOMIC ..." is no record
-    // record serial name resName [chainID] resSeq x y z charge radius
-    if (fields.size() < 10)
-      throw InputError(source, line_number, "record",
-                       fmt::format("expected at least 10 whitespace-separated fields (ATOM serial name resName "
-                                   "[chainID] resSeq x y z charge radius), found {}",
-                                   fields.size()));
-    std::array<double, 5> values{};
-    for (std::size_t f = 0; f < 5; ++f) {
-      const std::string_view token = fields[fields.size() - 5 + f];
-      const auto value = parse_number(token);
-      if (!value)
-        throw InputError(source, line_number, kFieldNames[f], "expected a number, got " + quoted(token));
-      if (!std::isfinite(*value))
-        throw InputError(source, line_number, kFieldNames[f], "expected a finite number, got " + quoted(token));
-      values[f] = *value;
-    }
-    if (values[4] < 0)
-      throw InputError(source, line_number, "radius", "expected zero or a positive radius, got " + quoted(fields.back()));
-    atoms.push_back({values[0], values[1], values[2]}, values[3], values[4]);
-  }
-  if (!atoms.empty()) {
+  PqrRecordReader reader(source);
+  auto end_model = [&](const char* field) {
+    if (atoms.empty()) return;
     if (!models.empty() && atoms.size() != models.front().size())
-      throw InputError(source, line_number, "ATOM",
+      throw InputError(source, line_number, field,
                        fmt::format("model {} has {} atoms, model 1 has {}", models.size() + 1, atoms.size(),
                                    models.front().size()));
     models.push_back(std::move(atoms));
+    atoms = Atoms{};
+  };
+  while (lines.next(line)) {
+    line_number = lines.number();
+    if (line.starts_with("ENDMDL")) {  // a model ends: the next ATOM records are the next model's
+      end_model("ENDMDL");
+      continue;
+    }
+    // PDB's record name is columns 1-6 ("ATOM  ", "HETATM"); writers fuse it with a serial of
+    // five digits or more, so the name is matched as a prefix, never as a whole field.
+    std::string_view record;
+    if (line.starts_with("HETATM")) record = "HETATM";
+    else if (line.starts_with("ATOM")) record = "ATOM";
+    else continue;  // REMARK, TER, END, CRYST1, MODEL, ...: no atoms
+    // "ATOM" is padded to six columns, so a letter after it is no serial ("ATOMIC ...").
+    if (record == "ATOM" && line.size() > 4 && std::isalpha(static_cast<unsigned char>(line[4])))
+      throw InputError(source, line_number, "record",
+                       "starts with ATOM but is no ATOM record (" + quoted(split_whitespace(line).front()) +
+                           "): a PQR file holds ATOM and HETATM records");
+    const std::array<double, 5> v = reader.read(line, record, line.substr(record.size()), line_number);
+    atoms.push_back({v[0], v[1], v[2]}, v[3], v[4]);
   }
+  end_model("ATOM");
   if (models.empty()) throw InputError(source, 0, "", "no ATOM or HETATM records: expected a PQR file with atoms");
   return models;
 }
@@ -68,8 +218,14 @@ Atoms parse_pqr(std::string_view text, const std::string& source) {
   return std::move(parse_pqr_models(text, source).front());
 }
 
-std::vector<Atoms> read_pqr_models(const std::string& path) { return parse_pqr_models(read_file_text(path), path); }
+namespace {
+const char* kPqrFile = "a PQR file (ATOM/HETATM records with charges and radii)";
+}
 
-Atoms read_pqr(const std::string& path) { return parse_pqr(read_file_text(path), path); }
+std::vector<Atoms> read_pqr_models(const std::string& path) {
+  return parse_pqr_models(read_file_text(path, kPqrFile), path);
+}
+
+Atoms read_pqr(const std::string& path) { return parse_pqr(read_file_text(path, kPqrFile), path); }
 
 }  // namespace nbkit::io

@@ -8,13 +8,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
+#include <set>
+#include <tuple>
 #include <cctype>
 #include <filesystem>
 #include <iterator>
 #include <fstream>
 #include <sstream>
 
+#include "io/text.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/atomic_file.hpp"
 #include "nbkit/io/pqr.hpp"
@@ -48,6 +52,44 @@ std::string find_pdb2pqr() {
 
 namespace {
 
+struct MissingResidues {
+  std::vector<std::string> names;  // "ZN A102"
+  std::int64_t atoms = 0;
+};
+
+// The input's residues (chain, number, insertion code) that pdb2pqr's PQR lacks. pdb2pqr
+// (run with --keep-chain) writes fixed columns: chain ID in column 22, residue number in
+// 23-26, insertion code in 27; residue names may change (HIS -> HID), numbers do not.
+MissingResidues residues_left_out(const gemmi::Structure& structure, std::string_view pqr) {
+  std::set<std::tuple<std::string, int, char>> present;
+  std::size_t start = 0;
+  while (start < pqr.size()) {
+    std::size_t end = pqr.find('\n', start);
+    if (end == std::string_view::npos) end = pqr.size();
+    const std::string_view line = pqr.substr(start, end - start);
+    start = end + 1;
+    if (!(line.starts_with("ATOM") || line.starts_with("HETATM")) || line.size() < 27) continue;
+    std::string chain(1, line[21]);
+    if (chain == " ") chain.clear();
+    int number = 0;
+    std::string_view digits = line.substr(22, 4);
+    while (!digits.empty() && digits.front() == ' ') digits.remove_prefix(1);
+    std::from_chars(digits.data(), digits.data() + digits.size(), number);
+    present.emplace(chain, number, line[26]);
+  }
+  MissingResidues missing;
+  if (structure.models.empty()) return missing;
+  for (const auto& chain : structure.models[0].chains)
+    for (const auto& residue : chain.residues) {
+      const int number = residue.seqid.num.has_value() ? *residue.seqid.num : 0;
+      const char icode = residue.seqid.icode == ' ' || residue.seqid.icode == 0 ? ' ' : residue.seqid.icode;
+      if (present.count({chain.name, number, icode})) continue;
+      missing.names.push_back(fmt::format("{} {}{}{}", residue.name, chain.name, number, icode == ' ' ? "" : std::string(1, icode)));
+      missing.atoms += static_cast<std::int64_t>(residue.atoms.size());
+    }
+  return missing;
+}
+
 std::string shell_quote(const std::string& text) {
   std::string quoted = "'";
   for (char c : text) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
@@ -74,9 +116,10 @@ Atoms charges_from_pdb2pqr(const std::string& path, const gemmi::Structure& stru
     std::string force_field = charges.force_field;
     std::transform(force_field.begin(), force_field.end(), force_field.begin(),
                    [](unsigned char c) { return std::toupper(c); });
-    const std::string command = fmt::format("{} --ff={} {} {} > {} 2>&1", shell_quote(pdb2pqr), shell_quote(force_field),
-                                            shell_quote(input.string()), shell_quote(output.string()),
-                                            shell_quote(log.string()));
+    // --keep-chain: the chain IDs let the output's residues be matched with the input's.
+    const std::string command = fmt::format("{} --ff={} --keep-chain {} {} > {} 2>&1", shell_quote(pdb2pqr),
+                                            shell_quote(force_field), shell_quote(input.string()),
+                                            shell_quote(output.string()), shell_quote(log.string()));
     const int status = std::system(command.c_str());
     std::ifstream log_stream(log);
     std::stringstream log_text;
@@ -88,7 +131,32 @@ Atoms charges_from_pdb2pqr(const std::string& path, const gemmi::Structure& stru
         if (!line.empty()) last_line = line;
       throw Error(fmt::format("{}: pdb2pqr --ff={} failed: {}", path, force_field, last_line));
     }
-    Atoms atoms = read_pqr(output.string());
+    const std::string pqr_text = read_file_text(output.string(), "pdb2pqr's PQR output");
+    Atoms atoms = parse_pqr(pqr_text, "pdb2pqr's output for " + path);
+    if (!charges.save_pqr.empty())
+      write_atomically(charges.save_pqr, [&](const std::string& temporary) {
+        std::ofstream out(temporary, std::ios::binary);
+        out << pqr_text;
+        if (!out.flush()) throw Error(charges.save_pqr + ": write failed");
+      });
+    // pdb2pqr leaves out what its force field cannot type (ligands, metals, unusual
+    // residues) and says so only in its log: a map without them has the wrong net charge.
+    const MissingResidues missing = residues_left_out(structure, pqr_text);
+    if (!missing.names.empty()) {
+      std::string listed;
+      for (std::size_t r = 0; r < missing.names.size() && r < 8; ++r) listed += (r ? ", " : "") + missing.names[r];
+      if (missing.names.size() > 8) listed += fmt::format(", and {} more", missing.names.size() - 8);
+      const std::string what = fmt::format(
+          "pdb2pqr --ff={} left out {} residue{} ({} atom{}) it has no parameters for: {}", force_field,
+          missing.names.size(), missing.names.size() == 1 ? "" : "s", missing.atoms, missing.atoms == 1 ? "" : "s",
+          listed);
+      if (!charges.allow_missing)
+        throw Error(fmt::format("{}: {}; the map would lack their charges. Pass --allow-missing to map without them, "
+                                "or make a PQR that has them (pdb2pqr --ligand, or another force field){}",
+                                path, what,
+                                charges.save_pqr.empty() ? "; --save-pqr FILE keeps pdb2pqr's PQR" : ""));
+      if (charges.notice) *charges.notice = what + " (--allow-missing: mapped without them)";
+    }
     fs::remove_all(work);
     return atoms;
   } catch (...) {
@@ -101,6 +169,12 @@ Atoms charges_from_pdb2pqr(const std::string& path, const gemmi::Structure& stru
 }  // namespace
 
 Atoms read_atoms(const std::string& path, const ChargeOptions& charges) {
+  std::string extension = fs::path(path).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (extension == ".dcd" || extension == ".xtc" || extension == ".trr" || extension == ".nc" || extension == ".mdcrd")
+    throw Error(fmt::format("{}: a trajectory, not a structure: give the structure with its charges (PQR) as the input "
+                            "and a DCD trajectory with --trajectory{}",
+                            path, extension == ".dcd" ? "" : " (convert other formats to DCD, e.g. with mdconvert or VMD)"));
   const StructureFormat format = guess_structure_format(path);
   if (format == StructureFormat::pqr) {
     if (!charges.force_field.empty())

@@ -10,7 +10,11 @@
 
 namespace nbkit::io {
 
-std::string read_file_text(const std::string& path);  // throws nbkit::Error naming the path
+// The whole file as text (gzip-compressed files are read through zlib, whatever their name).
+// Throws nbkit::Error naming the path when it is missing, a directory or a binary file (saying
+// which kind, when known: a DCD or XTC trajectory, HDF5, ...), with `expected` in the message
+// ("a PQR file").
+std::string read_file_text(const std::string& path, const std::string& expected = "a text file");
 
 // The lines of a text one at a time ('\n' removed), with their 1-based numbers for error
 // messages.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "nbkit/core/error.hpp"
 #include "test_support.hpp"
@@ -81,6 +82,100 @@ TEST(Pqr, ModelsAreFramesAndTheFirstModelIsTheStructure) {
 
 TEST(Pqr, MissingFileIsAnError) {
   EXPECT_THROW(read_pqr("/nonexistent/file.pqr"), Error);
+}
+
+// PDB-column writers (pdb2pqr among them) fuse fields once numbers fill their columns; each
+// such record is read, never skipped.
+TEST(Pqr, FusedFieldsOfColumnWritersAreRead) {
+  const Atoms atoms = parse_pqr(
+      // pdb2pqr: the record name against a five-digit serial
+      "HETATM 9999  H2  HOH W 998      13.000  11.000  12.000  0.4170 0.0000\n"
+      "HETATM10000  O   HOH W 999      14.000  11.000  12.000 -0.8340 1.7700\n"
+      // a hybrid-36 serial, and a six-digit serial after ATOM's padding
+      "HETATMA0000  H1  HOH W 999      15.000  11.000  12.000  0.4170 0.0000\n"
+      "ATOM  100000  CA  GLY A   1      1.000   2.000   3.000  0.1000 1.9000\n"
+      // chain ID against a four-digit residue number
+      "ATOM  12345  O   HOH W1000      -1.500  -2.500  -3.500 -0.8340 1.7700\n"
+      // y against x, z against y: eight-character coordinates
+      "ATOM  12346  O   HOH W1001     -12.345-100.123-200.456 -0.8340 1.7700\n"
+      // positive coordinates that fill their columns: pdb2pqr's columns
+      "ATOM  12347  O   HOH W1002      12.3451000.0002000.500 -0.8340 1.7700\n",
+      "fused.pqr");
+  ASSERT_EQ(atoms.size(), 7u);
+  EXPECT_EQ(atoms.position(1), (Vec3{14, 11, 12}));
+  EXPECT_DOUBLE_EQ(atoms.charge[1], -0.834);
+  EXPECT_EQ(atoms.position(2), (Vec3{15, 11, 12}));
+  EXPECT_EQ(atoms.position(3), (Vec3{1, 2, 3}));
+  EXPECT_EQ(atoms.position(4), (Vec3{-1.5, -2.5, -3.5}));
+  EXPECT_EQ(atoms.position(5), (Vec3{-12.345, -100.123, -200.456}));
+  EXPECT_DOUBLE_EQ(atoms.radius[5], 1.77);
+  EXPECT_EQ(atoms.position(6), (Vec3{12.345, 1000.0, 2000.5}));
+  EXPECT_DOUBLE_EQ(atoms.charge[6], -0.834);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    NeverSkipped, PqrErrors,
+    ::testing::Values(
+        // A PDB file named .pqr: occupancy and B-factor where charge and radius belong.
+        BadPqr{"ATOM      1  N   MET A   1      -6.406   5.469  -3.259  1.00  0.00           N\n",
+               "bad.pqr:1: record: a PDB-format ATOM record (occupancy and B-factor in columns 55-66), not a PQR "
+               "record with charge and radius: make a PQR with 'pdb2pqr --ff=AMBER IN.pdb OUT.pqr', or name the file "
+               ".pdb and pass --charges amber (or another pdb2pqr force field)"},
+        BadPqr{"REMARK\nHETATM   25  O   HOH A 101      10.000  10.000  10.000  1.00 20.00\n",
+               "bad.pqr:2: record: a PDB-format HETATM record (occupancy and B-factor in columns 55-66), not a PQR "
+               "record with charge and radius: make a PQR with 'pdb2pqr --ff=AMBER IN.pdb OUT.pqr', or name the file "
+               ".pdb and pass --charges amber (or another pdb2pqr force field)"},
+        BadPqr{"ATOM 1 N HIS 1 1.0 2.0 3.0 0.5 1.0\nATOMIC 2 C HIS 1 1.0 2.0 3.0 0.5 1.0\n",
+               "bad.pqr:2: record: starts with ATOM but is no ATOM record ('ATOMIC'): a PQR file holds ATOM and "
+               "HETATM records"},
+        BadPqr{"HETATM10000 O HOH 1 1.0 2.0 3.0 0.5\n",
+               "bad.pqr:1: record: expected at least 10 whitespace-separated fields (ATOM serial name resName "
+               "[chainID] resSeq x y z charge radius), found 9"},
+        BadPqr{"ATOM      1  N   MET A   1      -6.406   5.469  -3.259  0.1592\n",
+               "bad.pqr:1: record: x, y, z in columns 31-54 are -6.406 5.469 -3.259, but the fields read as x, y, z "
+               "are 1 -6.406 5.469: a field is missing (a PQR record ends with x y z charge radius)"},
+        BadPqr{"ATOM 1 N HIS 1 1.0 2.0 3.0 0.5 N\n",
+               "bad.pqr:1: radius: expected a number, got 'N' (an element symbol: a PDB file? a PQR record ends "
+               "with charge and radius; make one with pdb2pqr)"}));
+
+// What pdb2pqr writes for a protein with its waters: 10,315 atoms, serials past 9,999 fused
+// with HETATM, residue numbers past 999 with the chain ID (scripts/make-large-pqr); gzipped.
+TEST(Pqr, LargeRealPdb2pqrOutputLosesNoRecord) {
+  const std::string path = test::data_file("1a63-waters.pqr.gz");
+  const Atoms atoms = read_pqr(path);
+  EXPECT_EQ(atoms.size(), 10315u);
+  // 1a63's net charge (-1 with pdb2pqr's AMBER charges and protonation) and neutral waters.
+  EXPECT_NEAR(atoms.net_charge(), std::round(atoms.net_charge()), 1e-3);
+  // The last record: "HETATM10315  H2  HOH W2749 ..."
+  EXPECT_GT(atoms.position(10314).x, -100);
+  EXPECT_DOUBLE_EQ(atoms.charge[10314], 0.417);
+  std::size_t waters = 0;
+  for (std::size_t i = 0; i < atoms.size(); ++i) waters += atoms.charge[i] == -0.834;
+  EXPECT_EQ(waters, 2750u);
+}
+
+TEST(Pqr, FilesThatAreNoPqrTextSayWhatTheyAre) {
+  test::ScratchDir dir;
+  auto message = [](const std::string& path) {
+    try {
+      read_pqr(path);
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(dir.path().string()),
+            dir.path().string() + ": is a directory, not a PQR file (ATOM/HETATM records with charges and radii)");
+  EXPECT_EQ(message(test::data_file("1a63-wobble.dcd")),
+            test::data_file("1a63-wobble.dcd") +
+                ": is a DCD trajectory, not a PQR file (ATOM/HETATM records with charges and radii)");
+  {
+    std::ofstream xtc(dir.file("t.xtc"), std::ios::binary);
+    const unsigned char header[] = {0, 0, 7, 0xcb, 0, 0, 0, 3, 0, 0, 0, 0};
+    xtc.write(reinterpret_cast<const char*>(header), sizeof header);
+  }
+  EXPECT_EQ(message(dir.file("t.xtc")),
+            dir.file("t.xtc") + ": is a GROMACS XTC trajectory, not a PQR file (ATOM/HETATM records with charges and radii)");
 }
 
 }  // namespace nbkit::io

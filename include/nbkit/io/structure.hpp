@@ -14,6 +14,11 @@ StructureFormat guess_structure_format(const std::string& path);  // by extensio
 struct ChargeOptions {
   std::string force_field;  // empty: PDB/mmCIF input is an error; else pdb2pqr's --ff (amber, charmm, parse, ...)
   bool verbose = false;     // show pdb2pqr's output
+  // Residues pdb2pqr leaves out (ligands, metals: what its force field cannot type) are an
+  // error naming them, unless allowed; then `notice` (if given) says what was left out.
+  bool allow_missing = false;
+  std::string* notice = nullptr;
+  std::string save_pqr;     // non-empty: keep pdb2pqr's PQR here
 };
 
 Atoms read_atoms(const std::string& path, const ChargeOptions& charges = {});
