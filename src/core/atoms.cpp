@@ -1,6 +1,9 @@
 #include "nbkit/core/atoms.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 
 #include "nbkit/core/error.hpp"
 
@@ -20,6 +23,23 @@ void Atoms::push_back(Vec3 position, double q, double r) {
   z.push_back(position.z);
   charge.push_back(q);
   radius.push_back(r);
+}
+
+void validate_atoms(const Atoms& atoms) {
+  if (atoms.empty()) throw Error("no atoms");
+  for (std::size_t i = 0; i < atoms.size(); ++i) {
+    if (!std::isfinite(atoms.x[i]) || !std::isfinite(atoms.y[i]) || !std::isfinite(atoms.z[i]) ||
+        !std::isfinite(atoms.charge[i]) || !std::isfinite(atoms.radius[i]))
+      throw Error(fmt::format("atom {} has a coordinate, charge or radius that is not a finite number", i + 1));
+    for (int a = 0; a < 3; ++a) {
+      const double v = atoms.position(i)[a];
+      if (std::fabs(v) > kMaxCoordinate)
+        throw Error(fmt::format("atom {}: {} = {:g} A lies beyond {:g} A of the origin: no molecule is that large (a "
+                                "unit mix-up or a corrupt file?)",
+                                i + 1, "xyz"[a], v, kMaxCoordinate));
+    }
+    if (atoms.radius[i] < 0) throw Error(fmt::format("atom {}: radius {} is negative", i + 1, atoms.radius[i]));
+  }
 }
 
 double Atoms::net_charge() const {

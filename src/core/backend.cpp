@@ -1,7 +1,9 @@
 #include "nbkit/core/backend.hpp"
 
+#include <fmt/format.h>
 #include <hwy/targets.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "nbkit/core/error.hpp"
@@ -53,6 +55,27 @@ std::vector<std::string> simd_targets_compiled() {
 int hardware_threads() {
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
+}
+
+Backend resolve_backend(Backend requested, std::string* notice) {
+  if (requested != Backend::automatic) return requested;
+  std::string why;
+  if (!list_gpus(&why).empty()) return Backend::cuda;
+  if (notice && build_info().cuda_compiled) *notice = why + "; running on the CPU";
+  return Backend::cpu;
+}
+
+int resolve_threads(int requested, std::string* notice) {
+  if (requested < 0) throw Error(fmt::format("--threads: expected 0 (all) or a positive count, got {}", requested));
+  const int hardware = hardware_threads();
+  if (requested == 0) return hardware;
+  if (requested > std::max(64, 4 * hardware)) {
+    if (notice)
+      *notice = fmt::format("--threads {}: this machine has {} hardware thread{}; using {}", requested, hardware,
+                            hardware == 1 ? "" : "s", hardware);
+    return hardware;
+  }
+  return requested;
 }
 
 }  // namespace nbkit

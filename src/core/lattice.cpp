@@ -25,6 +25,11 @@ void validate(const Lattice& lattice) {
     throw Error(fmt::format("lattice spacing must be a positive number of Angstrom, got {}", lattice.spacing));
   for (int axis = 0; axis < 3; ++axis) {
     if (!std::isfinite(lattice.origin[axis])) throw Error("lattice origin must be finite");
+    const double far = std::fabs(lattice.origin[axis]) + lattice.spacing * static_cast<double>(lattice.dims[axis]);
+    if (far > kMaxCoordinate)
+      throw Error(fmt::format("the lattice reaches {:g} A from the origin along {}, beyond {:g} A: no molecule is that "
+                              "large (a unit mix-up?)",
+                              far, "xyz"[axis], kMaxCoordinate));
     if (lattice.dims[axis] < 1 || lattice.dims[axis] > kMaxPointsPerAxis)
       throw Error(fmt::format("lattice dimension {} along {} is outside 1..{}", lattice.dims[axis],
                               "xyz"[axis], kMaxPointsPerAxis));

@@ -1,4 +1,5 @@
 // Which GPUs this process can use (nbkit info, --backend auto).
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -7,12 +8,24 @@
 
 namespace nbkit {
 
+std::string cuda_runtime_version();
+
 std::vector<GpuInfo> list_gpus(std::string* why_none) {
   std::vector<GpuInfo> gpus;
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
-    if (why_none) *why_none = std::string("no usable CUDA device: ") + cudaGetErrorString(status);
+    if (why_none) {
+      // Without an NVIDIA driver the runtime reports an "insufficient driver": say what it means.
+      const bool driver_loaded = std::filesystem::exists("/proc/driver/nvidia/version");
+      if (status == cudaErrorNoDevice || (status == cudaErrorInsufficientDriver && !driver_loaded))
+        *why_none = "no NVIDIA GPU found";
+      else if (status == cudaErrorInsufficientDriver)
+        *why_none = "the NVIDIA driver is older than this build's CUDA runtime " + cuda_runtime_version() +
+                    " needs: update the driver";
+      else
+        *why_none = std::string("no usable CUDA device: ") + cudaGetErrorString(status);
+    }
     cudaGetLastError();  // clear the sticky state of a failed query
     return gpus;
   }

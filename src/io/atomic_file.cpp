@@ -1,45 +1,198 @@
 #include "nbkit/io/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <optional>
+#include <utility>
 
 #include "nbkit/core/error.hpp"
 
 namespace nbkit::io {
 
+namespace fs = std::filesystem;
+
 namespace {
-std::string temporary_name(const std::string& path) {
-  return path + ".tmp-" + std::to_string(::getpid());
+
+// ---- Paths removed when a signal stops the process -------------------------------------
+// A fixed table the handler can walk without allocating: a slot is claimed (1), filled,
+// then published (2); the handler unlinks published paths only (async-signal-safe calls).
+constexpr int kSlots = 64;
+constexpr std::size_t kPathBytes = 4096;
+struct Slot {
+  std::atomic<int> state{0};
+  bool directory = false;
+  char path[kPathBytes] = {};
+};
+std::array<Slot, kSlots> g_slots;
+constexpr std::array<int, 4> kSignals = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+
+extern "C" void remove_registered_and_reraise(int signal) {
+  for (int pass = 0; pass < 2; ++pass)  // files first, then their directories
+    for (Slot& slot : g_slots)
+      if (slot.state.load(std::memory_order_acquire) == 2 && slot.directory == (pass == 1)) {
+        if (slot.directory) ::rmdir(slot.path);
+        else ::unlink(slot.path);
+      }
+  // The default action now: the process ends as the signal says (exit status, core...).
+  struct sigaction action {};
+  action.sa_handler = SIG_DFL;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(signal, &action, nullptr);
+  ::raise(signal);
 }
+
+void install_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int signal : kSignals) {
+      struct sigaction previous {};
+      if (::sigaction(signal, nullptr, &previous) != 0) continue;
+      // A host program's own handler (or an ignored signal) is left alone.
+      if ((previous.sa_flags & SA_SIGINFO) || previous.sa_handler != SIG_DFL) continue;
+      struct sigaction action {};
+      action.sa_handler = remove_registered_and_reraise;
+      sigemptyset(&action.sa_mask);
+      ::sigaction(signal, &action, nullptr);
+    }
+  });
+}
+
+int register_path(const std::string& path, bool directory) {
+  if (path.size() >= kPathBytes) return -1;
+  install_handlers();
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = 0;
+    if (!g_slots[i].state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
+    std::memcpy(g_slots[i].path, path.c_str(), path.size() + 1);
+    g_slots[i].directory = directory;
+    g_slots[i].state.store(2, std::memory_order_release);
+    return i;
+  }
+  return -1;  // more temporaries at once than slots: this one is removed on errors only
+}
+
+void unregister_path(int slot) {
+  if (slot >= 0) g_slots[slot].state.store(0, std::memory_order_release);
+}
+
+std::string temporary_name(const std::string& target) { return target + ".tmp-" + std::to_string(::getpid()); }
+
+// /dev/stdout, /dev/fd/N and /proc/self/fd/N are written where they point now, without
+// following their links (a shell's redirection must keep receiving the output).
+bool is_process_stream_name(const std::string& path) {
+  return path.starts_with("/dev/") || path.starts_with("/proc/");
+}
+
+// (device, inode) of an existing file, else its absolute path with links resolved.
+struct Identity {
+  bool exists = false;
+  dev_t device = 0;
+  ino_t inode = 0;
+  std::string path;
+  bool operator==(const Identity& o) const {
+    return exists == o.exists && (exists ? device == o.device && inode == o.inode : path == o.path);
+  }
+};
+
+std::optional<Identity> identity(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0) {
+    if (S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode)) return std::nullopt;  // streams
+    return Identity{true, info.st_dev, info.st_ino, ""};
+  }
+  std::error_code error;
+  const fs::path resolved = fs::weakly_canonical(fs::absolute(write_target(path), error), error);
+  return Identity{false, 0, 0, error ? fs::absolute(path).lexically_normal().string() : resolved.string()};
+}
+
 }  // namespace
 
+RemoveOnSignal::RemoveOnSignal(const std::string& path, bool directory) : slot_(register_path(path, directory)) {}
+RemoveOnSignal::~RemoveOnSignal() { unregister_path(slot_); }
+
+std::string write_target(const std::string& path) {
+  if (is_process_stream_name(path)) return path;
+  fs::path target(path);
+  for (int hop = 0; hop < 40; ++hop) {
+    std::error_code error;
+    if (!fs::is_symlink(target, error)) return target.string();
+    const fs::path link = fs::read_symlink(target, error);
+    if (error) return target.string();
+    target = link.is_absolute() ? link : (target.parent_path() / link).lexically_normal();
+  }
+  throw Error(path + ": too many levels of symbolic links");
+}
+
+bool is_stream_target(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return false;
+  return S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode);
+}
+
 void check_writable(const std::string& path) {
-  const std::string probe = temporary_name(path);
+  if (is_stream_target(path)) return;  // opened when written (a FIFO's open would wait for a reader)
+  const std::string target = write_target(path);
+  std::error_code ignored;
+  if (fs::is_directory(target, ignored)) throw Error(path + ": is a directory, expected a file name");
+  const std::string probe = temporary_name(target);
+  const RemoveOnSignal remove(probe);
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (fd < 0) throw Error(path + ": cannot write here: " + std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
-  if (std::filesystem::is_directory(path)) throw Error(path + ": is a directory, expected a file name");
 }
 
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write) {
+  if (is_stream_target(path) || (is_process_stream_name(path) && fs::exists(path))) {
+    write(path);
+    return;
+  }
   check_writable(path);
-  const std::string temporary = temporary_name(path);
+  const std::string target = write_target(path);
+  const std::string temporary = temporary_name(target);
+  const RemoveOnSignal remove(temporary);
   try {
     write(temporary);
   } catch (...) {
     std::remove(temporary.c_str());
     throw;
   }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+  if (std::rename(temporary.c_str(), target.c_str()) != 0) {
     const std::string reason = std::strerror(errno);
     std::remove(temporary.c_str());
     throw Error(path + ": cannot rename the finished output into place: " + reason);
+  }
+}
+
+void check_distinct_files(const std::vector<NamedFile>& inputs, const std::vector<NamedFile>& outputs) {
+  std::vector<std::pair<Identity, const NamedFile*>> inputs_seen, outputs_seen;
+  for (const NamedFile& f : inputs)
+    if (!f.path.empty())
+      if (const auto id = identity(f.path)) inputs_seen.emplace_back(*id, &f);
+  for (const NamedFile& f : outputs) {
+    if (f.path.empty()) continue;
+    const auto id = identity(f.path);
+    if (!id) continue;  // a stream
+    for (const auto& [other, input] : inputs_seen)
+      if (other == *id)
+        throw Error(fmt::format("{} {} is the input {} ({}): nbkit never writes over its inputs; choose another name",
+                                f.option, f.path, input->path, input->option));
+    for (const auto& [other, output] : outputs_seen)
+      if (other == *id)
+        throw Error(fmt::format("{} {} and {} {} name the same file: give each output its own name", output->option,
+                                output->path, f.option, f.path));
+    outputs_seen.emplace_back(*id, &f);
   }
 }
 

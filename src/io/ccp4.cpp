@@ -53,9 +53,24 @@ MapFormat guess_map_format(const std::string& path) {
   throw Error(path + ": unknown map format: expected a name ending in .dx, .mrc, .map or .ccp4");
 }
 
-void write_map(const std::string& path, const Map& map, const std::vector<std::string>& comments) {
-  if (guess_map_format(path) == MapFormat::ccp4) write_ccp4(path, map);
-  else write_dx(path, map, comments);
+void write_map(const std::string& path, const Map& map, const std::vector<std::string>& comments,
+               const std::function<void(double)>& progress) {
+  if (guess_map_format(path) == MapFormat::ccp4) {
+    write_ccp4(path, map);
+    if (progress) progress(1.0);
+  } else {
+    write_dx(path, map, comments, progress);
+  }
+}
+
+std::uint64_t map_file_bytes(const std::string& path, const Lattice& lattice) {
+  if (guess_map_format(path) == MapFormat::ccp4) return 1024 + 4 * static_cast<std::uint64_t>(lattice.size());
+  return dx_file_bytes(lattice);
+}
+
+std::uint64_t map_write_memory_bytes(const std::string& path, const Lattice& lattice) {
+  if (guess_map_format(path) == MapFormat::ccp4) return 4 * static_cast<std::uint64_t>(lattice.size());
+  return 64 * (15 * (3u << 16));  // up to 64 chunks of formatted text
 }
 
 }  // namespace nbkit::io

@@ -12,9 +12,16 @@
 
 #include <fmt/format.h>
 
-#include <bit>
-#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "nbkit/core/atoms.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/atomic_file.hpp"
 
@@ -114,54 +121,126 @@ bool DcdReader::next(DcdFrame& frame) {
     read_record(axis->data(), 4 * atoms_, axis == &frame.x ? "X" : (axis == &frame.y ? "Y" : "Z"));
     if (swap_) swap_words(axis->data(), 4 * atoms_, 4);
   }
+  // Corrupt bytes read as coordinates give NaN, infinities or values like 3e34 that make
+  // every map of the frame NaN: refused here, with the frame and the atom.
+  for (const auto* axis : {&frame.x, &frame.y, &frame.z})
+    for (std::size_t i = 0; i < axis->size(); ++i) {
+      const float v = (*axis)[i];
+      if (!(std::fabs(v) <= kMaxCoordinate))  // core/atoms.hpp: 0.1 mm
+        throw Error(fmt::format("{}: frame {}: atom {}: {} = {} is no coordinate (finite, within {:g} A expected): "
+                                "a corrupt frame?",
+                                path_, read_ + 1, i + 1, axis == &frame.x ? "x" : (axis == &frame.y ? "y" : "z"), v,
+                                kMaxCoordinate));
+    }
   ++read_;
   return true;
 }
 
+namespace {
+
+constexpr std::int64_t kHeaderBytes = 4 + 84 + 4 + 4 + 84 + 4 + 4 + 4 + 4;  // CORD, titles, atom count
+constexpr std::int64_t kFrameCountOffset = 8;  // control word 0 (NSET) after the marker and "CORD"
+constexpr std::int64_t kLastStepOffset = 8 + 12;  // control word 3 (NSTEP)
+
+void append_record(std::vector<char>& out, const void* data, std::int32_t bytes) {
+  const char* marker = reinterpret_cast<const char*>(&bytes);
+  out.insert(out.end(), marker, marker + 4);
+  out.insert(out.end(), static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+  out.insert(out.end(), marker, marker + 4);
+}
+
+}  // namespace
+
+std::uint64_t dcd_file_bytes(std::int64_t atoms, std::int64_t frames, bool with_cell) {
+  const std::uint64_t frame = (with_cell ? 56 : 0) + 3 * (4 * static_cast<std::uint64_t>(atoms) + 8);
+  return static_cast<std::uint64_t>(kHeaderBytes) + static_cast<std::uint64_t>(frames) * frame;
+}
+
+DcdWriter::DcdWriter(const std::string& path, std::int64_t atoms, double timestep, bool with_cell)
+    : path_(path), atoms_(atoms), with_cell_(with_cell) {
+  static_assert(std::endian::native == std::endian::little, "DcdWriter writes little-endian files from a little-endian host");
+  if (atoms < 1 || atoms > std::numeric_limits<std::int32_t>::max() / 4)
+    throw Error(fmt::format("{}: {} atoms do not fit a DCD file (1 to {} atoms)", path, atoms,
+                            std::numeric_limits<std::int32_t>::max() / 4));
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error(path + ": cannot write: " + std::strerror(errno));
+  std::vector<char> header;
+  char cord[84] = {};
+  std::memcpy(cord, "CORD", 4);
+  std::int32_t control[20] = {};
+  control[1] = 0;  // first step
+  control[2] = 1;  // steps between frames
+  const float dt32 = static_cast<float>(timestep);
+  std::memcpy(&control[9], &dt32, 4);
+  control[10] = with_cell ? 1 : 0;
+  control[19] = 24;  // CHARMM version 24: the CHARMM flavour
+  std::memcpy(cord + 4, control, 80);
+  append_record(header, cord, 84);
+  char titles[4 + 80] = {};
+  const std::int32_t count = 1;
+  std::memcpy(titles, &count, 4);
+  std::snprintf(titles + 4, 80, "%-79s", "REMARKS written by nbkit");
+  append_record(header, titles, 84);
+  const std::int32_t n = static_cast<std::int32_t>(atoms);
+  append_record(header, &n, 4);
+  if (::write(fd_, header.data(), header.size()) != static_cast<ssize_t>(header.size())) {
+    const std::string reason = std::strerror(errno);
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(path + ": write failed: " + reason);
+  }
+}
+
+DcdWriter::~DcdWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void DcdWriter::append(const DcdFrame& frame) {
+  if (fd_ < 0) throw Error(path_ + ": the trajectory is closed");
+  const std::size_t n = static_cast<std::size_t>(atoms_);
+  if (frame.x.size() != n || frame.y.size() != n || frame.z.size() != n)
+    throw Error(fmt::format("{}: a frame of {} atoms in a trajectory of {}", path_, frame.x.size(), atoms_));
+  if (with_cell_ && !frame.cell) throw Error(path_ + ": a frame without its unit cell in a trajectory with cells");
+  // (a frame's cell is left out of a trajectory without cells)
+  buffer_.clear();
+  if (with_cell_) append_record(buffer_, frame.cell->data(), 48);
+  for (const auto* axis : {&frame.x, &frame.y, &frame.z})
+    append_record(buffer_, axis->data(), static_cast<std::int32_t>(4 * n));
+  // The whole frame in one write (a regular file's write is not split by signals), then the
+  // count: a reader never sees a count beyond the frames present.
+  std::size_t written = 0;
+  while (written < buffer_.size()) {
+    const ssize_t w = ::write(fd_, buffer_.data() + written, buffer_.size() - written);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw Error(fmt::format("{}: write failed after {} frames: {}", path_, frames_, std::strerror(errno)));
+    written += static_cast<std::size_t>(w);
+  }
+  ++frames_;
+  const std::int32_t count = static_cast<std::int32_t>(frames_);
+  if (::pwrite(fd_, &count, 4, kFrameCountOffset) != 4 || ::pwrite(fd_, &count, 4, kLastStepOffset) != 4)
+    throw Error(fmt::format("{}: updating the frame count failed: {}", path_, std::strerror(errno)));
+}
+
+void DcdWriter::close() {
+  if (fd_ < 0) return;
+  const int fd = fd_;
+  fd_ = -1;
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+    const std::string reason = std::strerror(errno);
+    ::close(fd);
+    throw Error(path_ + ": write failed: " + reason);
+  }
+  if (::close(fd) != 0) throw Error(path_ + ": write failed: " + std::strerror(errno));
+}
+
 void write_dcd(const std::string& path, const std::vector<DcdFrame>& frames, double timestep) {
   if (frames.empty()) throw Error(path + ": no frames to write");
-  const std::size_t natoms = frames[0].x.size();
   bool cell = true;
-  for (const DcdFrame& f : frames) {
-    if (f.x.size() != natoms || f.y.size() != natoms || f.z.size() != natoms)
-      throw Error(path + ": frames with different atom counts");
-    cell = cell && f.cell.has_value();
-  }
+  for (const DcdFrame& f : frames) cell = cell && f.cell.has_value();
   write_atomically(path, [&](const std::string& temporary) {
-    std::ofstream out(temporary, std::ios::binary);
-    auto record = [&](const void* data, std::int32_t bytes) {
-      out.write(reinterpret_cast<const char*>(&bytes), 4);
-      out.write(static_cast<const char*>(data), bytes);
-      out.write(reinterpret_cast<const char*>(&bytes), 4);
-    };
-    static_assert(std::endian::native == std::endian::little, "write_dcd writes little-endian files from a little-endian host");
-    char header[84] = {};
-    std::memcpy(header, "CORD", 4);
-    std::int32_t control[20] = {};
-    control[0] = static_cast<std::int32_t>(frames.size());
-    control[1] = 0;
-    control[2] = 1;
-    control[3] = static_cast<std::int32_t>(frames.size());
-    const float dt32 = static_cast<float>(timestep);
-    std::memcpy(&control[9], &dt32, 4);
-    control[10] = cell ? 1 : 0;
-    control[19] = 24;  // CHARMM version 24: the CHARMM flavour
-    std::memcpy(header + 4, control, 80);
-    record(header, 84);
-    char titles[4 + 80] = {};
-    const std::int32_t count = 1;
-    std::memcpy(titles, &count, 4);
-    std::snprintf(titles + 4, 80, "%-79s", "REMARKS written by nbkit");
-    record(titles, 84);
-    const std::int32_t n = static_cast<std::int32_t>(natoms);
-    record(&n, 4);
-    for (const DcdFrame& f : frames) {
-      if (cell) record(f.cell->data(), 48);
-      record(f.x.data(), static_cast<std::int32_t>(4 * natoms));
-      record(f.y.data(), static_cast<std::int32_t>(4 * natoms));
-      record(f.z.data(), static_cast<std::int32_t>(4 * natoms));
-    }
-    if (!out) throw Error(path + ": write failed (disk full?)");
+    DcdWriter writer(temporary, static_cast<std::int64_t>(frames[0].x.size()), timestep, cell);
+    for (const DcdFrame& f : frames) writer.append(f);
+    writer.close();
   });
 }
 

@@ -1,8 +1,12 @@
 // OpenDX scalar fields, as APBS writes them (APBS, src/mg/vgrid.c Vgrid_writeDX).
 #include <fmt/format.h>
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 
 #include "io/text.hpp"
@@ -13,44 +17,72 @@
 
 namespace nbkit::io {
 
-void write_dx(const std::string& path, const Map& map, const std::vector<std::string>& comments) {
+std::uint64_t dx_file_bytes(const Lattice& lattice) {
+  // "-1.2345678e+00" and a separator per value, ~1 KiB of header and comments.
+  return 15 * static_cast<std::uint64_t>(lattice.size()) + 1024;
+}
+
+void write_dx(const std::string& path, const Map& map, const std::vector<std::string>& comments,
+              const std::function<void(double)>& progress) {
   const Lattice& lattice = map.lattice;
   if (static_cast<std::int64_t>(map.values.size()) != lattice.size())
     throw Error("write_dx: map holds a different number of values than its lattice");
   write_atomically(path, [&](const std::string& temporary) {
     std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(temporary.c_str(), "wb"), &std::fclose);
     if (!file) throw Error(path + ": cannot open for writing");
-    fmt::memory_buffer out;
-    for (const auto& comment : comments) fmt::format_to(std::back_inserter(out), "# {}\n", comment);
+    auto put = [&](const fmt::memory_buffer& out) {
+      if (std::fwrite(out.data(), 1, out.size(), file.get()) != out.size())
+        throw Error(path + ": write failed (disk full?)");
+    };
+    fmt::memory_buffer header;
+    for (const auto& comment : comments) fmt::format_to(std::back_inserter(header), "# {}\n", comment);
     const auto& n = lattice.dims;
     const auto& o = lattice.origin;
     const double h = lattice.spacing;
-    fmt::format_to(std::back_inserter(out),
+    // Positions with the shortest digits that read back as the same doubles: a client placing
+    // values at origin + i * delta then sees the lattice nbkit computed on (APBS's %12.6e
+    // would cost 1e-5 relative error at 20 A from the origin).
+    fmt::format_to(std::back_inserter(header),
                    "object 1 class gridpositions counts {} {} {}\n"
-                   "origin {:.6e} {:.6e} {:.6e}\n"
-                   "delta {:.6e} 0.000000e+00 0.000000e+00\n"
-                   "delta 0.000000e+00 {:.6e} 0.000000e+00\n"
-                   "delta 0.000000e+00 0.000000e+00 {:.6e}\n"
+                   "origin {} {} {}\n"
+                   "delta {} 0 0\n"
+                   "delta 0 {} 0\n"
+                   "delta 0 0 {}\n"
                    "object 2 class gridconnections counts {} {} {}\n"
                    "object 3 class array type double rank 0 items {} data follows\n",
                    n[0], n[1], n[2], o.x, o.y, o.z, h, h, h, n[0], n[1], n[2], lattice.size());
-    const std::size_t count = map.values.size();
-    for (std::size_t i = 0; i < count; ++i) {
-      fmt::format_to(std::back_inserter(out), "{:.7e}", map.values[i]);
-      out.push_back((i % 3 == 2 || i + 1 == count) ? '\n' : ' ');
-      if (out.size() > (1u << 20)) {
-        if (std::fwrite(out.data(), 1, out.size(), file.get()) != out.size()) throw Error(path + ": write failed");
+    put(header);
+    // Values three to a line, formatted in parallel in chunks of whole lines and written in
+    // order (formatting, not the disk, limits a large DX: 2e8 values took 25 s on one core).
+    const std::int64_t count = static_cast<std::int64_t>(map.values.size());
+    constexpr std::int64_t kChunk = 3 << 16;
+    const std::int64_t chunks = (count + kChunk - 1) / kChunk;
+    const int team = std::max(1, std::min(omp_get_max_threads(), 64));
+    std::vector<fmt::memory_buffer> buffers(static_cast<std::size_t>(team));
+    for (std::int64_t first = 0; first < chunks; first += team) {
+      const std::int64_t batch = std::min<std::int64_t>(team, chunks - first);
+#pragma omp parallel for num_threads(team) schedule(static, 1) if (batch > 1)
+      for (std::int64_t c = 0; c < batch; ++c) {
+        fmt::memory_buffer& out = buffers[static_cast<std::size_t>(c)];
         out.clear();
+        const std::int64_t begin = (first + c) * kChunk, end = std::min(count, begin + kChunk);
+        for (std::int64_t i = begin; i < end; ++i) {
+          fmt::format_to(std::back_inserter(out), "{:.7e}", map.values[static_cast<std::size_t>(i)]);
+          out.push_back((i % 3 == 2 || i + 1 == count) ? '\n' : ' ');
+        }
       }
+      for (std::int64_t c = 0; c < batch; ++c) put(buffers[static_cast<std::size_t>(c)]);
+      if (progress) progress(static_cast<double>(first + batch) / static_cast<double>(chunks));
     }
-    fmt::format_to(std::back_inserter(out),
+    fmt::memory_buffer footer;
+    fmt::format_to(std::back_inserter(footer),
                    "attribute \"dep\" string \"positions\"\n"
                    "object \"regular positions regular connections\" class field\n"
                    "component \"positions\" value 1\n"
                    "component \"connections\" value 2\n"
                    "component \"data\" value 3\n");
-    if (std::fwrite(out.data(), 1, out.size(), file.get()) != out.size() || std::fflush(file.get()) != 0)
-      throw Error(path + ": write failed (disk full?)");
+    put(footer);
+    if (std::fflush(file.get()) != 0) throw Error(path + ": write failed (disk full?)");
   });
 }
 

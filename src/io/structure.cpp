@@ -107,6 +107,8 @@ Atoms charges_from_pdb2pqr(const std::string& path, const gemmi::Structure& stru
   if (!::mkdtemp(pattern)) throw Error("cannot create a temporary directory for pdb2pqr");
   const fs::path work(pattern);
   const fs::path input = work / "input.pdb", output = work / "output.pqr", log = work / "pdb2pqr.log";
+  const RemoveOnSignal remove_work(work.string(), true), remove_input(input.string()), remove_output(output.string()),
+      remove_log(log.string());
   try {
     {
       std::ofstream pdb(input);

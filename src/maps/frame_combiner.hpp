@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "maps/direct/direct.hpp"
@@ -20,6 +21,12 @@ namespace nbkit::maps {
 // on the host: it throws); the backend must resolve to cuda.
 void compute_map_on_devices(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
                             DeviceSlabSink* sink, MapStats* stats);
+
+// Throws nbkit::Error naming the first non-finite value of `count` values that start at row
+// `row_begin` of `lattice` (its point and coordinates) and how many more there are: no NaN or
+// infinity leaves the library as a map. `what`: "direct map (single)".
+void check_finite_map(const Lattice& lattice, std::int64_t row_begin, const double* values, std::size_t count,
+                      const std::string& what);
 
 // combine_frame_maps (trajectory.hpp), the frames combined on the host even on a GPU when
 // on_device_if_gpu is false (tests and benchmarks compare the two).

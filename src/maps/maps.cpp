@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "maps/direct/direct.hpp"
+#include "maps/frame_combiner.hpp"
 #include "maps/ion_map.hpp"
 #include "maps/msm/msm.hpp"
 #include "nbkit/core/error.hpp"
@@ -79,24 +80,6 @@ std::uint64_t map_memory_bytes(const Lattice& lattice) {
 
 namespace {
 
-void validate_atoms(const Atoms& atoms) {
-  if (atoms.empty()) throw Error("no atoms to compute a map from");
-  for (std::size_t i = 0; i < atoms.size(); ++i) {
-    if (!std::isfinite(atoms.x[i]) || !std::isfinite(atoms.y[i]) || !std::isfinite(atoms.z[i]) ||
-        !std::isfinite(atoms.charge[i]) || !std::isfinite(atoms.radius[i]))
-      throw Error(fmt::format("atom {} has a coordinate, charge or radius that is not a finite number", i + 1));
-  }
-}
-
-// --backend auto: the GPUs when one is usable, else the CPU with a notice saying why.
-Backend resolve_backend(Backend requested, std::string* notice) {
-  if (requested != Backend::automatic) return requested;
-  std::string why;
-  if (!list_gpus(&why).empty()) return Backend::cuda;
-  if (build_info().cuda_compiled) *notice = why + "; running on the CPU";
-  return Backend::cpu;
-}
-
 maps::CutoffMapLaw cutoff_law_for(Smoothing smoothing, double cutoff) {
   switch (smoothing) {
     case Smoothing::none: return maps::CutoffLaw<Smoothing::none>{cutoff};
@@ -145,18 +128,49 @@ std::string cpu_detail(const char* what, bool double_precision, int threads) {
 
 }  // namespace
 
+namespace maps {
+
+void check_finite_map(const Lattice& lattice, std::int64_t row_begin, const double* values, std::size_t count,
+                      const std::string& what) {
+  for (std::size_t p = 0; p < count; ++p) {
+    if (std::isfinite(values[p])) continue;
+    const std::int64_t row = row_begin + static_cast<std::int64_t>(p) / lattice.dims[2];
+    const std::int64_t i = row / lattice.dims[1], j = row % lattice.dims[1],
+                       k = static_cast<std::int64_t>(p) % lattice.dims[2];
+    std::size_t bad = 0;
+    for (std::size_t q = p; q < count; ++q) bad += !std::isfinite(values[q]);
+    throw Error(fmt::format("the {} is {} at lattice point ({}, {}, {}) ({:.4g}, {:.4g}, {:.4g} A){}: the sums "
+                            "overflowed; nothing was written",
+                            what, values[p], i, j, k, lattice.origin.x + lattice.spacing * static_cast<double>(i),
+                            lattice.origin.y + lattice.spacing * static_cast<double>(j),
+                            lattice.origin.z + lattice.spacing * static_cast<double>(k),
+                            bad > 1 ? fmt::format(" and {} more points", bad - 1) : ""));
+  }
+}
+
+}  // namespace maps
+
 namespace {
+
+void check_finite_rows(const Lattice& lattice, std::int64_t row_begin, std::int64_t row_end, const double* out,
+                       const MapOptions& options) {
+  maps::check_finite_map(lattice, row_begin, out,
+                         static_cast<std::size_t>((row_end - row_begin) * lattice.dims[2]),
+                         fmt::format("{} map ({})", to_string(options.method), to_string(options.precision)));
+}
 
 // compute_map_rows, or with a device sink the GPU slabs going there (frame_combiner.hpp).
 void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, std::int64_t row_begin,
               std::int64_t row_end, double* out, maps::DeviceSlabSink* device_sink, MapStats* stats) {
   validate(lattice);
+  if (atoms.empty()) throw Error("no atoms to compute a map from");
   validate_atoms(atoms);
   if (row_begin < 0 || row_end > lattice.rows() || row_begin > row_end)
     throw Error(fmt::format("rows [{}, {}) are outside the lattice's {} rows", row_begin, row_end, lattice.rows()));
-  if (options.threads < 0) throw Error("thread count must be zero (all) or positive");
-  std::string notice;
+  std::string notice, threads_notice;
+  const int threads = resolve_threads(options.threads, &threads_notice);
   Backend backend = resolve_backend(options.backend, &notice);
+  if (!threads_notice.empty()) notice += (notice.empty() ? "" : "; ") + threads_notice;
   if (options.method == MapMethod::cutoff || options.method == MapMethod::msm) {
     if (!(options.cutoff > 0) || !std::isfinite(options.cutoff))
       throw Error(fmt::format("cutoff must be a positive number of Angstrom, got {}", options.cutoff));
@@ -189,7 +203,6 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
   if (device_sink && (backend != Backend::cuda || options.method == MapMethod::msm))
     throw Error("internal: only GPU maps of the direct, mdh and cutoff methods stay on the device");
 
-  const int threads = options.threads > 0 ? options.threads : hardware_threads();
   const auto start = std::chrono::steady_clock::now();
   std::string detail;
   double kernel_seconds = 0;
@@ -260,6 +273,7 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
     detail = cpu_detail("", double_precision, threads);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (out) check_finite_rows(lattice, row_begin, row_end, out, options);
   if (options.progress) options.progress(1.0);
   if (stats) {
     stats->backend = backend;

@@ -88,6 +88,7 @@ Map combine_frame_maps(Atoms atoms, const Lattice& lattice, const MapOptions& op
   if (on_device) combiner->download(result.values, m2);
   if (combine == Combine::stdev)
     for (std::size_t p = 0; p < points; ++p) result.values[p] = std::sqrt(m2[p] / frames);
+  check_finite_map(lattice, 0, result.values.data(), points, "combined map (" + to_string(combine) + ")");
   if (stats) {
     stats->frames = frames;
     stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -168,7 +168,7 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
   const PairEvaluator pair_law(s, f);
   const bool coulomb = pair_law.coulomb;
   const double length[3] = {s.box.length(0), s.box.length(1), s.box.length(2)};
-  const int team = threads > 0 ? threads : hardware_threads();
+  const int team = resolve_threads(threads);
   // The atoms gathered in the list's cell order (positions, types, charges), so that a row's
   // neighbours lie close in memory; forces scattered back to atom order at the end.
   const std::vector<std::int64_t>& order = list.order_;
@@ -296,7 +296,7 @@ void verlet_step(System& s, Forces& forces, const ForceField& field, NeighborLis
   const std::int64_t n = static_cast<std::int64_t>(s.size());
   const double half = 0.5 * dt * u.force_to_acceleration;
   // Atom by atom, so threads change nothing in the numbers.
-#pragma omp parallel for num_threads(threads > 0 ? threads : hardware_threads()) if (n > 65536)
+#pragma omp parallel for num_threads(resolve_threads(threads)) if (n > 65536)
   for (std::int64_t i = 0; i < n; ++i) {
     const double scale = half / s.type_mass[s.type[i]];
     s.vx[i] += scale * forces.fx[i], s.vy[i] += scale * forces.fy[i], s.vz[i] += scale * forces.fz[i];
@@ -308,7 +308,7 @@ void verlet_step(System& s, Forces& forces, const ForceField& field, NeighborLis
   }
   forces_cpu(s, field, list, forces, threads);
   if (thermostat) thermostat->apply(s, forces, dt);
-#pragma omp parallel for num_threads(threads > 0 ? threads : hardware_threads()) if (n > 65536)
+#pragma omp parallel for num_threads(resolve_threads(threads)) if (n > 65536)
   for (std::int64_t i = 0; i < n; ++i) {
     const double scale = half / s.type_mass[s.type[i]];
     s.vx[i] += scale * forces.fx[i], s.vy[i] += scale * forces.fy[i], s.vz[i] += scale * forces.fz[i];

@@ -38,14 +38,12 @@ struct ForceEngine::Impl {
 ForceEngine::ForceEngine(const ForceOptions& options) : impl_(std::make_unique<Impl>()) {
   if (!(options.softening > 0) || !std::isfinite(options.softening))
     throw Error(fmt::format("softening must be a positive length (N-body units), got {}", options.softening));
-  if (options.threads < 0) throw Error("thread count must be zero (all) or positive");
   impl_->options = options;
+  std::string threads_notice;
+  impl_->options.threads = resolve_threads(options.threads, &threads_notice);
   Backend& backend = impl_->options.backend;
-  if (backend == Backend::automatic) {
-    std::string why;
-    backend = list_gpus(&why).empty() ? Backend::cpu : Backend::cuda;
-    if (backend == Backend::cpu && build_info().cuda_compiled) impl_->notice = why + "; running on the CPU";
-  }
+  backend = resolve_backend(backend, &impl_->notice);
+  if (!threads_notice.empty()) impl_->notice += (impl_->notice.empty() ? "" : "; ") + threads_notice;
   if (backend != Backend::cuda && !options.gpus.empty())
     throw Error("--gpus picks GPUs for --backend cuda; this run is on the " + to_string(backend));
   if (backend == Backend::cuda)
@@ -62,8 +60,7 @@ void ForceEngine::compute(const Bodies& bodies, Accelerations& out, bool with_po
     case Backend::reference: accelerations_reference(bodies, o.softening, out); break;
     case Backend::automatic:
     case Backend::cpu:
-      accelerations_cpu(bodies, o.softening, o.precision == Precision::double_,
-                        o.threads > 0 ? o.threads : hardware_threads(), out);
+      accelerations_cpu(bodies, o.softening, o.precision == Precision::double_, o.threads, out);
       break;
     case Backend::cuda: impl_->gpu->compute(bodies, out, with_potential); return;
   }

@@ -9,6 +9,16 @@
 
 namespace nbkit {
 
+// No molecular structure or trajectory reaches 0.1 mm from its origin; a unit mix-up or
+// corrupt bytes do (1e20, 3.4e34), and then every float32 sum turns to inf or NaN. Readers and
+// maps refuse coordinates beyond this (Angstrom).
+constexpr double kMaxCoordinate = 1e6;
+
+// Throws nbkit::Error naming the atom (1-based) when a position, charge or radius is not
+// finite, a coordinate lies beyond kMaxCoordinate, or a radius is negative.
+struct Atoms;
+void validate_atoms(const Atoms& atoms);
+
 struct Atoms {
   std::vector<double> x, y, z, charge, radius;
 

@@ -38,6 +38,17 @@ BuildInfo build_info();
 std::string simd_target();           // the SIMD instruction set chosen at run time, e.g. "AVX3"
 std::vector<std::string> simd_targets_compiled();
 int hardware_threads();
+
+// --backend auto: the GPUs when one is usable, else the CPU, with `notice` (when given) saying
+// why no GPU is used in a build that has CUDA. Other requests come back unchanged.
+Backend resolve_backend(Backend requested, std::string* notice = nullptr);
+
+// The CPU thread count a run uses, decided once for every command: 0 means all hardware
+// threads; a negative count is an error; a count far beyond the machine (more than 4 threads
+// per hardware thread and more than 64, where OpenMP fails to start its team or crashes) is
+// cut to the hardware threads, and `notice` says so. Oversubscription within that limit is
+// honoured (tests check results per thread count).
+int resolve_threads(int requested, std::string* notice = nullptr);
 // GPUs usable now; empty when the build has no CUDA. `why_none` says why (no driver, no
 // device, CPU-only build) when the list is empty.
 std::vector<GpuInfo> list_gpus(std::string* why_none = nullptr);

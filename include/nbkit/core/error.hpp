@@ -33,4 +33,10 @@ class MemoryError : public Error {
   using Error::Error;
 };
 
+// Outputs larger than the free space of their file system; thrown before writing.
+class DiskError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace nbkit

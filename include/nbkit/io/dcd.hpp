@@ -38,6 +38,32 @@ class DcdReader {
   double timestep_ = 0;
 };
 
+// Writes a trajectory frame by frame as a run makes it, so a crash or Ctrl-C keeps every
+// frame written so far: the header first (0 frames), then each frame in one write(2) and the
+// header's frame count updated after it (as VMD's dcdplugin does), so the file is a valid DCD
+// at every moment. The CHARMM flavour, little-endian, with the unit-cell block when
+// `with_cell`. Writes the file in place (a stream, not a rename: see io/atomic_file.hpp).
+class DcdWriter {
+ public:
+  DcdWriter(const std::string& path, std::int64_t atoms, double timestep, bool with_cell);
+  ~DcdWriter();
+  DcdWriter(const DcdWriter&) = delete;
+  DcdWriter& operator=(const DcdWriter&) = delete;
+  void append(const DcdFrame& frame);  // throws nbkit::Error naming the file (disk full, wrong atom count)
+  std::int64_t frames() const { return frames_; }
+  void close();  // flushes to the disk; the destructor closes too (without throwing)
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::int64_t atoms_ = 0, frames_ = 0;
+  bool with_cell_ = false;
+  std::vector<char> buffer_;
+};
+
+// Bytes of a DCD of `frames` frames of `atoms` atoms (for the disk check before a run).
+std::uint64_t dcd_file_bytes(std::int64_t atoms, std::int64_t frames, bool with_cell);
+
 // Writes frames in the CHARMM flavour (little-endian, with the unit-cell block when every
 // frame has a cell), atomically.
 void write_dcd(const std::string& path, const std::vector<DcdFrame>& frames, double timestep = 1.0);
