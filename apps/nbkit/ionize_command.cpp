@@ -1,14 +1,16 @@
 // nbkit ionize: place counter-ions and salt around a structure from its potential map.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
+#include <set>
 
 #include "command.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/progress.hpp"
+#include "nbkit/core/resources.hpp"
 #include "nbkit/io/atomic_file.hpp"
 #include "nbkit/io/png.hpp"
 #include "nbkit/io/structure.hpp"
@@ -21,45 +23,51 @@ namespace {
 
 struct IonizeArguments {
   std::string input, output, pdb, png, method = "direct", backend = "auto", cation = "Na+", anion = "Cl-", gpus = "all";
-  int cations = -1, anions = -1;
+  std::string precision = "single";
+  int cations = -1, anions = -1, threads = 0;
   bool neutralize = false;
   double ionic_strength = 0;
   double spacing = 1.0, padding = 12.0, min_distance_solute = 5.0, min_distance_ion = 5.0;
   double dielectric = 78.54, cutoff = 12.0;
   bool quiet = false;
+  std::set<std::string> given;
 };
 
-// The input's records (a PQR file) without its END, then the ions, then END.
-std::string pqr_with_ions(const std::string& input, const IonizeResult& result) {
-  std::ifstream in(input);
-  if (!in) throw Error(input + ": cannot open");
-  std::ostringstream out;
-  std::string line;
-  int serial = 0;
-  while (std::getline(in, line)) {
-    if (line.rfind("END", 0) == 0 && line.rfind("ENDMDL", 0) != 0) continue;
-    out << line << "\n";
-    if (line.rfind("ATOM", 0) == 0 || line.rfind("HETATM", 0) == 0) ++serial;
-  }
-  out << "REMARK   nbkit ionize: " << result.ions.size() << " ions placed at the lowest q V on the lattice\n";
-  int residue = 0;
-  for (const PlacedIon& ion : result.ions) {
-    out << fmt::format("HETATM{:5d} {:<4s} {:<3s} {:5d}    {:8.3f}{:8.3f}{:8.3f} {:7.4f} {:6.4f}\n", ++serial % 100000,
-                       ion.species.residue, ion.species.residue, ++residue % 10000, ion.position.x, ion.position.y,
-                       ion.position.z, ion.species.charge, ion.species.radius);
-  }
-  out << "END\n";
-  return out.str();
+bool has_extension(const std::string& path, std::initializer_list<const char*> extensions) {
+  std::string name = path;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* e : extensions)
+    if (name.ends_with(e)) return true;
+  return false;
 }
 
-int run_ionize(const IonizeArguments& args) {
+// The output files' names, formats and distinctness, before the map is computed.
+std::string check_outputs(const IonizeArguments& args) {
   if (io::guess_structure_format(args.input) != io::StructureFormat::pqr)
     throw Error(args.input + ": ionize reads PQR files (make one with pdb2pqr, or with 'nbkit map --charges')");
-  const Atoms structure = io::read_atoms(args.input);
-  const Lattice lattice = lattice_around(structure, args.spacing, args.padding);
+  std::string stem = std::filesystem::path(args.input).stem().string();
+  if (stem.ends_with(".pqr")) stem.resize(stem.size() - 4);  // x.pqr.gz
+  const std::string output = args.output.empty() ? stem + "-ions.pqr" : args.output;
+  if (!has_extension(output, {".pqr"}))
+    throw Error("-o " + output + ": ionize writes a PQR file (the structure with the ions): name it .pqr");
+  if (!args.pdb.empty() && !has_extension(args.pdb, {".pdb", ".ent"}))
+    throw Error("--pdb " + args.pdb + ": writes PDB format: name it .pdb");
+  if (!args.png.empty() && !has_extension(args.png, {".png"})) throw Error("--png " + args.png + ": name it .png");
+  io::check_distinct_files({{args.input, "INPUT"}}, {{output, "-o"}, {args.pdb, "--pdb"}, {args.png, "--png"}});
+  for (const std::string& path : {output, args.pdb, args.png})
+    if (!path.empty()) io::check_writable(path);
+  return output;
+}
+
+IonizeOptions ionize_options(const IonizeArguments& args, const Atoms& structure, const Lattice& lattice) {
   IonizeOptions options;
   options.map.method = parse_map_method(args.method);
+  refuse_if_given(args.given, "--cutoff",
+                  options.map.method == MapMethod::cutoff || options.map.method == MapMethod::msm,
+                  "applies to --method cutoff or msm, not " + args.method);
   options.map.backend = parse_backend(args.backend);
+  options.map.precision = parse_precision(args.precision);
+  options.map.threads = threads_option(args.threads, args.quiet);
   options.map.dielectric = args.dielectric;
   options.map.cutoff = args.cutoff;
   options.map.gpus = parse_gpus(args.gpus);
@@ -79,29 +87,44 @@ int run_ionize(const IonizeArguments& args) {
     options.cations = std::max(args.cations, 0);
     options.anions = std::max(args.anions, 0);
   }
-  const std::string output = args.output.empty() ? std::filesystem::path(args.input).stem().string() + "-ions.pqr" : args.output;
-  io::check_writable(output);
-  if (!args.png.empty()) io::check_writable(args.png);
-  if (!args.pdb.empty()) io::check_writable(args.pdb);
+  return options;
+}
+
+int run_ionize(const IonizeArguments& args) {
+  const std::string output = check_outputs(args);
+  const Atoms structure = io::read_atoms(args.input);
+  const Lattice lattice = lattice_around(structure, args.spacing, args.padding);
+  IonizeOptions options = ionize_options(args, structure, lattice);
+  ResourcePlan plan("nbkit ionize");
+  plan.memory(2 * 8 * static_cast<std::uint64_t>(lattice.size()), "the map and the allowed points");
+  plan.check();
+  std::string backend_notice;
+  options.map.backend = resolve_backend(options.map.backend, &backend_notice);
+  notice(backend_notice, args.quiet);
 
   ProgressBar bar("ionize", !args.quiet);
   options.progress = [&bar](double fraction) { bar.update(fraction); };
   const IonizeResult result = place_ions(structure, lattice, options);
   bar.finish();
-  io::write_atomically(output, [&](const std::string& temporary) {
-    std::ofstream(temporary) << pqr_with_ions(args.input, result);
-  });
-  if (!args.pdb.empty()) {
-    std::vector<io::ExtraAtom> ions;
-    for (const PlacedIon& ion : result.ions) ions.push_back({ion.species.residue, ion.position});
-    io::write_pqr_as_pdb(args.input, ions, args.pdb);
-  }
+  std::vector<io::ExtraAtom> ions;
+  for (const PlacedIon& ion : result.ions)
+    ions.push_back({ion.species.residue, ion.position, ion.species.charge, ion.species.radius});
+  const int models = io::write_pqr_with_atoms(
+      args.input, ions, output,
+      fmt::format("nbkit ionize: {} placed at the lowest q V on the lattice",
+                  count_of(static_cast<std::int64_t>(ions.size()), "ion")));
+  if (models > 1)
+    notice(fmt::format("{} has {} models: the ions were placed around model 1, and the outputs hold model 1 only",
+                       args.input, models),
+           args.quiet);
+  if (!args.pdb.empty()) io::write_pqr_as_pdb(args.input, ions, args.pdb);
   if (!args.png.empty()) {
-    std::vector<Vec3> positions;
-    for (const PlacedIon& ion : result.ions) positions.push_back(ion.position);
+    // Cations and anions in their own colours, with a legend.
+    io::SliceMarkers cations{options.cation.name, {250, 210, 40}, {}}, anions{options.anion.name, {40, 200, 60}, {}};
+    for (const PlacedIon& ion : result.ions) (ion.species.charge > 0 ? cations : anions).positions.push_back(ion.position);
     io::SliceSpec slice;
     if (!result.ions.empty()) slice.coordinate = result.ions.front().position.z;  // through the first ion
-    io::write_slice_png(args.png, result.map, slice, positions, 3.0);
+    io::write_slice_png(args.png, result.map, slice, {cations, anions}, 3.0);
   }
   if (!args.quiet) {
     fmt::print("{:>4} {:>5} {:>9} {:>9} {:>9} {:>12} {:>12}\n", "ion", "kind", "x", "y", "z", "V (kT/e)", "qV (kT)");
@@ -110,9 +133,10 @@ int run_ionize(const IonizeArguments& args) {
       fmt::print("{:>4} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {:>12.4f} {:>12.4f}\n", n + 1, ion.species.name, ion.position.x,
                  ion.position.y, ion.position.z, ion.potential, ion.energy);
     }
-    fmt::print("nbkit ionize: {} cations and {} anions around {} atoms (net charge {:+.2f} e), {}x{}x{} lattice at {} A, "
+    fmt::print("nbkit ionize: {} and {} around {} (net charge {:+.2f} e), {}x{}x{} lattice at {} A, "
                "{:.3f} s ({:.1f} ions/s after the map), {} -> {}\n",
-               options.cations, options.anions, structure.size(), structure.net_charge(), lattice.dims[0],
+               count_of(options.cations, "cation"), count_of(options.anions, "anion"),
+               count_of(static_cast<std::int64_t>(structure.size()), "atom"), structure.net_charge(), lattice.dims[0],
                lattice.dims[1], lattice.dims[2], lattice.spacing, result.seconds,
                result.ions.empty() ? 0.0
                                    : static_cast<double>(result.ions.size()) /
@@ -148,9 +172,15 @@ Action setup_ionize(CLI::App& app) {
   app.add_option("--padding", args->padding, "lattice margin around the structure, Angstrom")->capture_default_str();
   app.add_option("--backend", args->backend, "auto, cpu, cuda or reference")->capture_default_str();
   app.add_option("--gpus", args->gpus, "GPUs for the maps: all, N or i,j")->capture_default_str();
+  app.add_option("--precision", args->precision, "the maps: single (float32 arithmetic, float64 sums) or double")
+      ->capture_default_str();
+  app.add_option("--threads", args->threads, "CPU threads (0: all)")->capture_default_str();
   app.add_option("--png", args->png, "PNG: a map slice through the first ion with the ions marked");
   app.add_flag("-q,--quiet", args->quiet, "no progress bar, no table");
-  return [args]() { return run_ionize(*args); };
+  return [args, &app]() {
+    args->given = given_options(app);
+    return run_ionize(*args);
+  };
 }
 
 }  // namespace nbkit::cli

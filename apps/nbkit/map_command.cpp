@@ -10,10 +10,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "command.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/progress.hpp"
+#include "nbkit/core/resources.hpp"
 #include "nbkit/io/atomic_file.hpp"
 #include "nbkit/io/cell.hpp"
 #include "nbkit/io/dcd.hpp"
@@ -46,6 +48,9 @@ struct MapArguments {
   bool quiet = false;
   std::string trajectory, combine = "avg";
   long long first = 0, last = -1, stride = 1;
+  bool allow_missing = false;
+  std::string save_pqr;
+  std::set<std::string> given;  // options on the command line
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -76,17 +81,98 @@ Lattice choose_lattice(const MapArguments& args, const Atoms& atoms, const std::
   return lattice_around(atoms, args.spacing, args.padding);
 }
 
+// The frames of --trajectory in [--first, --last] on --stride: a DCD streams; the models of a
+// multi-model PQR/PDB/mmCIF file are read whole.
+class TrajectoryFrames {
+ public:
+  TrajectoryFrames(const MapArguments& args, std::size_t atoms) : args_(args) {
+    if (args.first < 0 || args.stride < 1 || (args.last >= 0 && args.last < args.first))
+      throw Error("--first, --last, --stride: expected 0 <= first <= last (or last = -1 for the end) and stride >= 1");
+    std::string extension = std::filesystem::path(args.trajectory).extension().string();
+    std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::int64_t per_frame = 0;
+    if (extension == ".dcd") {
+      dcd_ = std::make_unique<io::DcdReader>(args.trajectory);
+      per_frame = dcd_->atoms();
+      total_ = dcd_->frames();
+    } else {
+      models_ = io::read_models(args.trajectory);
+      per_frame = static_cast<std::int64_t>(models_.front().size());
+      total_ = static_cast<std::int64_t>(models_.size());
+    }
+    if (per_frame != static_cast<std::int64_t>(atoms))
+      throw Error(fmt::format("{}: {} per frame, but {} has {}", args.trajectory, count_of(per_frame, "atom"),
+                              args.input, atoms));
+    if (!advance()) throw Error(fmt::format("{}: no frame at --first {}", args.trajectory, args.first));
+  }
+  // To the next frame in range; false at the end.
+  bool advance() {
+    while (next()) {
+      ++index_;
+      if (args_.last >= 0 && index_ > args_.last) return false;
+      if (index_ >= args_.first && (index_ - args_.first) % args_.stride == 0) return true;
+    }
+    return false;
+  }
+  void load(Atoms& target) const {
+    for (std::size_t n = 0; n < target.size(); ++n)
+      target.x[n] = frame_.x[n], target.y[n] = frame_.y[n], target.z[n] = frame_.z[n];
+  }
+  // Frames the combined map will hold (for the progress bar).
+  long long expected() const {
+    const long long end = args_.last >= 0 ? std::min<long long>(args_.last, total_ - 1) : total_ - 1;
+    return std::max<long long>(1, (end - args_.first) / args_.stride + 1);
+  }
+
+ private:
+  bool next() {
+    if (dcd_) return dcd_->next(frame_);
+    if (index_ + 1 >= static_cast<long long>(models_.size())) return false;
+    const Atoms& m = models_[static_cast<std::size_t>(index_ + 1)];
+    frame_.x.assign(m.x.begin(), m.x.end());
+    frame_.y.assign(m.y.begin(), m.y.end());
+    frame_.z.assign(m.z.begin(), m.z.end());
+    return true;
+  }
+  const MapArguments& args_;
+  std::unique_ptr<io::DcdReader> dcd_;
+  std::vector<Atoms> models_;
+  std::int64_t total_ = 0;
+  io::DcdFrame frame_;
+  long long index_ = -1;  // 0-based index of the frame in frame_
+};
+
 std::string default_output(const std::string& input) {
   return std::filesystem::path(input).stem().string() + ".dx";
 }
 
-int run_map(const MapArguments& args) {
-  const auto start = std::chrono::steady_clock::now();
+// Options that would change nothing in this run are refused, not ignored.
+void refuse_ignored_options(const MapArguments& args, MapMethod method) {
+  const auto& g = args.given;
+  const std::string m = to_string(method);
+  refuse_if_given(g, "--cutoff", method == MapMethod::cutoff || method == MapMethod::msm,
+                  "applies to --method cutoff or msm, not " + m);
+  for (const char* option : {"--smoothing", "--bin-size"})
+    refuse_if_given(g, option, method == MapMethod::cutoff, "applies to --method cutoff, not " + m);
+  for (const char* option : {"--msm-spacing", "--msm-interpolation", "--msm-splitting"})
+    refuse_if_given(g, option, method == MapMethod::msm, "applies to --method msm, not " + m);
+  refuse_if_given(g, "--ionic-strength", method == MapMethod::mdh, "applies to --method mdh, not " + m);
+  refuse_if_given(g, "--slice", !args.png.empty(), "chooses the slice of the --png picture: add --png FILE");
+  for (const char* option : {"--combine", "--first", "--last", "--stride"})
+    refuse_if_given(g, option, !args.trajectory.empty(), "applies to maps of a --trajectory");
+  for (const char* option : {"--allow-missing", "--save-pqr"})
+    refuse_if_given(g, option, !args.charges.empty(), "applies to PDB/mmCIF input charged with --charges");
+  refuse_if_given(g, "--gpus", args.backend == "auto" || args.backend == "cuda" || args.backend == "gpu",
+                  "picks GPUs for --backend auto or cuda, not " + args.backend);
+}
+
+MapOptions map_options(const MapArguments& args) {
   MapOptions options;
   options.method = parse_map_method(args.method);
   options.unit = units::parse_potential_unit(args.units);
   options.backend = parse_backend(args.backend);
   options.precision = parse_precision(args.precision);
+  refuse_ignored_options(args, options.method);
   // APBS's mdh is a boundary condition in water: default to water's dielectric there.
   options.dielectric = args.dielectric.value_or(options.method == MapMethod::mdh ? 78.54 : 1.0);
   options.temperature = args.temperature;
@@ -100,73 +186,54 @@ int run_map(const MapArguments& args) {
   options.msm_splitting = !args.msm_splitting.empty() ? parse_smoothing(args.msm_splitting)
                           : options.msm_interpolation == MsmInterpolation::cubic ? Smoothing::taylor2
                                                                                  : Smoothing::taylor3;
-  options.threads = args.threads;
+  options.threads = threads_option(args.threads, args.quiet);
   options.gpus = parse_gpus(args.gpus);
-  const double kappa = screening_kappa(options);  // validates dielectric, temperature, ionic strength
+  screening_kappa(options);  // validates dielectric, temperature, ionic strength
   units::potential_prefactor(options.unit, options.dielectric, options.temperature);
+  return options;
+}
 
+// Everything the run holds and writes, checked before the input is read in full: the map
+// (and the trajectory's accumulators), the writer's copy, the output file.
+void check_resources(const MapArguments& args, const Lattice& lattice, const std::string& output, bool trajectory,
+                     bool combined_on_device) {
+  const std::uint64_t points = static_cast<std::uint64_t>(lattice.size());
+  ResourcePlan plan("nbkit map");
+  plan.memory(8 * points, "the map");
+  if (trajectory && !combined_on_device) plan.memory(8 * points, "a frame's map");
+  if (trajectory && parse_combine(args.combine) == Combine::stdev) plan.memory(8 * points, "the running M2 of stdev");
+  plan.memory(io::map_write_memory_bytes(output, lattice), "the writer's buffers");
+  plan.disk(output, io::map_file_bytes(output, lattice), "the map");
+  plan.check();
+}
+
+int run_map(const MapArguments& args) {
+  const auto start = std::chrono::steady_clock::now();
+  MapOptions options = map_options(args);
+  const double kappa = screening_kappa(options);
   const std::string output = args.output.empty() ? default_output(args.input) : args.output;
   io::guess_map_format(output);
+  io::check_distinct_files({{args.input, "INPUT"}, {args.trajectory, "--trajectory"}},
+                           {{output, "-o"}, {args.png, "--png"}, {args.report, "--report"}, {args.save_pqr, "--save-pqr"}});
   // Fail before the long computation, not after it.
-  io::check_writable(output);
-  if (!args.png.empty()) io::check_writable(args.png);
-  if (!args.report.empty()) io::check_writable(args.report);
+  for (const std::string& path : {output, args.png, args.report, args.save_pqr})
+    if (!path.empty()) io::check_writable(path);
   const io::SliceSpec slice = io::parse_slice(args.slice);
-
   io::ChargeOptions charge_options;
   charge_options.force_field = args.charges;
+  charge_options.allow_missing = args.allow_missing;
+  charge_options.save_pqr = args.save_pqr;
+  std::string charges_notice;
+  charge_options.notice = &charges_notice;
   Atoms atoms = io::read_atoms(args.input, charge_options);
+  notice(charges_notice, args.quiet);
   // A trajectory: charges and radii from the input, positions from its frames; the lattice
   // is chosen from the first frame used (or given).
-  // A DCD streams; a multi-model PQR/PDB/mmCIF file is read whole (models as frames).
-  std::unique_ptr<io::DcdReader> dcd;
-  std::vector<Atoms> models;
   const bool trajectory = !args.trajectory.empty();
-  std::int64_t trajectory_frames = 0;
+  std::unique_ptr<TrajectoryFrames> frames;
   if (trajectory) {
-    if (args.first < 0 || args.stride < 1 || (args.last >= 0 && args.last < args.first))
-      throw Error("--first, --last, --stride: expected 0 <= first <= last (or last = -1 for the end) and stride >= 1");
-    std::string extension = std::filesystem::path(args.trajectory).extension().string();
-    std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
-    std::int64_t per_frame = 0;
-    if (extension == ".dcd") {
-      dcd = std::make_unique<io::DcdReader>(args.trajectory);
-      per_frame = dcd->atoms();
-      trajectory_frames = dcd->frames();
-    } else {
-      models = io::read_models(args.trajectory);
-      per_frame = static_cast<std::int64_t>(models.front().size());
-      trajectory_frames = static_cast<std::int64_t>(models.size());
-    }
-    if (per_frame != static_cast<std::int64_t>(atoms.size()))
-      throw Error(fmt::format("{}: {} atoms per frame, but {} has {}", args.trajectory, per_frame, args.input,
-                              atoms.size()));
-  }
-  io::DcdFrame frame;
-  long long frame_index = -1;  // 0-based index of the frame in `frame`
-  auto next_frame = [&]() {
-    if (dcd) return dcd->next(frame);
-    if (frame_index + 1 >= static_cast<long long>(models.size())) return false;
-    const Atoms& m = models[static_cast<std::size_t>(frame_index + 1)];
-    frame.x.assign(m.x.begin(), m.x.end());
-    frame.y.assign(m.y.begin(), m.y.end());
-    frame.z.assign(m.z.begin(), m.z.end());
-    return true;
-  };
-  auto advance = [&]() {       // to the next frame in [first, last] on the stride; false at the end
-    while (next_frame()) {
-      ++frame_index;
-      if (args.last >= 0 && frame_index > args.last) return false;
-      if (frame_index >= args.first && (frame_index - args.first) % args.stride == 0) return true;
-    }
-    return false;
-  };
-  auto load = [&](Atoms& target) {
-    for (std::size_t n = 0; n < target.size(); ++n) target.x[n] = frame.x[n], target.y[n] = frame.y[n], target.z[n] = frame.z[n];
-  };
-  if (trajectory) {
-    if (!advance()) throw Error(fmt::format("{}: no frame at --first {}", args.trajectory, args.first));
-    load(atoms);
+    frames = std::make_unique<TrajectoryFrames>(args, atoms.size());
+    frames->load(atoms);
   }
   const double read_seconds = seconds_since(start);
   if (!args.box.empty() && !args.periodic) throw Error("--box gives the periodic box: add --periodic");
@@ -180,6 +247,12 @@ int run_map(const MapArguments& args) {
                               args.input));
   }
   const Lattice lattice = choose_lattice(args, atoms, options.periodic_box);
+  // --backend auto decided now, so that its notice comes before the work (not after the bar).
+  std::string backend_notice;
+  options.backend = resolve_backend(options.backend, &backend_notice);
+  check_resources(args, lattice, output, trajectory,
+                  options.backend == Backend::cuda && options.method != MapMethod::msm);
+  notice(backend_notice, args.quiet);
   if (options.periodic_box && options.method == MapMethod::msm && !args.quiet) {
     double net = 0;
     for (double q : atoms.charge) net += q;
@@ -208,16 +281,14 @@ int run_map(const MapArguments& args) {
   TrajectoryMapStats trajectory_stats;
   if (trajectory) {
     options.progress = nullptr;
-    const std::int64_t total = trajectory_frames;
-    const long long end = args.last >= 0 ? std::min<long long>(args.last, total - 1) : total - 1;
-    const long long expected = std::max<long long>(1, (end - args.first) / args.stride + 1);
+    const long long expected = frames->expected();
     bool first_frame = true;
     map = combine_frame_maps(
         atoms, lattice, options, parse_combine(args.combine),
         [&](Atoms& target) {
           if (first_frame) return !(first_frame = false);  // already loaded
-          if (!advance()) return false;
-          load(target);
+          if (!frames->advance()) return false;
+          frames->load(target);
           return true;
         },
         [&](int done) { bar.update(static_cast<double>(done) / static_cast<double>(expected)); }, &trajectory_stats);
@@ -230,7 +301,7 @@ int run_map(const MapArguments& args) {
     map = compute_map(atoms, lattice, options, &stats);
   }
   bar.finish();
-  if (!stats.notice.empty() && !args.quiet) fmt::print(stderr, "nbkit: notice: {}\n", stats.notice);
+  notice(stats.notice, args.quiet);
 
   const auto write_start = std::chrono::steady_clock::now();
   const auto& n = lattice.dims;
@@ -260,9 +331,16 @@ int run_map(const MapArguments& args) {
   if (trajectory)
     comments.push_back(fmt::format("{} of the maps of {} frames of {} (first {}, stride {})", args.combine,
                                    trajectory_stats.frames, args.trajectory, args.first, args.stride));
-  io::write_map(output, map, comments);
+  {
+    ProgressBar write_bar("writing " + output, !args.quiet);
+    io::write_map(output, map, comments, write_progress(write_bar));
+  }
   std::optional<io::SliceInfo> slice_info;
-  if (!args.png.empty()) slice_info = io::write_slice_png(args.png, map, slice);
+  if (!args.png.empty())
+    slice_info = io::write_slice_png(args.png, map, slice, {}, 0,
+                                     trajectory && parse_combine(args.combine) == Combine::stdev
+                                         ? io::ColorScale::sequential
+                                         : io::ColorScale::diverging);
   const double write_seconds = seconds_since(write_start);
 
   double low = map.values[0], high = map.values[0];
@@ -328,8 +406,8 @@ int run_map(const MapArguments& args) {
     const std::string rate = stats.evaluations > 0
                                  ? fmt::format("{:.3g} atom-lattice evaluations/s", stats.evaluations_per_second())
                                  : fmt::format("{:.3g} lattice points/s", stats.points_per_second());
-    fmt::print("nbkit map: {} atoms, {}x{}x{} = {} lattice points, {:.3f} s, {} ({}: {})\n",
-               with_commas(static_cast<std::int64_t>(atoms.size())), n[0], n[1], n[2], with_commas(lattice.size()),
+    fmt::print("nbkit map: {}, {}x{}x{} = {} lattice points, {:.3f} s, {} ({}: {})\n",
+               count_of(static_cast<std::int64_t>(atoms.size()), "atom"), n[0], n[1], n[2], with_commas(lattice.size()),
                stats.seconds, rate, to_string(stats.backend), stats.detail);
     fmt::print("  potential {:.4g} to {:.4g} {} -> {}{}\n", low, high, units::to_string(options.unit), output,
                args.png.empty() ? "" : ", " + args.png);
@@ -374,6 +452,10 @@ Action setup_map(CLI::App& app) {
   group_method->add_option("--ionic-strength", args->ionic_strength, "mol/L of 1:1 salt, mdh only")->capture_default_str();
   group_method->add_option("--units", args->units, "kT/e, kcal/mol/e or V")->capture_default_str();
   group_method->add_option("--charges", args->charges, "for PDB/mmCIF input: run pdb2pqr with this force field (amber, charmm, parse, ...)");
+  group_method->add_flag("--allow-missing", args->allow_missing,
+                         "with --charges: map without the residues pdb2pqr cannot charge (ligands, metals), "
+                         "which are otherwise an error naming them");
+  group_method->add_option("--save-pqr", args->save_pqr, "with --charges: keep pdb2pqr's PQR in this file");
   auto* group_lattice = app.add_option_group("lattice");
   group_lattice->add_option("--spacing", args->spacing, "distance between lattice points, Angstrom")->capture_default_str();
   group_lattice->add_option("--padding", args->padding, "margin around the atoms' bounding box, Angstrom")->capture_default_str();
@@ -399,7 +481,10 @@ Action setup_map(CLI::App& app) {
   group_out->add_option("--png", args->png, "PNG picture of a slice through the map");
   group_out->add_option("--slice", args->slice, "slice to draw: z=COORD (Angstrom), y=..., x=...; default: z through the centre");
   group_out->add_option("--report", args->report, "JSON record of inputs, parameters, backend, timings and rates");
-  return [args]() { return run_map(*args); };
+  return [args, &app]() {
+    args->given = given_options(app);
+    return run_map(*args);
+  };
 }
 
 }  // namespace nbkit::cli

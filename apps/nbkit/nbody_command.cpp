@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "command.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/progress.hpp"
+#include "nbkit/core/resources.hpp"
 #include "nbkit/io/atomic_file.hpp"
 #include "nbkit/io/nbody_pictures.hpp"
 #include "nbkit/io/snapshot.hpp"
@@ -23,7 +25,7 @@ namespace nbkit::cli {
 namespace {
 
 struct NbodyArguments {
-  std::size_t plummer = 0;
+  long long plummer = 0;
   std::uint64_t seed = 1;
   double softening = 0.01, dt = 1.0 / 128;
   std::optional<long long> steps;
@@ -41,55 +43,118 @@ std::string snapshot_path(const std::string& directory, long long step) {
   return (std::filesystem::path(directory) / fmt::format("snapshot_{:08d}.hdf5", step)).string();
 }
 
+// The longest run accepted: 10^12 steps (a million years of a million-body step each second).
+constexpr double kMaxSteps = 1e12;
+
+long long run_steps(const NbodyArguments& args, double dt) {
+  if (args.steps) {
+    if (*args.steps < 0) throw Error(fmt::format("--steps must not be negative, got {}", *args.steps));
+    return *args.steps;
+  }
+  const double time = args.time.value_or(2 * std::sqrt(2.0));
+  if (!(time >= 0) || !std::isfinite(time)) throw Error(fmt::format("--time must be zero or positive, got {}", time));
+  if (time / dt > kMaxSteps)
+    throw Error(fmt::format("--time {} at --dt {} is {:.3g} steps, more than the {:g} a run may take", time, dt,
+                            time / dt, kMaxSteps));
+  return static_cast<long long>(std::llround(time / dt));
+}
+
+// Memory for the bodies and the force loops, disk for the snapshots and the log, before
+// anything is made.
+void check_resources(const NbodyArguments& args, std::size_t n, long long first_step, long long steps,
+                     bool restarting) {
+  ResourcePlan plan("nbkit nbody");
+  plan.memory(nbody::run_memory_bytes(n), fmt::format("{} bodies", with_commas(static_cast<std::int64_t>(n))));
+  const long long later = steps - first_step;
+  long long snapshots = (restarting ? 0 : 1) + 1 + (args.snapshot_every > 0 ? later / args.snapshot_every : 0);
+  if (io::snapshots_available())
+    plan.disk(snapshot_path(args.output, 0), static_cast<std::uint64_t>(snapshots) * io::snapshot_file_bytes(n),
+              fmt::format("{} snapshots", snapshots));
+  plan.disk((std::filesystem::path(args.output) / "diagnostics.csv").string(),
+            static_cast<std::uint64_t>(later / args.every + 2) * 256, "the diagnostics log");
+  plan.check();
+}
+
+// A snapshot given as the initial conditions must not be among the snapshots this run writes.
+void refuse_overwriting_input(const NbodyArguments& args, const std::string& input, long long first_step,
+                              long long steps, bool restarting) {
+  if (input.empty() || !std::filesystem::exists(args.output)) return;
+  for (const std::filesystem::directory_entry& entry : std::filesystem::directory_iterator(args.output)) {
+    long long step = -1;
+    if (std::sscanf(entry.path().filename().c_str(), "snapshot_%lld.hdf5", &step) != 1) continue;
+    const bool written = (step == 0 && !restarting) || step == steps ||
+                         (step > first_step && step < steps && args.snapshot_every > 0 && step % args.snapshot_every == 0);
+    if (written) io::check_distinct_files({{input, args.restart.empty() ? "--initial" : "--restart"}},
+                                          {{entry.path().string(), "a snapshot of this run"}});
+  }
+  io::check_distinct_files({{input, "the initial snapshot"}},
+                           {{(std::filesystem::path(args.output) / "diagnostics.csv").string(), "diagnostics.csv"},
+                            {(std::filesystem::path(args.output) / "density.png").string(), "density.png"},
+                            {(std::filesystem::path(args.output) / "energy.png").string(), "energy.png"}});
+}
+
 int run_nbody(const NbodyArguments& args) {
   const bool restarting = !args.restart.empty();
   const int sources = (args.plummer != 0) + restarting + !args.initial.empty();
   if (sources == 0)
     throw Error("give the initial conditions: --plummer N, --initial FILE.hdf5, or --restart SNAPSHOT to continue a run");
   if (sources > 1) throw Error("--plummer, --initial and --restart each give initial conditions: use one");
+  if (args.plummer < 0 || args.plummer == 1)
+    throw Error(fmt::format("--plummer {}: a Plummer sphere needs at least 2 bodies", args.plummer));
   if (args.steps && args.time) throw Error("--steps and --time both give the run's length: use one");
   if (args.every < 1) throw Error("--every must be at least 1");
   if (args.snapshot_every < 0) throw Error("--snapshot-every must not be negative");
+  if (!(args.dt > 0) || !std::isfinite(args.dt)) throw Error(fmt::format("--dt must be positive, got {}", args.dt));
+  const int threads = threads_option(args.threads, args.quiet);
 
   // Initial conditions: a new Plummer sphere, or the state a snapshot holds (its step,
   // time step, softening and seed continue the run bit for bit).
   nbody::Bodies bodies;
   io::SnapshotInfo state;
+  const std::string input = restarting ? args.restart : args.initial;
   if (restarting) {
     bodies = io::read_snapshot(args.restart, &state);
   } else {
-    // A snapshot's bodies as new initial conditions (step 0, this command's dt and
-    // softening), or a Plummer sphere.
-    bodies = args.initial.empty() ? nbody::plummer(args.plummer, args.seed) : io::read_snapshot(args.initial);
     state.dt = args.dt;
     state.softening = args.softening;
     state.seed = args.seed;
   }
   const double dt = state.dt;
-  if (!(dt > 0) || !std::isfinite(dt)) throw Error(fmt::format("--dt must be positive, got {}", dt));
   // --steps and --time count from the initial conditions, so a restart ends where the
   // uninterrupted run would.
-  const long long steps = args.steps ? *args.steps
-                          : args.time ? static_cast<long long>(std::llround(*args.time / dt))
-                                      : static_cast<long long>(std::llround(2 * std::sqrt(2.0) / dt));
+  const long long steps = run_steps(args, dt);
   if (steps < state.step)
     throw Error(fmt::format("the run ends at step {}, before the snapshot's step {}", steps, state.step));
+  if (!args.initial.empty()) bodies = io::read_snapshot(args.initial);
+  const bool new_sphere = !restarting && args.initial.empty();
+  check_resources(args, new_sphere ? static_cast<std::size_t>(args.plummer) : bodies.size(), state.step, steps,
+                  restarting);
+  refuse_overwriting_input(args, input, state.step, steps, restarting);
+  if (new_sphere) bodies = nbody::plummer(static_cast<std::size_t>(args.plummer), args.seed);
   nbody::ForceOptions options;
   options.softening = state.softening;
   options.backend = parse_backend(args.backend);
   options.precision = parse_precision(args.precision);
-  options.threads = args.threads;
+  options.threads = threads;
   const std::vector<int> gpus = parse_gpus(args.gpus);
   options.gpus = options.backend == Backend::cpu || options.backend == Backend::reference ? std::vector<int>{} : gpus;
+  ProgressBar bar("nbody", !args.quiet);
+  double bar_base = 0, bar_span = 1;  // the fraction of the run one force evaluation covers
+  options.progress = [&](double f) { bar.update(bar_base + bar_span * f); };
+  std::string backend_notice;
+  options.backend = resolve_backend(options.backend, &backend_notice);
+  notice(backend_notice, args.quiet);
   nbody::ForceEngine forces(options);  // checks the options before anything is written
-  if (forces.backend() != Backend::cuda && !gpus.empty() && options.backend == Backend::automatic && !args.quiet)
-    fmt::print(stderr, "nbkit: notice: --gpus ignored: no GPU is usable\n");
+  notice(forces.notice(), args.quiet);
   std::filesystem::create_directories(args.output);
   const std::string log_path = (std::filesystem::path(args.output) / "diagnostics.csv").string();
   io::check_writable(log_path);
 
   const auto start = std::chrono::steady_clock::now();
   nbody::Accelerations acc;
+  const long long first_step = state.step;
+  const double run_steps_count = static_cast<double>(std::max(steps - first_step, 1LL)) + 1;
+  bar_span = 1 / run_steps_count;
   forces.compute(bodies, acc, true);
   const nbody::Diagnostics first = nbody::diagnose(bodies, acc, static_cast<double>(state.step) * dt);
   if (!restarting) state.initial_energy = first.total;
@@ -124,19 +189,22 @@ int run_nbody(const NbodyArguments& args) {
     };
     write(first);
     if (!restarting) snapshot(0);
-    ProgressBar bar("nbody", !args.quiet);
-    const long long first_step = state.step;
     for (long long k = first_step + 1; k <= steps; ++k) {
       // Potentials only where the log needs them; the accelerations are the same bits either way.
       const bool diagnostics_step = k % args.every == 0 || k == steps;
+      bar_base = static_cast<double>(k - first_step) / run_steps_count;
       nbody::leapfrog_step(bodies, acc, dt, forces, diagnostics_step);
       if (diagnostics_step) {
         last = nbody::diagnose(bodies, acc, static_cast<double>(k) * dt);
+        if (!std::isfinite(last.total))
+          throw Error(fmt::format("the energy is not finite at step {} (t = {:.6g}): the run diverged; a smaller --dt "
+                                  "or a larger --softening keeps close encounters resolved",
+                                  k, static_cast<double>(k) * dt));
         worst = std::max(worst, std::fabs(last.total / e0 - 1));
         write(last);
       }
       if ((args.snapshot_every > 0 && k % args.snapshot_every == 0) || k == steps) snapshot(k);
-      bar.update(static_cast<double>(k - first_step) / static_cast<double>(std::max(steps - first_step, 1LL)));
+      bar.update(static_cast<double>(k - first_step + 1) / run_steps_count);
     }
     bar.finish();
     if (!log) throw Error(log_path + ": write failed");
@@ -147,7 +215,6 @@ int run_nbody(const NbodyArguments& args) {
     io::write_energy_png((std::filesystem::path(args.output) / "energy.png").string(), times, errors);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!forces.notice().empty() && !args.quiet) fmt::print(stderr, "nbkit: notice: {}\n", forces.notice());
   if (!args.quiet) {
     const double n = static_cast<double>(bodies.size());
     const double interactions = n * n * static_cast<double>(steps - first.time / dt + 1);

@@ -1,9 +1,12 @@
 #include "options.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <sstream>
 #include <vector>
 
+#include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
 
 namespace nbkit::cli {
@@ -87,6 +90,42 @@ std::vector<int> parse_gpus(const std::string& text) {
     if (!part.empty()) devices.push_back(parse_int(part));
   if (devices.empty()) fail();
   return devices;
+}
+
+std::string count_of(std::int64_t n, const std::string& noun) {
+  return with_commas(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+void notice(const std::string& text, bool quiet) {
+  if (!quiet && !text.empty()) fmt::print(stderr, "nbkit: notice: {}\n", text);
+}
+
+int threads_option(int requested, bool quiet) {
+  std::string why;
+  const int threads = resolve_threads(requested, &why);
+  notice(why, quiet);
+  return threads;
+}
+
+std::set<std::string> given_options(const CLI::App& app) {
+  std::set<std::string> given;
+  for (const CLI::Option* option : app.get_options())
+    if (option->count() > 0) given.insert(option->get_name());
+  for (const CLI::App* group : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (group->get_name().empty()) {  // an option group, not a subcommand
+      const auto inner = given_options(*group);
+      given.insert(inner.begin(), inner.end());
+    }
+  return given;
+}
+
+void refuse_if_given(const std::set<std::string>& given, const std::string& option, bool applies,
+                     const std::string& why) {
+  if (!applies && given.count(option)) throw Error(option + " " + why);
+}
+
+std::function<void(double)> write_progress(ProgressBar& bar) {
+  return [&bar](double fraction) { bar.update(fraction); };
 }
 
 std::string with_commas(std::int64_t n) {

@@ -46,6 +46,11 @@ struct System {
 // `density` (LAMMPS `lattice fcc 0.8442`, `create_atoms`), one type of mass 1, at rest.
 System fcc_lattice(double density, int cells_x, int cells_y, int cells_z);
 
+// Host memory a CPU run of `system` holds (atoms, forces, the neighbour list at this density
+// with its per-thread parts, the per-thread force arrays), for the check before a run.
+struct ForceField;
+std::uint64_t run_memory_bytes(const System& system, const ForceField& field, double skin, int threads);
+
 // Maxwell-Boltzmann velocities at `temperature` (units' energy / k_B), centre-of-mass
 // momentum removed and scaled to exactly that temperature (3N - 3 degrees of freedom, as
 // LAMMPS's `velocity ... create` with its default `mom yes`). Deterministic for a seed.

@@ -7,6 +7,7 @@
 // header for CPU-only and CUDA builds.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,8 +24,13 @@ struct Bodies {
 };
 
 // A Plummer sphere of n equal masses in Henon units, centre of mass at rest at the origin
-// (Aarseth, Henon & Wielen, A&A 37:183, 1974). Deterministic for a given seed.
+// (Aarseth, Henon & Wielen, A&A 37:183, 1974). Deterministic for a given seed. n >= 2: Henon
+// units scale by the potential energy, which one body does not have.
 Bodies plummer(std::size_t n, std::uint64_t seed);
+
+// Host memory of a run of n bodies: the bodies, accelerations and the force loop's copies
+// (for the resource check before a run).
+std::uint64_t run_memory_bytes(std::size_t n);
 
 struct ForceOptions {
   double softening = 0.01;  // epsilon, length units: the Plummer-softened law below
@@ -32,6 +38,9 @@ struct ForceOptions {
   Precision precision = Precision::single;
   int threads = 0;          // 0: all hardware threads
   std::vector<int> gpus;    // --backend cuda: the device indices to split the bodies over; empty: all
+  // Hears the fraction of one evaluation done (CPU backends, whose million-body evaluations
+  // take minutes); may be empty.
+  std::function<void(double)> progress;
 };
 
 // Per body: acceleration a_i = sum_{j != i} m_j (r_j - r_i) / (|r_j - r_i|^2 + eps^2)^(3/2) and
@@ -53,6 +62,8 @@ class ForceEngine {
 
   // Accelerations, and the potentials too when with_potential (what diagnostics need; on
   // the GPU a step without them is ~10% faster). The accelerations are the same bits either way.
+  // Throws nbkit::Error for bodies with non-finite positions or masses that are not positive
+  // and finite, and when a result is not finite (never returns NaN).
   void compute(const Bodies& bodies, Accelerations& out, bool with_potential = true);
   Backend backend() const;  // never automatic
   // What runs, for logs: "CPU AVX3, float32 with float64 sums", "2 x NVIDIA H200, float32...".

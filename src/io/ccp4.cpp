@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/atomic_file.hpp"
 #include "nbkit/io/map_files.hpp"
@@ -70,7 +71,8 @@ std::uint64_t map_file_bytes(const std::string& path, const Lattice& lattice) {
 
 std::uint64_t map_write_memory_bytes(const std::string& path, const Lattice& lattice) {
   if (guess_map_format(path) == MapFormat::ccp4) return 4 * static_cast<std::uint64_t>(lattice.size());
-  return 64 * (15 * (3u << 16));  // up to 64 chunks of formatted text
+  // One chunk of formatted lines per thread (dx.cpp: up to 64).
+  return static_cast<std::uint64_t>(std::min(64, hardware_threads())) * 15 * (3u << 16);
 }
 
 }  // namespace nbkit::io

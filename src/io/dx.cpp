@@ -1,8 +1,6 @@
 // OpenDX scalar fields, as APBS writes them (APBS, src/mg/vgrid.c Vgrid_writeDX).
 #include <fmt/format.h>
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +8,7 @@
 #include <memory>
 
 #include "io/text.hpp"
+#include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/memory.hpp"
 #include "nbkit/io/atomic_file.hpp"
@@ -57,7 +56,7 @@ void write_dx(const std::string& path, const Map& map, const std::vector<std::st
     const std::int64_t count = static_cast<std::int64_t>(map.values.size());
     constexpr std::int64_t kChunk = 3 << 16;
     const std::int64_t chunks = (count + kChunk - 1) / kChunk;
-    const int team = std::max(1, std::min(omp_get_max_threads(), 64));
+    const int team = std::max(1, std::min(hardware_threads(), 64));  // as map_write_memory_bytes counts
     std::vector<fmt::memory_buffer> buffers(static_cast<std::size_t>(team));
     for (std::int64_t first = 0; first < chunks; first += team) {
       const std::int64_t batch = std::min<std::int64_t>(team, chunks - first);

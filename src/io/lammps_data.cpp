@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <numeric>
 #include <optional>
@@ -34,7 +35,11 @@ std::string trimmed(std::string_view s) {
 }  // namespace
 
 LammpsData read_lammps_data(const std::string& path, md::Units units) {
-  const std::string text = read_file_text(path);
+  return parse_lammps_data(read_file_text(path, "a LAMMPS data file"), path, units);
+}
+
+// `path` names the text in messages.
+LammpsData parse_lammps_data(std::string_view text, const std::string& path, md::Units units) {
   if (text.empty()) throw Error(path + ": empty file, expected a LAMMPS data file");
   LammpsData data;
   md::System& s = data.system;
@@ -75,7 +80,8 @@ LammpsData read_lammps_data(const std::string& path, md::Units units) {
     return false;
   };
   auto is_section = [](const std::string& name) {
-    return name == "Masses" || name == "Atoms" || name == "Velocities" || name == "Pair Coeffs";
+    return name == "Masses" || name == "Atoms" || name == "Velocities" || name == "Pair Coeffs" ||
+           name == "PairIJ Coeffs";
   };
   std::string section;
   std::string section_style;
@@ -118,7 +124,9 @@ LammpsData read_lammps_data(const std::string& path, md::Units units) {
   // Sections: each holds a known number of data lines.
   while (!section.empty()) {
     const std::int64_t header_line = line_number;
-    const std::int64_t rows = section == "Masses" || section == "Pair Coeffs" ? types : atoms;
+    const std::int64_t rows = section == "Masses" || section == "Pair Coeffs" ? types
+                              : section == "PairIJ Coeffs"                   ? types * (types + 1) / 2
+                                                                             : atoms;
     std::vector<std::pair<std::int64_t, std::vector<std::string_view>>> lines;
     std::string next_section, next_style;
     while (next_content()) {
@@ -126,7 +134,8 @@ LammpsData read_lammps_data(const std::string& path, md::Units units) {
         next_section = trimmed(content);
         next_style = trimmed(c);
         if (!is_section(next_section))
-          fail_at(line_number, "'" + next_section + "': expected a section (Masses, Pair Coeffs, Atoms, Velocities) after " +
+          fail_at(line_number, "'" + next_section + "': expected a section (Masses, Pair Coeffs, PairIJ Coeffs, Atoms, "
+                                   "Velocities) after " +
                                    std::to_string(rows) + " lines of " + section);
         break;
       }
@@ -146,6 +155,7 @@ LammpsData read_lammps_data(const std::string& path, md::Units units) {
         mass_set[t - 1] = true;
       }
     } else if (section == "Pair Coeffs") {
+      if (!data.pair_ij.empty()) fail_at(header_line, "Pair Coeffs after PairIJ Coeffs: give one of the two");
       if (!section_style.empty() && section_style != "lj/cut" && section_style != "lj/cut/coul/dsf")
         fail_at(header_line, "Pair Coeffs # " + section_style +
                                  ": only lj/cut and lj/cut/coul/dsf coefficients (epsilon sigma) are read");
@@ -157,6 +167,30 @@ LammpsData read_lammps_data(const std::string& path, md::Units units) {
         if (t < 1 || t > types) fail_at(number, fmt::format("atom type {} outside 1..{}", t, types));
         data.pair_epsilon[t - 1] = number_at(number, f[1], "epsilon");
         data.pair_sigma[t - 1] = number_at(number, f[2], "sigma");
+      }
+    } else if (section == "PairIJ Coeffs") {
+      if (!section_style.empty() && section_style != "lj/cut" && section_style != "lj/cut/coul/dsf")
+        fail_at(header_line, "PairIJ Coeffs # " + section_style +
+                                 ": only lj/cut and lj/cut/coul/dsf coefficients (epsilon sigma) are read");
+      if (!data.pair_epsilon.empty()) fail_at(header_line, "PairIJ Coeffs after Pair Coeffs: give one of the two");
+      data.pair_epsilon.assign(types, 0.0);
+      data.pair_sigma.assign(types, 0.0);
+      std::vector<bool> seen(static_cast<std::size_t>(types * types), false);
+      for (const auto& [number, f] : lines) {
+        if (f.size() != 4) fail_at(number, "PairIJ Coeffs: expected 'i j epsilon sigma'");
+        const std::int64_t i = integer_at(number, f[0], "atom type i"), j = integer_at(number, f[1], "atom type j");
+        if (i < 1 || i > types || j < 1 || j > types)
+          fail_at(number, fmt::format("atom types {} {} outside 1..{}", i, j, types));
+        if (i > j) fail_at(number, fmt::format("PairIJ Coeffs: expected i <= j, got {} {}", i, j));
+        if (seen[static_cast<std::size_t>((i - 1) * types + (j - 1))])
+          fail_at(number, fmt::format("PairIJ Coeffs: pair {} {} appears twice", i, j));
+        seen[static_cast<std::size_t>((i - 1) * types + (j - 1))] = true;
+        PairCoefficient c{static_cast<int>(i), static_cast<int>(j), number_at(number, f[2], "epsilon"),
+                          number_at(number, f[3], "sigma")};
+        if (!(c.epsilon >= 0)) fail_at(number, "epsilon: expected zero or a positive number");
+        if (!(c.sigma > 0)) fail_at(number, "sigma: expected a positive number");
+        if (i == j) data.pair_epsilon[i - 1] = c.epsilon, data.pair_sigma[i - 1] = c.sigma;
+        data.pair_ij.push_back(c);
       }
     } else if (section == "Atoms") {
       const std::size_t columns = lines.empty() ? 0 : lines.front().second.size();
@@ -214,8 +248,29 @@ LammpsData read_lammps_data(const std::string& path, md::Units units) {
   return data;
 }
 
+std::vector<PairCoefficient> pairs_beyond_geometric_mixing(const md::ForceField& field) {
+  const int n = field.types();
+  std::vector<PairCoefficient> all;
+  bool mixed = true;
+  for (int i = 0; i < n; ++i)
+    for (int j = i; j < n; ++j) {
+      const double eps = field.epsilon[static_cast<std::size_t>(i * n + j)];
+      const double sig = field.sigma[static_cast<std::size_t>(i * n + j)];
+      const double ei = field.epsilon[static_cast<std::size_t>(i * n + i)], ej = field.epsilon[static_cast<std::size_t>(j * n + j)];
+      const double si = field.sigma[static_cast<std::size_t>(i * n + i)], sj = field.sigma[static_cast<std::size_t>(j * n + j)];
+      mixed = mixed && eps == std::sqrt(ei * ej) && sig == std::sqrt(si * sj);
+      all.push_back({i + 1, j + 1, eps, sig});
+    }
+  return mixed ? std::vector<PairCoefficient>{} : all;
+}
+
+std::uint64_t lammps_data_file_bytes(std::size_t atoms) {
+  return 4096 + 200 * static_cast<std::uint64_t>(atoms);  // an Atoms and a Velocities line, %.17g
+}
+
 void write_lammps_data(const std::string& path, const md::System& s, const std::vector<double>& pair_epsilon,
-                       const std::vector<double>& pair_sigma, const std::string& title, const std::string& pair_style) {
+                       const std::vector<double>& pair_sigma, const std::string& title, const std::string& pair_style,
+                       const std::vector<PairCoefficient>& pair_ij) {
   write_atomically(path, [&](const std::string& temporary) {
     std::ofstream out(temporary);
     out << "LAMMPS data file, " << title << "\n\n";
@@ -225,7 +280,10 @@ void write_lammps_data(const std::string& path, const md::System& s, const std::
       out << fmt::format("{:.17g} {:.17g} {}lo {}hi\n", s.box.lo[a], s.box.hi[a], axes[a], axes[a]);
     out << "\nMasses\n\n";
     for (int t = 0; t < s.types(); ++t) out << fmt::format("{} {:.17g}\n", t + 1, s.type_mass[t]);
-    if (!pair_epsilon.empty()) {
+    if (!pair_ij.empty()) {
+      out << "\nPairIJ Coeffs # " << pair_style << "\n\n";
+      for (const PairCoefficient& c : pair_ij) out << fmt::format("{} {} {:.17g} {:.17g}\n", c.i, c.j, c.epsilon, c.sigma);
+    } else if (!pair_epsilon.empty()) {
       out << "\nPair Coeffs # " << pair_style << "\n\n";
       for (int t = 0; t < s.types(); ++t) out << fmt::format("{} {:.17g} {:.17g}\n", t + 1, pair_epsilon[t], pair_sigma[t]);
     }

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <optional>
 
@@ -74,9 +75,11 @@ class PqrRecordReader {
  public:
   PqrRecordReader(const std::string& source) : source_(source) {}
 
-  // The x, y, z, charge and radius of one ATOM/HETATM line (`rest`: after the record name).
+  // The x, y, z, charge and radius of one ATOM/HETATM line (`rest`: after the record name);
+  // with `identity`, the fields before them too (serial, atom and residue names, chain,
+  // residue number).
   std::array<double, 5> read(std::string_view line, std::string_view record, std::string_view rest,
-                             std::int64_t number) {
+                             std::int64_t number, PqrRecord* identity = nullptr) {
     number_ = number;
     if (is_pdb_layout(line))
       fail("record",
@@ -87,19 +90,27 @@ class PqrRecordReader {
     const auto tokens = split_whitespace(rest);
     // The five values from the right, fused numbers split.
     std::vector<std::string_view> tail;  // right to left
+    std::vector<std::string_view> head;  // the fields before the five values, left to right
     std::size_t fields = 1 + tokens.size();  // the record name, then the rest's tokens
-    for (std::size_t t = tokens.size(); t-- > 0 && tail.size() < 5;) {
+    std::size_t t = tokens.size();
+    while (t > 0 && tail.size() < 5) {
       std::vector<std::string_view> pieces;
-      split_fused_numbers(tokens[t], pieces);
+      split_fused_numbers(tokens[--t], pieces);
       fields += pieces.size() - 1;
-      for (std::size_t p = pieces.size(); p-- > 0;) tail.push_back(pieces[p]);
+      std::size_t p = pieces.size();
+      while (p > 0 && tail.size() < 5) tail.push_back(pieces[--p]);
+      head.insert(head.begin(), pieces.begin(), pieces.begin() + static_cast<std::ptrdiff_t>(p));
     }
+    head.insert(head.begin(), tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(t));
     // Positive numbers that fill their columns run together with no sign between them
     // ("12.3451000.000"): then pdb2pqr's coordinate columns, with charge and radius after them.
     const bool fused = fields < 10 || !std::all_of(tail.begin(), tail.begin() + std::min<std::size_t>(tail.size(), 5),
                                                    [](std::string_view t) { return finite_number(t).has_value(); });
     if (fused && is_pdb2pqr_layout(line))
-      if (const auto columns = from_columns(line)) return *columns;
+      if (const auto columns = from_columns(line)) {
+        if (identity) identify(split_whitespace(line.substr(record.size(), 30 - record.size())), *identity);
+        return *columns;
+      }
     if (fields < 10)
       fail("record", fmt::format("expected at least 10 whitespace-separated fields (ATOM serial name resName "
                                  "[chainID] resSeq x y z charge radius), found {}",
@@ -131,6 +142,7 @@ class PqrRecordReader {
             fail("record", fmt::format("x, y, z in columns 31-54 are {} {} {}, but the fields read as x, y, z are {} "
                                        "{} {}: a field is missing (a PQR record ends with x y z charge radius)",
                                        (*columns)[0], (*columns)[1], (*columns)[2], values[0], values[1], values[2]));
+    if (identity) identify(head, *identity);
     return values;
   }
 
@@ -161,6 +173,38 @@ class PqrRecordReader {
     }
     if (values[4] < 0) return std::nullopt;
     return values;
+  }
+
+  // "serial name resName [chainID] resSeq", with a chain ID fused to its residue number
+  // ("W1000") split and an insertion code ("52A") kept apart.
+  static void identify(const std::vector<std::string_view>& head, PqrRecord& r) {
+    auto integer = [](std::string_view text) -> std::optional<std::int64_t> {
+      std::int64_t v = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+      return v;
+    };
+    if (!head.empty()) r.serial = integer(head[0]);
+    if (head.size() > 1) r.name = std::string(head[1]);
+    if (head.size() > 2) r.residue_name = std::string(head[2]);
+    std::string_view number;
+    if (head.size() > 4) {
+      r.chain = std::string(head[3]);
+      number = head[4];
+    } else if (head.size() == 4) {
+      number = head[3];
+      std::size_t letters = 0;
+      while (letters < number.size() && std::isalpha(static_cast<unsigned char>(number[letters]))) ++letters;
+      if (letters == 1 && letters < number.size()) {  // "W1000": chain W, residue 1000
+        r.chain = std::string(number.substr(0, 1));
+        number.remove_prefix(1);
+      }
+    }
+    if (!number.empty() && std::isalpha(static_cast<unsigned char>(number.back())) && number.size() > 1) {
+      r.insertion_code = number.back();
+      number.remove_suffix(1);
+    }
+    if (const auto n = integer(number)) r.residue_number = static_cast<int>(*n);
   }
 
   [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
@@ -212,6 +256,38 @@ std::vector<Atoms> parse_pqr_models(std::string_view text, const std::string& so
   end_model("ATOM");
   if (models.empty()) throw InputError(source, 0, "", "no ATOM or HETATM records: expected a PQR file with atoms");
   return models;
+}
+
+std::vector<PqrRecord> parse_pqr_records(std::string_view text, const std::string& source) {
+  std::vector<PqrRecord> records;
+  Lines lines(text);
+  std::string_view line;
+  PqrRecordReader reader(source);
+  int model = 0;
+  bool model_has_atoms = false;
+  while (lines.next(line)) {
+    if (line.starts_with("ENDMDL")) {
+      if (model_has_atoms) ++model;
+      model_has_atoms = false;
+      continue;
+    }
+    std::string_view record;
+    if (line.starts_with("HETATM")) record = "HETATM";
+    else if (line.starts_with("ATOM") && !(line.size() > 4 && std::isalpha(static_cast<unsigned char>(line[4]))))
+      record = "ATOM";
+    else continue;  // parse_pqr_models refuses what this skips
+    PqrRecord r;
+    r.hetatm = record == "HETATM";
+    r.model = model;
+    r.line = lines.number();
+    const auto v = reader.read(line, record, line.substr(record.size()), r.line, &r);
+    r.position = {v[0], v[1], v[2]};
+    r.charge = v[3];
+    r.radius = v[4];
+    records.push_back(std::move(r));
+    model_has_atoms = true;
+  }
+  return records;
 }
 
 Atoms parse_pqr(std::string_view text, const std::string& source) {

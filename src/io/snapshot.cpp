@@ -3,7 +3,10 @@
 
 #include <hdf5.h>
 
+#include <fmt/format.h>
+
 #include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -156,6 +159,18 @@ nbody::Bodies read_snapshot(const std::string& path, SnapshotInfo* info) {
   const auto xyz = read_dataset<double>(file, "/PartType1/Coordinates", H5T_NATIVE_DOUBLE, 3 * n, path);
   const auto vel = read_dataset<double>(file, "/PartType1/Velocities", H5T_NATIVE_DOUBLE, 3 * n, path);
   const auto mass = read_dataset<double>(file, "/PartType1/Masses", H5T_NATIVE_DOUBLE, n, path);
+  // A corrupt snapshot must not start a run whose energies are NaN: every value checked.
+  for (std::size_t k = 0; k < 3 * n; ++k) {
+    if (!std::isfinite(xyz[k]))
+      throw Error(fmt::format("{}: /PartType1/Coordinates: body {}: {} = {} is not finite", path, k / 3 + 1, "xyz"[k % 3],
+                              xyz[k]));
+    if (!std::isfinite(vel[k]))
+      throw Error(fmt::format("{}: /PartType1/Velocities: body {}: v{} = {} is not finite", path, k / 3 + 1, "xyz"[k % 3],
+                              vel[k]));
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (!(mass[i] > 0) || !std::isfinite(mass[i]))
+      throw Error(fmt::format("{}: /PartType1/Masses: body {}: {} is not a positive finite mass", path, i + 1, mass[i]));
   nbody::Bodies b;
   b.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -172,7 +187,16 @@ nbody::Bodies read_snapshot(const std::string& path, SnapshotInfo* info) {
       info->softening = read_attribute<double>(group, "Softening", H5T_NATIVE_DOUBLE, 0, 1, path, "/nbkit");
       info->seed = read_attribute<std::uint64_t>(group, "Seed", H5T_NATIVE_UINT64, 0, 1, path, "/nbkit");
       info->initial_energy = read_attribute<double>(group, "InitialEnergy", H5T_NATIVE_DOUBLE, 0, 1, path, "/nbkit");
+      if (info->step < 0) throw Error(fmt::format("{}: /nbkit Step {} is negative", path, info->step));
+      if (!(info->dt > 0) || !std::isfinite(info->dt))
+        throw Error(fmt::format("{}: /nbkit TimeStep {} is not a positive finite number", path, info->dt));
+      if (!(info->softening > 0) || !std::isfinite(info->softening))
+        throw Error(fmt::format("{}: /nbkit Softening {} is not a positive finite number", path, info->softening));
+      if (!std::isfinite(info->initial_energy) || info->initial_energy == 0)
+        throw Error(fmt::format("{}: /nbkit InitialEnergy {} is not a finite, non-zero energy", path,
+                                info->initial_energy));
     }
+    if (!std::isfinite(info->time)) throw Error(fmt::format("{}: /Header Time {} is not finite", path, info->time));
   }
   return b;
 }

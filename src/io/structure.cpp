@@ -21,6 +21,7 @@
 #include "io/text.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/atomic_file.hpp"
+#include "nbkit/io/cell.hpp"
 #include "nbkit/io/pqr.hpp"
 
 namespace nbkit::io {
@@ -241,44 +242,72 @@ gemmi::Element element_of(const std::string& name, bool whole) {
   return gemmi::El::X;
 }
 
+// The records of the first model, and the number of models (the file's checks first).
+std::vector<PqrRecord> first_model(const std::string& text, const std::string& path, int* models) {
+  *models = static_cast<int>(parse_pqr_models(text, path).size());
+  std::vector<PqrRecord> records = parse_pqr_records(text, path);
+  records.erase(std::remove_if(records.begin(), records.end(), [](const PqrRecord& r) { return r.model != 0; }),
+                records.end());
+  return records;
+}
+
 }  // namespace
 
-void write_pqr_as_pdb(const std::string& pqr_path, const std::vector<ExtraAtom>& extra, const std::string& pdb_path) {
-  std::ifstream in(pqr_path);
-  if (!in) throw Error(pqr_path + ": cannot open");
+int write_pqr_with_atoms(const std::string& pqr_path, const std::vector<ExtraAtom>& extra, const std::string& out_path,
+                         const std::string& remark) {
+  const std::string text = read_file_text(pqr_path, "a PQR file");
+  int models = 0;
+  const std::vector<PqrRecord> records = first_model(text, pqr_path, &models);
+  std::int64_t serial = static_cast<std::int64_t>(records.size());
+  for (const PqrRecord& r : records)
+    if (r.serial) serial = std::max(serial, *r.serial);
+  std::string out;
+  // The input's lines up to the end of its first model, without MODEL/ENDMDL/END records.
+  const std::int64_t last_line = records.empty() ? 0 : records.back().line;
+  Lines lines(text);
+  std::string_view line;
+  while (lines.next(line) && lines.number() <= last_line) {
+    if (line.starts_with("MODEL") || line.starts_with("ENDMDL") || line.starts_with("END")) continue;
+    out.append(line).push_back('\n');
+  }
+  out += "REMARK   " + remark + "\n";
+  int residue = 0;
+  for (const ExtraAtom& e : extra)  // pdb2pqr's columns, chain I
+    out += fmt::format("HETATM{:5d} {:<4s} {:<3s} I{:4d}    {:8.3f}{:8.3f}{:8.3f} {:7.4f} {:6.4f}\n", ++serial, e.name,
+                       e.name, ++residue % 10000, e.position.x, e.position.y, e.position.z, e.charge, e.radius);
+  out += "END\n";
+  write_atomically(out_path, [&](const std::string& temporary) {
+    std::ofstream file(temporary, std::ios::binary);
+    file << out;
+    if (!file.flush()) throw Error(out_path + ": write failed");
+  });
+  return models;
+}
+
+int write_pqr_as_pdb(const std::string& pqr_path, const std::vector<ExtraAtom>& extra, const std::string& pdb_path) {
+  const std::string text = read_file_text(pqr_path, "a PQR file");
+  int models = 0;
+  const std::vector<PqrRecord> records = first_model(text, pqr_path, &models);
   gemmi::Structure st;
   st.models.emplace_back("1");
   gemmi::Model& model = st.models.back();
-  std::string line;
-  std::int64_t line_number = 0;
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (line.rfind("ENDMDL", 0) == 0) break;  // the first model
-    if (line.rfind("ATOM", 0) != 0 && line.rfind("HETATM", 0) != 0) continue;
-    std::istringstream fields_in(line);
-    std::vector<std::string> f{std::istream_iterator<std::string>(fields_in), std::istream_iterator<std::string>()};
-    if (f.size() < 10) throw InputError(pqr_path, line_number, "record", "expected at least 10 fields");
-    const std::string chain = f.size() >= 11 ? f[4] : "A";
-    const std::string& residue_number = f[f.size() - 6];
+  for (const PqrRecord& r : records) {
+    const std::string chain = r.chain.empty() ? "A" : r.chain;
     if (model.chains.empty() || model.chains.back().name != chain) model.chains.emplace_back(chain);
     gemmi::Chain& c = model.chains.back();
-    int number = 0;
-    try {
-      number = std::stoi(residue_number);
-    } catch (...) {
-      throw InputError(pqr_path, line_number, "resSeq", "expected a residue number, got '" + residue_number + "'");
-    }
-    if (c.residues.empty() || c.residues.back().name != f[3] || *c.residues.back().seqid.num != number) {
-      gemmi::Residue r;
-      r.name = f[3];
-      r.seqid = gemmi::SeqId(number, ' ');
-      r.het_flag = line.rfind("HETATM", 0) == 0 ? 'H' : 'A';
-      c.residues.push_back(r);
+    const int number = r.residue_number.value_or(0);
+    if (c.residues.empty() || c.residues.back().name != r.residue_name || *c.residues.back().seqid.num != number ||
+        c.residues.back().seqid.icode != r.insertion_code) {
+      gemmi::Residue residue;
+      residue.name = r.residue_name;
+      residue.seqid = gemmi::SeqId(number, r.insertion_code);
+      residue.het_flag = r.hetatm ? 'H' : 'A';
+      c.residues.push_back(residue);
     }
     gemmi::Atom a;
-    a.name = f[2];
+    a.name = r.name;
     a.element = element_of(a.name, false);
-    a.pos = gemmi::Position(std::stod(f[f.size() - 5]), std::stod(f[f.size() - 4]), std::stod(f[f.size() - 3]));
+    a.pos = gemmi::Position(r.position.x, r.position.y, r.position.z);
     a.b_iso = 0;
     c.residues.back().atoms.push_back(a);
   }
@@ -300,11 +329,18 @@ void write_pqr_as_pdb(const std::string& pqr_path, const std::vector<ExtraAtom>&
     }
     model.chains.push_back(ions);
   }
+  // A CRYST1 record only for a real cell: gemmi would write a 1 A placeholder box, which
+  // viewers take as a crystal of that size.
+  gemmi::PdbWriteOptions options;
+  const std::optional<Vec3> cell = parse_cryst1(text, pqr_path);
+  if (cell) st.cell.set(cell->x, cell->y, cell->z, 90, 90, 90);
+  else options.cryst1_record = false;
   write_atomically(pdb_path, [&](const std::string& temporary) {
     std::ofstream out(temporary);
-    gemmi::write_pdb(st, out);
-    if (!out) throw Error(pdb_path + ": write failed");
+    gemmi::write_pdb(st, out, options);
+    if (!out.flush()) throw Error(pdb_path + ": write failed");
   });
+  return models;
 }
 
 }  // namespace nbkit::io

@@ -1,10 +1,13 @@
 // MD systems: units, an fcc lattice, Maxwell-Boltzmann velocities, thermodynamic output.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <random>
 
 #include "md/periodic.hpp"
 #include "md/thermo_sums.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbkit/core/memory.hpp"
 #include "nbkit/md.hpp"
 
 namespace nbkit::md {
@@ -30,9 +33,28 @@ void System::resize(std::size_t n) {
   id.resize(n);
 }
 
+namespace {
+constexpr std::uint64_t kBytesPerAtom = 10 * sizeof(double) + sizeof(int) + sizeof(std::int64_t);  // System
+}
+
+std::uint64_t run_memory_bytes(const System& s, const ForceField& f, double skin, int threads) {
+  const double n = static_cast<double>(s.size());
+  const double density = s.box.volume() > 0 ? n / s.box.volume() : 0;
+  const double reach = f.reach() + skin;
+  // Half-list neighbours per atom (4 bytes each), twice: the list and the threads' parts.
+  const double neighbours = 0.5 * density * 4.0 / 3.0 * M_PI * reach * reach * reach;
+  const double per_atom = static_cast<double>(kBytesPerAtom) + 3 * 8 /* forces */ + 2 * 4 * neighbours +
+                          5 * 8 /* list bookkeeping */ + 3 * 8.0 * std::max(threads, 1) /* threads' forces */;
+  return static_cast<std::uint64_t>(n * per_atom);
+}
+
 System fcc_lattice(double density, int cells_x, int cells_y, int cells_z) {
   if (!(density > 0) || !std::isfinite(density)) throw Error("fcc lattice: the density must be positive");
   if (cells_x < 1 || cells_y < 1 || cells_z < 1) throw Error("fcc lattice: at least one unit cell along each axis");
+  const double atoms = 4.0 * cells_x * cells_y * cells_z;
+  if (atoms > 2e9) throw Error(fmt::format("fcc lattice: {:.3g} atoms, more than the 2e9 a run may hold", atoms));
+  check_memory(static_cast<std::uint64_t>(atoms) * kBytesPerAtom,
+               fmt::format("an fcc lattice of {}x{}x{} cells ({:.0f} atoms)", cells_x, cells_y, cells_z, atoms));
   const double a = std::cbrt(4.0 / density);  // 4 atoms per cubic cell
   const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
   System s;

@@ -1,8 +1,11 @@
 // Bodies, Plummer initial conditions, diagnostics and the leapfrog integrator.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <random>
 
 #include "nbkit/core/error.hpp"
+#include "nbkit/core/memory.hpp"
 #include "nbkit/nbody.hpp"
 
 namespace nbkit::nbody {
@@ -27,8 +30,17 @@ std::array<double, 3> isotropic(std::mt19937_64& rng, double length) {
 
 }  // namespace
 
+std::uint64_t run_memory_bytes(std::size_t n) {
+  // Bodies (7 doubles), accelerations and potentials (4), the force loop's float copies and
+  // the GPU path's pinned staging (~8 more doubles' worth).
+  return 19 * sizeof(double) * static_cast<std::uint64_t>(n);
+}
+
 Bodies plummer(std::size_t n, std::uint64_t seed) {
-  if (n == 0) throw Error("a Plummer sphere needs at least one body");
+  if (n < 2)
+    throw Error(fmt::format("a Plummer sphere needs at least 2 bodies (Henon units scale by the potential energy), got {}",
+                            n));
+  check_memory(run_memory_bytes(n), fmt::format("a Plummer sphere of {} bodies", n));
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   Bodies b;

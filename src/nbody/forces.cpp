@@ -54,17 +54,45 @@ ForceEngine::~ForceEngine() = default;
 ForceEngine::ForceEngine(ForceEngine&&) noexcept = default;
 ForceEngine& ForceEngine::operator=(ForceEngine&&) noexcept = default;
 
+namespace {
+
+// The checks cost O(N) next to the sums' O(N^2): inputs that would poison every sum, and any
+// result that is not a number, end the run with a sentence instead of NaN diagnostics.
+void check_bodies(const Bodies& b) {
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (!std::isfinite(b.x[i]) || !std::isfinite(b.y[i]) || !std::isfinite(b.z[i]))
+      throw Error(fmt::format("body {}: position ({}, {}, {}) is not finite", i + 1, b.x[i], b.y[i], b.z[i]));
+    if (!(b.mass[i] > 0) || !std::isfinite(b.mass[i]))
+      throw Error(fmt::format("body {}: mass {} is not a positive finite number", i + 1, b.mass[i]));
+  }
+}
+
+void check_results(const Accelerations& a, bool with_potential) {
+  for (std::size_t i = 0; i < a.ax.size(); ++i)
+    if (!std::isfinite(a.ax[i]) || !std::isfinite(a.ay[i]) || !std::isfinite(a.az[i]) ||
+        (with_potential && a.has_potential && !std::isfinite(a.potential[i])))
+      throw Error(fmt::format("the acceleration of body {} is not finite ({}, {}, {}): the sums overflowed", i + 1,
+                              a.ax[i], a.ay[i], a.az[i]));
+}
+
+}  // namespace
+
 void ForceEngine::compute(const Bodies& bodies, Accelerations& out, bool with_potential) {
   const ForceOptions& o = impl_->options;
+  check_bodies(bodies);
   switch (o.backend) {
-    case Backend::reference: accelerations_reference(bodies, o.softening, out); break;
+    case Backend::reference:
+      accelerations_reference(bodies, o.softening, out);
+      out.has_potential = true;
+      break;
     case Backend::automatic:
     case Backend::cpu:
-      accelerations_cpu(bodies, o.softening, o.precision == Precision::double_, o.threads, out);
+      accelerations_cpu(bodies, o.softening, o.precision == Precision::double_, o.threads, out, o.progress);
+      out.has_potential = true;  // the CPU loops always sum the potentials: they cost ~1/12 more there
       break;
-    case Backend::cuda: impl_->gpu->compute(bodies, out, with_potential); return;
+    case Backend::cuda: impl_->gpu->compute(bodies, out, with_potential); break;
   }
-  out.has_potential = true;  // the CPU loops always sum the potentials: they cost ~1/12 more there
+  check_results(out, with_potential);
 }
 
 Backend ForceEngine::backend() const { return impl_->options.backend; }

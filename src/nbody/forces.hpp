@@ -1,5 +1,6 @@
 #pragma once
 // The force loops behind nbody::ForceEngine, one per backend. Internal to the library.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,9 +13,10 @@ namespace nbkit::nbody {
 void accelerations_reference(const Bodies& bodies, double softening, Accelerations& out);
 
 // All cores, SIMD over j (Google Highway, run-time dispatch), float32 (float64 sums of
-// chunks) or float64.
+// chunks) or float64. `progress` (may be empty) hears the fraction of bodies i done, from
+// one thread, at most ~100 times.
 void accelerations_cpu(const Bodies& bodies, double softening, bool double_precision, int threads,
-                       Accelerations& out);
+                       Accelerations& out, const std::function<void(double)>& progress = {});
 const char* nbody_cpu_target();
 
 // The GPU path (forces_cuda.cu; no_cuda.cpp in builds without CUDA, where the constructor

@@ -14,7 +14,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "nbody/forces.hpp"
@@ -27,6 +29,7 @@ struct CpuForceJob {
   bool double_precision;
   int threads;
   Accelerations* out;
+  const std::function<void(double)>* progress;
 };
 }  // namespace nbkit::nbody
 #endif
@@ -107,8 +110,17 @@ void compute(const CpuForceJob& job) {
   }
   const V eps2 = hn::Set(d, static_cast<Real>(job.softening * job.softening));
   const std::int64_t blocks = static_cast<std::int64_t>((n + kI - 1) / kI);
+  // A million bodies take minutes on a few cores: the first thread reports the blocks done.
+  std::atomic<std::int64_t> done{0};
+  const std::int64_t report_every = std::max<std::int64_t>(1, blocks / 100);
+  const bool report = job.progress && *job.progress && blocks >= 256;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(job.threads)
   for (std::int64_t block = 0; block < blocks; ++block) {
+    if (report) {
+      const std::int64_t now = done.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (omp_get_thread_num() == 0 && now % report_every == 0)
+        (*job.progress)(static_cast<double>(now) / static_cast<double>(blocks));
+    }
     const std::size_t i0 = static_cast<std::size_t>(block) * kI;
     V xi[kI], yi[kI], zi[kI];
     for (std::size_t t = 0; t < kI; ++t) {
@@ -154,10 +166,10 @@ HWY_EXPORT(ComputeForces);
 HWY_EXPORT(TargetName);
 
 void accelerations_cpu(const Bodies& bodies, double softening, bool double_precision, int threads,
-                       Accelerations& out) {
+                       Accelerations& out, const std::function<void(double)>& progress) {
   out.resize(bodies.size());
   if (bodies.size() == 0) return;
-  const CpuForceJob job{&bodies, softening, double_precision, std::max(threads, 1), &out};
+  const CpuForceJob job{&bodies, softening, double_precision, std::max(threads, 1), &out, &progress};
   HWY_DYNAMIC_DISPATCH(ComputeForces)(job);
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// PNG pictures of maps: a slice through the lattice in a diverging red-white-blue scale
-// symmetric about zero (red negative, blue positive, as APBS users see in PyMOL and VMD),
-// with a legend bar giving the range and the unit.
+// PNG pictures of maps: a slice through the lattice with labelled axes and a legend bar
+// giving the colour range and the unit.
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,14 +21,31 @@ struct SliceInfo {
   int axis = 2;
   std::int64_t index = 0;   // lattice plane drawn (nearest to the requested coordinate)
   double coordinate = 0;    // its coordinate, Angstrom
-  double range = 0;         // colours saturate at -range and +range
+  double range = 0;         // colours saturate at -range and +range (sequential: 0 and range)
+  double low = 0, high = 0;  // the slice's values span low..high
+  bool saturated = false;   // some value lies beyond the colour range (the legend says so)
+  // Where the lattice is drawn: pixel (left + u * scale, top + (nv - 1 - v) * scale) is point (u, v).
+  int image_left = 0, image_top = 0, pixel_scale = 1;
 };
 
-// The colour scale spans +-(99th percentile of |V| on the slice), so the few points next
-// to atoms do not wash out the rest; the legend states the range.
-// `markers` (e.g. placed ions) within `marker_depth` Angstrom of the slice plane are drawn
-// as rings.
+// diverging: red-white-blue symmetric about zero (potentials, red negative, blue positive, as
+// APBS users see them in PyMOL and VMD); sequential: a perceptual scale from zero (maps that
+// are never negative: a standard deviation).
+enum class ColorScale { diverging, sequential };
+
+// Points drawn on a slice (ions), each set in its colour with a legend entry.
+struct SliceMarkers {
+  std::string label;                  // "Na+ (cation)"
+  std::array<std::uint8_t, 3> color;  // centre colour of the ring
+  std::vector<Vec3> positions;
+};
+
+// The colour scale spans the 99th percentile of |V| on the slice, so the few points next to
+// atoms do not wash out the rest; the legend states the range, and where values lie beyond
+// it ("saturated"), their true span. Axes carry tick labels in Angstrom. `markers` within
+// `marker_depth` Angstrom of the slice plane are drawn as rings, with a legend.
 SliceInfo write_slice_png(const std::string& path, const Map& map, const SliceSpec& slice,
-                          const std::vector<Vec3>& markers = {}, double marker_depth = 0);
+                          const std::vector<SliceMarkers>& markers = {}, double marker_depth = 0,
+                          ColorScale scale = ColorScale::diverging);
 
 }  // namespace nbkit::io

@@ -20,6 +20,10 @@ struct SnapshotInfo {
   double initial_energy = 0;  // E at step 0, for the relative energy error of a continued run
 };
 
+// Bytes of a snapshot of n bodies (coordinates, velocities, masses, IDs; ~8 KiB of
+// metadata), for the disk check before a run.
+inline std::uint64_t snapshot_file_bytes(std::size_t n) { return 64 * static_cast<std::uint64_t>(n) + 8192; }
+
 // False in builds without the HDF5 library, where the two functions below throw.
 bool snapshots_available();
 

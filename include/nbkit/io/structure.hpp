@@ -27,15 +27,21 @@ Atoms read_atoms(const std::string& path, const ChargeOptions& charges = {});
 // radii: from the PQR, zero for PDB/mmCIF). Every model must have the same atom count.
 std::vector<Atoms> read_models(const std::string& path);
 
-// An atom to append to a structure (an ion, say): its PDB residue and atom name.
+// An atom to append to a structure (an ion, say): its residue and atom name, charge, radius.
 struct ExtraAtom {
   std::string name;
   Vec3 position;
+  double charge = 0, radius = 0;
 };
 
-// The atoms of a PQR file, then `extra` as HETATM records (one residue each, chain I), as a
-// PDB file written by gemmi (written atomically). Charges and radii are not in PDB files.
-void write_pqr_as_pdb(const std::string& pqr_path, const std::vector<ExtraAtom>& extra, const std::string& pdb_path);
+// The first model of a PQR file, then `extra` as HETATM records (one residue each, chain I,
+// serials after the input's largest), as a PQR (`write_pqr_with_atoms`) or as a PDB file
+// written by gemmi (`write_pqr_as_pdb`: charges and radii are not in PDB files; CRYST1 only
+// when the input has a cell). Written atomically. Returns how many models the input had (the
+// others are not written).
+int write_pqr_with_atoms(const std::string& pqr_path, const std::vector<ExtraAtom>& extra, const std::string& out_path,
+                         const std::string& remark);
+int write_pqr_as_pdb(const std::string& pqr_path, const std::vector<ExtraAtom>& extra, const std::string& pdb_path);
 
 // The pdb2pqr executable on PATH ("pdb2pqr" or "pdb2pqr30"), or empty.
 std::string find_pdb2pqr();

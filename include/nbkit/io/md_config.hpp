@@ -1,0 +1,41 @@
+#pragma once
+// The TOML file that describes an `nbkit md` run (README.md, "Molecular dynamics";
+// examples/in.lj.toml): units, the system (a LAMMPS data file or an fcc lattice), the pair
+// style and its coefficients, the neighbour skin, the run and the outputs. Every key is read
+// or refused: an unknown key is an error naming its line, as is a value of the wrong kind.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nbkit/io/lammps_data.hpp"
+#include "nbkit/md.hpp"
+
+namespace nbkit::io {
+
+struct MdConfig {
+  md::System system;
+  md::ForceField field;
+  std::string pair_style = "lj/cut";           // lj/cut or lj/cut/coul/dsf
+  std::vector<double> type_epsilon, type_sigma;  // each type's own coefficients
+  std::vector<PairCoefficient> pair_ij;        // every pair when some differ from geometric mixing (data file)
+  double skin = 0.3, timestep = 0.005;
+  std::int64_t steps = 0, thermo_every = 100;
+  struct Langevin {
+    double temperature, damping;
+    std::uint64_t seed;
+  };
+  std::optional<Langevin> langevin;            // empty: NVE
+  std::string directory = "md-out";            // [output] directory
+  std::int64_t dcd_every = 0;                  // 0: no trajectory
+  std::string final_data = "final.data";
+  std::string data_file;                       // [system] data, resolved against the TOML's folder; empty: a lattice
+};
+
+MdConfig read_md_config(const std::string& path);
+// The same for a text; `source` names it in messages, `base` is the folder relative paths
+// (the data file) start from.
+MdConfig parse_md_config(std::string_view text, const std::string& source, const std::string& base);
+
+}  // namespace nbkit::io

@@ -1,0 +1,260 @@
+// nbkit md's TOML run description (md_config.hpp), read through toml++.
+#include "nbkit/io/md_config.hpp"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <initializer_list>
+
+#include "io/text.hpp"
+#include "nbkit/core/error.hpp"
+
+namespace nbkit::io {
+
+namespace {
+
+// Typed access to the TOML tables with errors that name the file, the key and its line.
+class Config {
+ public:
+  Config(std::string_view text, const std::string& source) : path_(source) {
+    try {
+      root_ = toml::parse(text, source);
+    } catch (const toml::parse_error& e) {
+      throw Error(fmt::format("{}:{}:{}: {}", source, e.source().begin.line, e.source().begin.column, e.description()));
+    }
+  }
+  [[noreturn]] void fail(const toml::node* node, const std::string& key, const std::string& what) const {
+    if (node && node->source().begin.line > 0)
+      throw Error(fmt::format("{}:{}: {}: {}", path_, node->source().begin.line, key, what));
+    throw Error(fmt::format("{}: {}: {}", path_, key, what));
+  }
+  const toml::node* find(const std::string& key) const { return root_.at_path(key).node(); }
+  double number(const std::string& key, std::optional<double> fallback, bool positive = false) const {
+    const toml::node* node = find(key);
+    if (!node) {
+      if (!fallback) fail(nullptr, key, "missing (a number)");
+      return *fallback;
+    }
+    const auto value = node->value<double>();
+    if (!value || !std::isfinite(*value)) fail(node, key, "expected a number");
+    if (positive && !(*value > 0)) fail(node, key, "expected a positive number");
+    return *value;
+  }
+  std::int64_t integer(const std::string& key, std::optional<std::int64_t> fallback, std::int64_t least = 0) const {
+    const toml::node* node = find(key);
+    if (!node) {
+      if (!fallback) fail(nullptr, key, "missing (an integer)");
+      return *fallback;
+    }
+    const auto value = node->value<std::int64_t>();
+    if (!value || !node->is_integer()) fail(node, key, "expected an integer");
+    if (*value < least) fail(node, key, fmt::format("expected at least {}", least));
+    return *value;
+  }
+  std::string text(const std::string& key, std::optional<std::string> fallback) const {
+    const toml::node* node = find(key);
+    if (!node) {
+      if (!fallback) fail(nullptr, key, "missing (a string)");
+      return *fallback;
+    }
+    const auto value = node->value<std::string>();
+    if (!value || !node->is_string()) fail(node, key, "expected a string");
+    return *value;
+  }
+  bool flag(const std::string& key, bool fallback) const {
+    const toml::node* node = find(key);
+    if (!node) return fallback;
+    if (!node->is_boolean()) fail(node, key, "expected true or false");
+    return *node->value<bool>();
+  }
+  // Refuses keys this version does not know (a typo would otherwise be ignored silently).
+  void check_keys(const std::string& table, std::initializer_list<const char*> known) const {
+    const toml::node* node = table.empty() ? &root_ : find(table);
+    if (!node) return;
+    const toml::table* t = node->as_table();
+    if (!t) fail(node, table, "expected a table");
+    for (const auto& [key, value] : *t) {
+      bool ok = false;
+      for (const char* k : known) ok = ok || key.str() == k;
+      if (!ok) fail(&value, (table.empty() ? "" : table + ".") + std::string(key.str()), "unknown key");
+    }
+  }
+
+ private:
+  std::string path_;
+  toml::table root_;
+};
+
+// [system]: a LAMMPS data file, or an fcc lattice as in.lj builds it; velocities.
+void read_system(const Config& c, md::Units units, const std::string& base, MdConfig& run, LammpsData& file) {
+  if (c.find("system.data")) {
+    if (c.find("system.lattice")) c.fail(c.find("system.lattice"), "system.lattice", "give data or lattice, not both");
+    run.data_file = (std::filesystem::path(base) / c.text("system.data", std::nullopt)).string();
+    file = read_lammps_data(run.data_file, units);
+    run.system = std::move(file.system);
+  } else {
+    const std::string lattice = c.text("system.lattice", "fcc");
+    if (lattice != "fcc") c.fail(c.find("system.lattice"), "system.lattice", "only fcc in this version");
+    const toml::node* cells = c.find("system.cells");
+    const toml::array* list = cells ? cells->as_array() : nullptr;
+    if (!list || list->size() != 3) c.fail(cells, "system.cells", "expected three integers, e.g. [20, 20, 20]");
+    int n[3];
+    for (int a = 0; a < 3; ++a) {
+      const auto v = (*list)[static_cast<std::size_t>(a)].value<std::int64_t>();
+      if (!v || *v < 1 || *v > 100000) c.fail(cells, "system.cells", "expected three integers from 1 to 100000");
+      n[a] = static_cast<int>(*v);
+    }
+    run.system = md::fcc_lattice(c.number("system.density", std::nullopt, true), n[0], n[1], n[2]);
+    run.system.units = units;
+  }
+  if (c.find("system.temperature"))
+    md::assign_velocities(run.system, c.number("system.temperature", std::nullopt),
+                          static_cast<std::uint64_t>(c.integer("system.seed", 87287, 0)));
+  else if (c.find("system.seed"))
+    c.fail(c.find("system.seed"), "system.seed", "the seed of new velocities: give system.temperature too");
+}
+
+// [pair] coeffs: {type, epsilon, sigma} per type, {types = [i, j], epsilon, sigma} per pair.
+void read_coefficients(const Config& c, const md::System& system, std::vector<double>& epsilon,
+                       std::vector<double>& sigma, std::vector<PairCoefficient>& pairs) {
+  const toml::node* coeffs = c.find("pair.coeffs");
+  const toml::array* list = coeffs->as_array();
+  if (!list) c.fail(coeffs, "pair.coeffs", "expected an array of {type, epsilon, sigma} tables");
+  epsilon.assign(static_cast<std::size_t>(system.types()), 0.0), sigma.assign(static_cast<std::size_t>(system.types()), 0.0);
+  for (const toml::node& entry : *list) {
+    const toml::table* t = entry.as_table();
+    if (!t) c.fail(&entry, "pair.coeffs", "each entry is a table {type, epsilon, sigma} or {types = [i, j], epsilon, sigma}");
+    for (const auto& [key, value] : *t)
+      if (key.str() != "type" && key.str() != "types" && key.str() != "epsilon" && key.str() != "sigma")
+        c.fail(&value, "pair.coeffs." + std::string(key.str()), "unknown key (type, types, epsilon, sigma)");
+    const auto eps = (*t)["epsilon"].value<double>();
+    const auto sig = (*t)["sigma"].value<double>();
+    if (!eps || !sig || !std::isfinite(*eps) || !std::isfinite(*sig))
+      c.fail(&entry, "pair.coeffs", "each entry needs epsilon and sigma (numbers)");
+    if (!(*eps >= 0) || !(*sig > 0)) c.fail(&entry, "pair.coeffs", "epsilon must not be negative, sigma must be positive");
+    auto type_number = [&](std::optional<std::int64_t> type) {
+      if (!type) c.fail(&entry, "pair.coeffs", "a type is an integer");
+      if (*type < 1 || *type > system.types())
+        c.fail(&entry, "pair.coeffs", fmt::format("type {} outside 1..{}", *type, system.types()));
+      return static_cast<int>(*type);
+    };
+    const bool one = t->contains("type"), two = t->contains("types");
+    if (one == two) c.fail(&entry, "pair.coeffs", "each entry names one type (type = T) or a pair (types = [i, j])");
+    if (one) {
+      const int type = type_number((*t)["type"].value<std::int64_t>());
+      epsilon[static_cast<std::size_t>(type - 1)] = *eps, sigma[static_cast<std::size_t>(type - 1)] = *sig;
+    } else {
+      const toml::array* ij = (*t)["types"].as_array();
+      if (!ij || ij->size() != 2) c.fail(&entry, "pair.coeffs", "types = [i, j]: two type numbers");
+      int i = type_number((*ij)[0].value<std::int64_t>()), j = type_number((*ij)[1].value<std::int64_t>());
+      if (i > j) std::swap(i, j);
+      for (const PairCoefficient& p : pairs)
+        if (p.i == i && p.j == j) c.fail(&entry, "pair.coeffs", fmt::format("pair {} {} given twice", i, j));
+      pairs.push_back({i, j, *eps, *sig});
+    }
+  }
+}
+
+void read_pair(const Config& c, MdConfig& run, const LammpsData& file) {
+  const double cutoff = c.number("pair.cutoff", 2.5, true);
+  run.pair_style = c.text("pair.style", "lj/cut");
+  const std::string& style = run.pair_style;
+  if (style != "lj/cut" && style != "lj/cut/coul/dsf")
+    c.fail(c.find("pair.style"), "pair.style", "expected lj/cut or lj/cut/coul/dsf (shifted-force Coulomb, alpha 0)");
+  if (style == "lj/cut" && (c.find("pair.coulomb_cutoff") || c.find("pair.dielectric")))
+    c.fail(c.find("pair.coulomb_cutoff") ? c.find("pair.coulomb_cutoff") : c.find("pair.dielectric"), "pair.style",
+           "Coulomb settings need style lj/cut/coul/dsf");
+  if (style == "lj/cut/coul/dsf" && !run.system.has_charges)
+    c.fail(c.find("pair.style"), "pair.style", "lj/cut/coul/dsf needs charges (a data file in the charge style)");
+  const std::string mixing = c.text("pair.mixing", "geometric");
+  if (mixing != "geometric" && mixing != "arithmetic")
+    c.fail(c.find("pair.mixing"), "pair.mixing", "expected geometric or arithmetic");
+  // Per type from [pair] coeffs, else the data file's Pair Coeffs (or PairIJ's diagonal), mixed;
+  // then the pairs set apart (the TOML's types = [i, j], else the data file's PairIJ Coeffs).
+  std::vector<double>& epsilon = run.type_epsilon;
+  std::vector<double>& sigma = run.type_sigma;
+  epsilon = file.pair_epsilon, sigma = file.pair_sigma;
+  std::vector<PairCoefficient> pairs = file.pair_ij;
+  if (c.find("pair.coeffs")) {
+    pairs.clear();
+    read_coefficients(c, run.system, epsilon, sigma, pairs);
+  }
+  if (epsilon.empty()) {
+    if (run.system.types() != 1)
+      c.fail(nullptr, "pair.coeffs", "missing: give epsilon and sigma for every type (or Pair Coeffs in the data file)");
+    epsilon = {1.0}, sigma = {1.0};  // reduced units' one type
+  }
+  for (int t = 0; t < run.system.types(); ++t)
+    if (!(sigma[static_cast<std::size_t>(t)] > 0))
+      c.fail(c.find("pair.coeffs"), "pair.coeffs", fmt::format("no coefficients for type {}", t + 1));
+  run.field = md::ForceField::mixed(epsilon, sigma, cutoff, mixing == "arithmetic");
+  for (const PairCoefficient& p : pairs) run.field.set_pair(p.i - 1, p.j - 1, p.epsilon, p.sigma);
+  run.pair_ij = pairs_beyond_geometric_mixing(run.field);
+  run.field.shift = c.flag("pair.shift", false);
+  if (style == "lj/cut/coul/dsf") {
+    run.field.coulomb_cutoff = c.number("pair.coulomb_cutoff", cutoff, true);
+    run.field.dielectric = c.number("pair.dielectric", 1.0, true);
+  }
+  if (const toml::node* ex = c.find("pair.exclusions")) {
+    const toml::array* list = ex->as_array();
+    if (!list) c.fail(ex, "pair.exclusions", "expected an array of [id, id] pairs");
+    for (const toml::node& entry : *list) {
+      const toml::array* pair = entry.as_array();
+      const auto a = pair && pair->size() == 2 ? (*pair)[0].value<std::int64_t>() : std::nullopt;
+      const auto b = pair && pair->size() == 2 ? (*pair)[1].value<std::int64_t>() : std::nullopt;
+      if (!a || !b) c.fail(&entry, "pair.exclusions", "expected [id, id]");
+      auto index_of = [&](std::int64_t id) {
+        const auto it = std::lower_bound(run.system.id.begin(), run.system.id.end(), id);
+        if (it == run.system.id.end() || *it != id) c.fail(&entry, "pair.exclusions", fmt::format("no atom with ID {}", id));
+        return static_cast<std::int64_t>(it - run.system.id.begin());
+      };
+      run.field.exclusions.push_back({index_of(*a), index_of(*b)});
+    }
+  }
+}
+
+}  // namespace
+
+MdConfig parse_md_config(std::string_view text, const std::string& source, const std::string& base) {
+  const Config c(text, source);
+  c.check_keys("", {"units", "system", "pair", "neighbor", "run", "output"});
+  c.check_keys("system", {"data", "lattice", "density", "cells", "temperature", "seed"});
+  c.check_keys("pair", {"style", "cutoff", "shift", "mixing", "coeffs", "exclusions", "coulomb_cutoff", "dielectric"});
+  c.check_keys("neighbor", {"skin"});
+  c.check_keys("run", {"timestep", "steps", "thermo", "ensemble", "temperature", "damping", "seed"});
+  c.check_keys("output", {"directory", "dcd_every", "data"});
+  const md::Units units = md::parse_units(c.text("units", "lj"));
+  MdConfig run;
+  LammpsData file;
+  read_system(c, units, base, run, file);
+  read_pair(c, run, file);
+  run.timestep = c.number("run.timestep", units == md::Units::lj ? 0.005 : 1.0, true);
+  run.steps = c.integer("run.steps", std::nullopt, 0);
+  run.thermo_every = c.integer("run.thermo", 100, 1);
+  const std::string ensemble = c.text("run.ensemble", "nve");
+  if (ensemble == "langevin")
+    run.langevin = MdConfig::Langevin{c.number("run.temperature", std::nullopt), c.number("run.damping", std::nullopt, true),
+                                      static_cast<std::uint64_t>(c.integer("run.seed", 48279, 0))};
+  else if (ensemble != "nve")
+    c.fail(c.find("run.ensemble"), "run.ensemble", "expected nve or langevin");
+  else
+    for (const char* key : {"run.temperature", "run.damping", "run.seed"})
+      if (c.find(key)) c.fail(c.find(key), key, "a Langevin setting: add ensemble = \"langevin\" (the run is NVE)");
+  run.skin = c.number("neighbor.skin", units == md::Units::lj ? 0.3 : 2.0, false);
+  if (!(run.skin >= 0)) c.fail(c.find("neighbor.skin"), "neighbor.skin", "expected zero or a positive length");
+  run.directory = c.text("output.directory", "md-out");
+  run.dcd_every = c.integer("output.dcd_every", 0, 0);
+  run.final_data = c.text("output.data", "final.data");
+  if (run.final_data.empty() || run.final_data.find('/') != std::string::npos)
+    c.fail(c.find("output.data"), "output.data", "a file name in the output directory (no '/')");
+  return run;
+}
+
+MdConfig read_md_config(const std::string& path) {
+  return parse_md_config(read_file_text(path, "a TOML file"), path, std::filesystem::path(path).parent_path().string());
+}
+
+}  // namespace nbkit::io
