@@ -28,7 +28,10 @@ std::filesystem::path holding_directory(const std::string& path) {
   fs::path target = fs::weakly_canonical(fs::absolute(path, error), error);
   if (error) target = fs::absolute(path);
   if (fs::is_directory(target, error)) return target;
-  return target.parent_path();
+  // The nearest folder that exists (an output folder is made when the run starts).
+  fs::path folder = target.parent_path();
+  while (!folder.empty() && folder != folder.root_path() && !fs::is_directory(folder, error)) folder = folder.parent_path();
+  return folder.empty() ? fs::current_path() : folder;
 }
 
 }  // namespace

@@ -177,7 +177,7 @@ LammpsData parse_lammps_data(std::string_view text, const std::string& path, md:
       data.pair_sigma.assign(types, 0.0);
       std::vector<bool> seen(static_cast<std::size_t>(types * types), false);
       for (const auto& [number, f] : lines) {
-        if (f.size() != 4) fail_at(number, "PairIJ Coeffs: expected 'i j epsilon sigma'");
+        if (f.size() != 4 && f.size() != 5) fail_at(number, "PairIJ Coeffs: expected 'i j epsilon sigma [cutoff]'");
         const std::int64_t i = integer_at(number, f[0], "atom type i"), j = integer_at(number, f[1], "atom type j");
         if (i < 1 || i > types || j < 1 || j > types)
           fail_at(number, fmt::format("atom types {} {} outside 1..{}", i, j, types));
@@ -186,7 +186,8 @@ LammpsData parse_lammps_data(std::string_view text, const std::string& path, md:
           fail_at(number, fmt::format("PairIJ Coeffs: pair {} {} appears twice", i, j));
         seen[static_cast<std::size_t>((i - 1) * types + (j - 1))] = true;
         PairCoefficient c{static_cast<int>(i), static_cast<int>(j), number_at(number, f[2], "epsilon"),
-                          number_at(number, f[3], "sigma")};
+                          number_at(number, f[3], "sigma"), f.size() == 5 ? number_at(number, f[4], "cutoff") : 0.0};
+        if (f.size() == 5 && !(c.cutoff > 0)) fail_at(number, "cutoff: expected a positive number");
         if (!(c.epsilon >= 0)) fail_at(number, "epsilon: expected zero or a positive number");
         if (!(c.sigma > 0)) fail_at(number, "sigma: expected a positive number");
         if (i == j) data.pair_epsilon[i - 1] = c.epsilon, data.pair_sigma[i - 1] = c.sigma;

@@ -191,7 +191,14 @@ void read_pair(const Config& c, MdConfig& run, const LammpsData& file) {
     if (!(sigma[static_cast<std::size_t>(t)] > 0))
       c.fail(c.find("pair.coeffs"), "pair.coeffs", fmt::format("no coefficients for type {}", t + 1));
   run.field = md::ForceField::mixed(epsilon, sigma, cutoff, mixing == "arithmetic");
-  for (const PairCoefficient& p : pairs) run.field.set_pair(p.i - 1, p.j - 1, p.epsilon, p.sigma);
+  for (const PairCoefficient& p : pairs) {
+    // One cutoff for every pair here: a data file's per-pair cutoff must be that one.
+    if (p.cutoff != 0 && std::fabs(p.cutoff - cutoff) > 1e-12 * cutoff)
+      c.fail(c.find("pair.cutoff"), "pair.cutoff",
+             fmt::format("{} gives pair {} {} its own cutoff {}; nbkit uses one cutoff for all pairs ({})", run.data_file,
+                         p.i, p.j, p.cutoff, cutoff));
+    run.field.set_pair(p.i - 1, p.j - 1, p.epsilon, p.sigma);
+  }
   run.pair_ij = pairs_beyond_geometric_mixing(run.field);
   run.field.shift = c.flag("pair.shift", false);
   if (style == "lj/cut/coul/dsf") {

@@ -109,7 +109,7 @@ class PqrRecordReader {
     if (fused && is_pdb2pqr_layout(line))
       if (const auto columns = from_columns(line)) {
         if (identity) identify(split_whitespace(line.substr(record.size(), 30 - record.size())), *identity);
-        return *columns;
+        return within_range(*columns);
       }
     if (fields < 10)
       fail("record", fmt::format("expected at least 10 whitespace-separated fields (ATOM serial name resName "
@@ -133,6 +133,7 @@ class PqrRecordReader {
       fail(kFieldNames[f], "expected a finite number, got " + quoted(token));
     }
     if (values[4] < 0) fail("radius", "expected zero or a positive radius, got " + quoted(tail[0]));
+
     // Where the columns show the coordinates, the fields read must be those: a record short
     // of its charge or radius would otherwise shift every value by one field.
     if (is_pdb2pqr_layout(line))
@@ -143,7 +144,7 @@ class PqrRecordReader {
                                        "{} {}: a field is missing (a PQR record ends with x y z charge radius)",
                                        (*columns)[0], (*columns)[1], (*columns)[2], values[0], values[1], values[2]));
     if (identity) identify(head, *identity);
-    return values;
+    return within_range(values);
   }
 
  private:
@@ -205,6 +206,15 @@ class PqrRecordReader {
       number.remove_suffix(1);
     }
     if (const auto n = integer(number)) r.residue_number = static_cast<int>(*n);
+  }
+
+  const std::array<double, 5>& within_range(const std::array<double, 5>& values) const {
+    for (std::size_t a = 0; a < 3; ++a)
+      if (std::fabs(values[a]) > kMaxCoordinate)
+        fail(kFieldNames[a], fmt::format("{:g} A lies beyond {:g} A of the origin: no molecule is that large (a unit "
+                                         "mix-up or a corrupt file?)",
+                                         values[a], kMaxCoordinate));
+    return values;
   }
 
   [[noreturn]] void fail(const std::string& field, const std::string& problem) const {

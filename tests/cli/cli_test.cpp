@@ -16,37 +16,14 @@
 #include "nbkit/io/map_files.hpp"
 #include "nbkit/io/pqr.hpp"
 #include "nbkit/io/snapshot.hpp"
+#include "cli/cli_support.hpp"
 #include "test_support.hpp"
 
-namespace {
-
-struct Result {
-  int status;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs the nbkit binary with `arguments` through the shell; stdout is a pipe, so no
-// progress bar may appear.
-Result run_nbkit(const std::string& arguments, const std::string& environment = "") {
-  const std::string command = environment + " " + NBKIT_BINARY + " " + arguments + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string output;
-  std::array<char, 4096> buffer;
-  while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-std::string data(const std::string& name) { return nbkit::test::data_file(name); }
-
-void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-}  // namespace
+using nbkit::test::contains;
+using nbkit::test::data;
+using nbkit::test::Result;
+using nbkit::test::run_nbkit;
+using nbkit::test::write_text;
 
 TEST(Cli, VersionAndHelp) {
   const Result version = run_nbkit("--version");

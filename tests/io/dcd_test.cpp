@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 
 #include "nbkit/core/error.hpp"
@@ -118,6 +119,47 @@ TEST(Dcd, TruncatedAndCorruptFilesNameTheFrame) {
   std::ofstream(dir.file("text.dcd")) << "hello, not a trajectory\n";
   EXPECT_THROW(DcdReader(dir.file("text.dcd")), Error);
   EXPECT_THROW(DcdReader(dir.file("missing.dcd")), Error);
+}
+
+// A trajectory being written is a valid DCD after every frame: the header counts the frames
+// present, so a reader (or VMD) opening it mid-run sees them all.
+TEST(Dcd, StreamedTrajectoryIsValidAfterEveryFrame) {
+  test::ScratchDir dir;
+  const auto frames = random_frames(4, 23, true, 9);
+  DcdWriter writer(dir.file("s.dcd"), 23, 0.5, true);
+  EXPECT_EQ(DcdReader(dir.file("s.dcd")).frames(), 0);
+  for (std::size_t f = 0; f < frames.size(); ++f) {
+    writer.append(frames[f]);
+    const std::string bytes = read_bytes(dir.file("s.dcd"));
+    std::int32_t header_count = 0;
+    std::memcpy(&header_count, bytes.data() + 8, 4);
+    EXPECT_EQ(header_count, static_cast<std::int32_t>(f + 1));
+    const auto back = read_all(dir.file("s.dcd"));
+    ASSERT_EQ(back.size(), f + 1);
+    EXPECT_EQ(back[f].y, frames[f].y);
+  }
+  writer.close();
+  EXPECT_EQ(std::filesystem::file_size(dir.file("s.dcd")), dcd_file_bytes(23, 4, true));
+  EXPECT_THROW(DcdWriter(dir.file("s.dcd"), 23, 0.5, true).append(random_frames(1, 22, true, 1)[0]), Error);
+}
+
+// Corrupt coordinate bytes (NaN, 3.4e34) are refused with the frame and atom, not mapped.
+TEST(Dcd, CorruptCoordinatesAreRefused) {
+  test::ScratchDir dir;
+  auto frames = random_frames(3, 11, false, 2);
+  frames[2].z[4] = std::numeric_limits<float>::quiet_NaN();
+  write_dcd(dir.file("t.dcd"), frames);
+  DcdReader reader(dir.file("t.dcd"));
+  DcdFrame f;
+  EXPECT_TRUE(reader.next(f));
+  EXPECT_TRUE(reader.next(f));
+  try {
+    reader.next(f);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("t.dcd: frame 3: atom 5: z = nan is no coordinate"), std::string::npos)
+        << error.what();
+  }
 }
 
 }  // namespace nbkit::io

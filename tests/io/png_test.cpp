@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <png.h>
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -56,13 +57,13 @@ TEST(Png, SliceUsesRedForNegativeBlueForPositive) {
   EXPECT_EQ(info.index, 1);
   EXPECT_DOUBLE_EQ(info.range, 5.0);
   const Image image = read_png(dir.file("s.png"));
-  const int scale = 512 / 11;  // lattice points drawn as scale x scale squares
-  ASSERT_GE(image.width, 11 * scale);
-  const int top = 10 + 20;     // margin + title line
-  const int y = top + 3 * scale;
-  const png_byte* left = image.pixel(10 + scale / 2, y);    // i = 0, V = -5
-  const png_byte* middle = image.pixel(10 + 5 * scale + scale / 2, y);  // V = 0
-  const png_byte* right = image.pixel(10 + 10 * scale + scale / 2, y);  // V = +5
+  const int scale = info.pixel_scale;  // lattice points drawn as scale x scale squares
+  EXPECT_EQ(scale, 512 / 11);
+  ASSERT_GE(image.width, info.image_left + 11 * scale);
+  const int x0 = info.image_left, y = info.image_top + 3 * scale;
+  const png_byte* left = image.pixel(x0 + scale / 2, y);    // i = 0, V = -5
+  const png_byte* middle = image.pixel(x0 + 5 * scale + scale / 2, y);  // V = 0
+  const png_byte* right = image.pixel(x0 + 10 * scale + scale / 2, y);  // V = +5
   EXPECT_GT(left[0], 150);
   EXPECT_LT(left[2], 60);
   EXPECT_EQ(middle[0], 255);
@@ -83,6 +84,62 @@ TEST(Png, SliceSpecParsingAndRange) {
   const SliceInfo info = write_slice_png(dir.file("s.png"), ramp_map(), parse_slice("x=7.2"));
   EXPECT_EQ(info.index, 7);
   EXPECT_DOUBLE_EQ(info.coordinate, 7.0);
+}
+
+// Axes carry tick labels (dark pixels left of and below the lattice); a colour range that
+// values exceed says so; a map that is never negative gets a sequential scale from zero.
+TEST(Png, AxesSaturationAndSequentialScale) {
+  test::ScratchDir dir;
+  Map map;  // V = x - 15 on 31 x 30 x 2 points, and one point far beyond the 99th percentile
+  map.lattice.dims = {31, 30, 2};
+  map.lattice.spacing = 1.0;
+  for (std::int64_t i = 0; i < 31; ++i)
+    for (std::int64_t j = 0; j < 60; ++j) map.values.push_back(static_cast<double>(i) - 15);
+  map.values[0] = -500;
+  const SliceInfo info = write_slice_png(dir.file("s.png"), map, parse_slice("z=0"));
+  EXPECT_TRUE(info.saturated);
+  EXPECT_DOUBLE_EQ(info.low, -500);
+  EXPECT_DOUBLE_EQ(info.range, 15);
+  const Image image = read_png(dir.file("s.png"));
+  auto dark_pixels = [&](int x0, int x1, int y0, int y1) {
+    int dark = 0;
+    for (int y = y0; y < y1; ++y)
+      for (int x = x0; x < x1; ++x) dark += image.pixel(x, y)[0] < 100 && image.pixel(x, y)[1] < 100;
+    return dark;
+  };
+  const int image_h = static_cast<int>(map.lattice.dims[1]) * info.pixel_scale;
+  EXPECT_GT(dark_pixels(0, info.image_left - 1, info.image_top, info.image_top + image_h), 20);  // tick labels
+  EXPECT_GT(dark_pixels(info.image_left, image.width, info.image_top + image_h + 2, info.image_top + image_h + 24), 20);
+  EXPECT_FALSE(write_slice_png(dir.file("t.png"), ramp_map(), parse_slice("")).saturated);
+  // A standard deviation: zero is the scale's dark end (viridis), not the white of a diverging scale.
+  Map spread = ramp_map();
+  for (double& v : spread.values) v = std::fabs(v);
+  const SliceInfo seq = write_slice_png(dir.file("q.png"), spread, parse_slice(""), {}, 0, ColorScale::sequential);
+  const Image q = read_png(dir.file("q.png"));
+  const png_byte* zero = q.pixel(seq.image_left + 5 * seq.pixel_scale + seq.pixel_scale / 2, seq.image_top + seq.pixel_scale);
+  EXPECT_LT(zero[1], 30);  // viridis starts at (68, 1, 84)
+  EXPECT_GT(zero[2], 60);
+  const png_byte* top = q.pixel(seq.image_left + seq.pixel_scale / 2, seq.image_top + seq.pixel_scale);  // |V| = 5
+  EXPECT_GT(top[1], 200);  // ... and ends yellow (253, 231, 37)
+  EXPECT_LT(top[2], 80);
+}
+
+// Markers in two colours with a legend (ionize: cations and anions).
+TEST(Png, MarkerSetsAreDrawnInTheirColours) {
+  test::ScratchDir dir;
+  const Map map = ramp_map();
+  const SliceMarkers cations{"Na+", {250, 210, 40}, {{2, 3, 1}}}, anions{"Cl-", {40, 200, 60}, {{8, 3, 1}}};
+  write_slice_png(dir.file("m.png"), map, parse_slice("z=1"), {cations, anions}, 1.0);
+  const Image image = read_png(dir.file("m.png"));
+  int yellow = 0, green = 0;
+  for (int y = 0; y < image.height; ++y)
+    for (int x = 0; x < image.width; ++x) {
+      const png_byte* p = image.pixel(x, y);
+      yellow += p[0] == 250 && p[1] == 210 && p[2] == 40;
+      green += p[0] == 40 && p[1] == 200 && p[2] == 60;
+    }
+  EXPECT_GT(yellow, 50);  // the marker and its legend entry
+  EXPECT_GT(green, 50);
 }
 
 }  // namespace nbkit::io

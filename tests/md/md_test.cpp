@@ -12,6 +12,7 @@
 
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/lammps_data.hpp"
+#include "nbkit/io/md_config.hpp"
 #include "md/langevin_noise.hpp"
 #include "md/md_test_support.hpp"
 #include "md/pair_law.hpp"
@@ -516,6 +517,82 @@ TEST(MdLammps, RealUnitsWithTwoTypesAndChargesMatchLammps) {
       std::printf("[ lammps ] real units, step %3d: pe %.12f (LAMMPS %.12f), press %.12f (LAMMPS %.12f)\n", step,
                   t.potential, row[2], t.pressure, row[5]);
   }
+}
+
+}  // namespace nbkit::md
+
+namespace nbkit::md {
+
+// Pairs set apart from mixing (LAMMPS's pair_coeff i j), as LAMMPS's write_data emits them
+// (PairIJ Coeffs) and as nbkit's TOML gives them (types = [i, j]): read, written and summed as
+// LAMMPS sums them. Step 0 of the same state: the same pairs in another order, 1e-10.
+TEST(MdLammps, PairIJCoefficientsFromLammpsWriteDataAndTheToml) {
+  test::ScratchDir dir;
+  System s = test::liquid(4, 17);
+  assign_velocities(s, 1.0, 4242);
+  io::write_lammps_data(dir.file("start.data"), s, {1.0, 0.5}, {1.0, 1.2});
+  const auto lammps = run_lammps(dir,
+                                 "units lj\natom_style atomic\npair_style lj/cut 2.5\nread_data start.data\n"
+                                 "pair_coeff 1 2 0.9 0.95\n"
+                                 "thermo_style custom step temp pe ke etotal press\n"
+                                 "thermo_modify format float %.17g\nrun 0\nwrite_data lammps.data pair ij\n");
+  if (!lammps) GTEST_SKIP() << "LAMMPS (lmp) is not installed: scripts/setup installs Debian's lammps";
+  ASSERT_EQ(lammps->size(), 1u);
+  // LAMMPS's own data file, read through the TOML as a user would.
+  std::ofstream(dir.file("run.toml")) << "[system]\ndata = \"lammps.data\"\n[pair]\ncutoff = 2.5\n[run]\nsteps = 0\n";
+  const io::MdConfig run = io::read_md_config(dir.file("run.toml"));
+  ASSERT_EQ(run.pair_ij.size(), 3u);
+  EXPECT_EQ(run.field.epsilon[1], 0.9);
+  EXPECT_EQ(run.field.sigma[2], 0.95);
+  auto energies = [](const System& system, const ForceField& field) {
+    NeighborList list(field.reach(), 0.3);
+    list.build(system, field);
+    Forces forces;
+    forces_cpu(system, field, list, forces);
+    return thermo(system, forces, 0);
+  };
+  const Thermo t = energies(run.system, run.field);
+  const auto& row = (*lammps)[0];
+  EXPECT_NEAR(t.potential, row[2], 1e-10 * std::fabs(row[2]));
+  EXPECT_NEAR(t.pressure, row[5], 1e-10 * std::max(1.0, std::fabs(row[5])));
+  // The same pairs from the TOML; nbkit's data file keeps them as PairIJ Coeffs, and reads back.
+  std::ofstream(dir.file("pairs.toml"))
+      << "[system]\ndata = \"start.data\"\n[pair]\ncutoff = 2.5\n"
+         "coeffs = [{type = 1, epsilon = 1.0, sigma = 1.0}, {type = 2, epsilon = 0.5, sigma = 1.2},\n"
+         "          {types = [2, 1], epsilon = 0.9, sigma = 0.95}]\n[run]\nsteps = 0\n";
+  const io::MdConfig toml = io::read_md_config(dir.file("pairs.toml"));
+  EXPECT_EQ(toml.field.epsilon, run.field.epsilon);
+  EXPECT_EQ(toml.field.sigma, run.field.sigma);
+  io::write_lammps_data(dir.file("again.data"), toml.system, toml.type_epsilon, toml.type_sigma, "pairs", "lj/cut",
+                        toml.pair_ij);
+  const io::LammpsData again = io::read_lammps_data(dir.file("again.data"), Units::lj);
+  ASSERT_EQ(again.pair_ij.size(), 3u);
+  EXPECT_EQ(again.pair_ij[1].epsilon, 0.9);
+  // Arithmetic mixing is no geometric mixing: kept pair by pair, so LAMMPS reads what nbkit ran.
+  EXPECT_EQ(io::pairs_beyond_geometric_mixing(ForceField::mixed({1.0, 0.5}, {1.0, 1.2}, 2.5, true)).size(), 3u);
+  EXPECT_TRUE(io::pairs_beyond_geometric_mixing(ForceField::mixed({1.0, 0.5}, {1.0, 1.2}, 2.5)).empty());
+  std::printf("[ lammps ] PairIJ Coeffs, step 0: pe %.12f (LAMMPS %.12f)\n", t.potential, row[2]);
+}
+
+TEST(MdFiles, PairIJCoeffsErrorsNameTheLine) {
+  test::ScratchDir dir;
+  const std::string head = "title\n\n2 atoms\n2 atom types\n0 9 xlo xhi\n0 9 ylo yhi\n0 9 zlo zhi\n\n"
+                           "Masses\n\n1 1.0\n2 1.0\n\n";
+  const std::string atoms = "\nAtoms # atomic\n\n1 1 1 1 1\n2 2 3 3 3\n";
+  auto message = [&](const std::string& pairs) {
+    std::ofstream(dir.file("p.data")) << head << pairs << atoms;
+    try {
+      io::read_lammps_data(dir.file("p.data"), Units::lj);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("PairIJ Coeffs # lj/cut\n\n1 1 1.0 1.0\n2 1 1.0 1.0\n2 2 1.0 1.0\n"),
+            dir.file("p.data") + ":17: PairIJ Coeffs: expected i <= j, got 2 1");
+  EXPECT_EQ(message("PairIJ Coeffs\n\n1 1 1.0 1.0\n1 1 1.0 1.0\n2 2 1.0 1.0\n"),
+            dir.file("p.data") + ":17: PairIJ Coeffs: pair 1 1 appears twice");
+  EXPECT_EQ(message("PairIJ Coeffs # lj/cut\n\n1 1 1.0 1.0\n1 2 0.5 1.1\n2 2 1.0 1.0\n"), "no error");
 }
 
 }  // namespace nbkit::md

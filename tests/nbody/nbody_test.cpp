@@ -2,8 +2,11 @@
 // energy conservation of a Plummer sphere, and its initial virial ratio.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
+#include <vector>
 #include <numbers>
 #include <random>
 
@@ -177,6 +180,33 @@ TEST(NbodySnapshots, RoundTripKeepsEveryBit) {
   EXPECT_EQ(back.initial_energy, -0.2497);
   std::ofstream(dir.file("text.hdf5")) << "not hdf5\n";
   EXPECT_THROW(io::read_snapshot(dir.file("text.hdf5")), Error);
+}
+
+}  // namespace nbkit::nbody
+
+namespace nbkit::nbody {
+
+// A million bodies on a few cores take minutes per evaluation: the CPU loop reports its
+// progress; inputs that would poison every sum are refused, as are non-finite results.
+TEST(NbodyForces, LongEvaluationsReportProgressAndBadBodiesAreRefused) {
+  const Bodies b = plummer(4096, 3);
+  ForceOptions options;
+  options.backend = Backend::cpu;
+  std::vector<double> fractions;
+  options.progress = [&](double f) { fractions.push_back(f); };
+  ForceEngine engine(options);
+  Accelerations acc;
+  engine.compute(b, acc);
+  ASSERT_GE(fractions.size(), 2u);
+  EXPECT_TRUE(std::is_sorted(fractions.begin(), fractions.end()));
+  EXPECT_LE(fractions.back(), 1.0);
+  Bodies bad = b;
+  bad.mass[7] = 0;
+  EXPECT_THROW(engine.compute(bad, acc), Error);
+  bad = b;
+  bad.z[3] = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(engine.compute(bad, acc), Error);
+  EXPECT_THROW(plummer(1, 1), Error);
 }
 
 }  // namespace nbkit::nbody

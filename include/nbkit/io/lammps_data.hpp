@@ -16,6 +16,7 @@ namespace nbkit::io {
 struct PairCoefficient {
   int i = 0, j = 0;
   double epsilon = 0, sigma = 0;
+  double cutoff = 0;  // the pair's own cutoff when the file gives one (LAMMPS's write_data does); 0: none
 };
 
 struct LammpsData {
