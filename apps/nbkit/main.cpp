@@ -53,11 +53,18 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "nbkit: error: {}\n", error.what());
     return 1;
   } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "nbkit: error: out of memory\n");
+    fmt::print(stderr, "nbkit: error: out of memory: the run needs more than this machine can give (a smaller "
+                       "lattice, fewer atoms or bodies, or a machine with more memory)\n");
+    return 1;
+  } catch (const std::length_error&) {
+    fmt::print(stderr, "nbkit: error: a size beyond what this machine can hold was asked for; check the counts and "
+                       "sizes on the command line and in the input files\n");
     return 1;
   } catch (const std::exception& error) {
-    fmt::print(stderr, "nbkit: error: {}\n", error.what());
-    return 1;
+    // Input is checked before it reaches the standard library: this is a bug to report.
+    fmt::print(stderr, "nbkit: error: internal error ({}): a bug in nbkit; please report it with the command line\n",
+               error.what());
+    return 3;
   }
   return 0;
 }

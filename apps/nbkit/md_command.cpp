@@ -147,11 +147,13 @@ int run_md(const MdArguments& args) {
                        field.cutoff, run.skin, dt));
   csv_line("step,temperature,potential,kinetic,total,pressure\n");
   const bool terminal = !args.quiet;
+  ProgressBar bar("md", terminal);  // on stderr between the thermo rows (terminals only)
   auto report = [&](std::int64_t step) {
     last = gpu ? gpu->thermo(step) : md::thermo(system, forces, step);
     check_thermo(last);
     csv_line(fmt::format("{},{:.12g},{:.12g},{:.12g},{:.12g},{:.12g}\n", step, last.temperature, last.potential,
                          last.kinetic, last.total, last.pressure));
+    bar.clear();
     if (terminal)
       fmt::print("{:>10} {:>14.8f} {:>14.8f} {:>14.8f} {:>14.8f} {:>14.8f}\n", step, last.temperature, last.potential,
                  last.kinetic, last.total, last.pressure);
@@ -164,7 +166,9 @@ int run_md(const MdArguments& args) {
     else md::verlet_step(system, forces, field, list, dt, threads, thermostat.get());
     if (thermo_step) report(step);
     if (dcd && step % run.dcd_every == 0) snapshot();
+    bar.update(static_cast<double>(step) / static_cast<double>(run.steps));
   }
+  bar.finish();
   if (dcd) dcd->close();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (gpu) gpu->download(system);

@@ -33,6 +33,14 @@ void ProgressBar::draw(double fraction) {
   fmt::print(stderr, "\r{} [{}{}] {:5.1f}% {:.1f} s{}\033[K", label_, std::string(filled, '#'),
              std::string(width - filled, '.'), 100.0 * fraction, elapsed, eta);
   std::fflush(stderr);
+  drawn_ = true;
+}
+
+void ProgressBar::clear() {
+  if (!active_ || !drawn_) return;
+  fmt::print(stderr, "\r\033[K");
+  std::fflush(stderr);
+  drawn_ = false;
 }
 
 void ProgressBar::finish() {

@@ -101,6 +101,7 @@ DcdReader::DcdReader(const std::string& path) : path_(path), in_(path, std::ios:
   frame_bytes_ = (has_cell_ ? 48 + 8 : 0) + 3 * (4 * atoms_ + 8);
   in_.seekg(0, std::ios::end);
   const std::int64_t size = static_cast<std::int64_t>(in_.tellg());
+  file_bytes_ = size;
   frames_ = (size - first_frame_offset_) / frame_bytes_;
   in_.seekg(first_frame_offset_);
   read_ = 0;
@@ -108,6 +109,7 @@ DcdReader::DcdReader(const std::string& path) : path_(path), in_(path, std::ios:
 
 bool DcdReader::next(DcdFrame& frame) {
   if (in_.peek() == std::char_traits<char>::eof()) return false;
+
   if (has_cell_) {
     std::array<double, 6> cell{};
     read_record(cell.data(), 48, "unit cell");
@@ -117,6 +119,11 @@ bool DcdReader::next(DcdFrame& frame) {
     frame.cell.reset();
   }
   for (auto* axis : {&frame.x, &frame.y, &frame.z}) {
+    // A record the rest of the file cannot hold is truncated: said before the array is sized
+    // by the header's atom count (a corrupt count must not allocate gigabytes).
+    if (static_cast<std::int64_t>(in_.tellg()) + 4 * atoms_ + 8 > file_bytes_)
+      throw Error(fmt::format("{}: frame {}: {}: the file ends inside the frame (truncated)", path_, read_ + 1,
+                              axis == &frame.x ? "X" : (axis == &frame.y ? "Y" : "Z")));
     axis->resize(static_cast<std::size_t>(atoms_));
     read_record(axis->data(), 4 * atoms_, axis == &frame.x ? "X" : (axis == &frame.y ? "Y" : "Z"));
     if (swap_) swap_words(axis->data(), 4 * atoms_, 4);

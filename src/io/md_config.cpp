@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <initializer_list>
@@ -16,10 +17,67 @@ namespace nbkit::io {
 
 namespace {
 
+// Debian's toml++ 3.3 reaches __builtin_unreachable() (undefined behaviour) when it tests one
+// of U+00A1..U+0499 for whitespace, which it does between tokens, after a line-ending
+// backslash and elsewhere (toml++ issues #190 and #295, fixed upstream in 2026; found here by
+// fuzz/md_config_fuzz.cpp). So characters beyond ASCII are taken only where toml++ never
+// tests them: on a line that is a comment, or a line `key = "text"` (or 'text') with an
+// optional comment after it; any other line with one is refused, with its number, before
+// toml++ sees the text. (Paths and names with accents go in such one-line strings.)
+bool ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+bool comment_or_string_line(std::string_view line) {
+  std::size_t i = 0;
+  auto spaces = [&] {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+  };
+  spaces();
+  if (i < line.size() && line[i] == '#') return true;
+  const std::size_t key = i;
+  while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_' || line[i] == '-' ||
+                             line[i] == '.'))
+    ++i;
+  if (i == key) return false;
+  spaces();
+  if (i >= line.size() || line[i] != '=') return false;
+  ++i;
+  spaces();
+  if (i >= line.size() || (line[i] != '"' && line[i] != '\'')) return false;
+  const char quote = line[i++];
+  if (line.substr(i, 2) == std::string(2, quote)) return false;  // no multi-line strings
+  while (i < line.size() && line[i] != quote) {
+    if (quote == '"' && line[i] == '\\') {
+      if (i + 1 >= line.size() || !ascii(line.substr(i + 1, 1))) return false;
+      ++i;
+    }
+    ++i;
+  }
+  if (i >= line.size()) return false;
+  ++i;
+  spaces();
+  return i == line.size() || line[i] == '#';
+}
+
+void check_non_ascii_placement(std::string_view text, const std::string& source) {
+  // Lines inside a multi-line string look like anything: with one in the file, ASCII only.
+  const bool multi_line_strings =
+      text.find("\"\"\"") != std::string_view::npos || text.find("\'\'\'") != std::string_view::npos;
+  Lines lines(text);
+  std::string_view line;
+  while (lines.next(line))
+    if (!ascii(line) && (multi_line_strings || !comment_or_string_line(line)))
+      throw Error(fmt::format("{}:{}: a character beyond ASCII outside a one-line string value or a comment line "
+                              "(nbkit reads them only in `key = \"...\"` lines and comments)",
+                              source, lines.number()));
+}
+
 // Typed access to the TOML tables with errors that name the file, the key and its line.
 class Config {
  public:
   Config(std::string_view text, const std::string& source) : path_(source) {
+    check_non_ascii_placement(text, source);
     try {
       root_ = toml::parse(text, source);
     } catch (const toml::parse_error& e) {
@@ -198,6 +256,12 @@ void read_pair(const Config& c, MdConfig& run, const LammpsData& file) {
              fmt::format("{} gives pair {} {} its own cutoff {}; nbkit uses one cutoff for all pairs ({})", run.data_file,
                          p.i, p.j, p.cutoff, cutoff));
     run.field.set_pair(p.i - 1, p.j - 1, p.epsilon, p.sigma);
+  }
+  // The data file's per-type coefficients are the field's diagonal (a pair i i may set it).
+  const int types = run.field.types();
+  for (int t = 0; t < types; ++t) {
+    epsilon[static_cast<std::size_t>(t)] = run.field.epsilon[static_cast<std::size_t>(t * types + t)];
+    sigma[static_cast<std::size_t>(t)] = run.field.sigma[static_cast<std::size_t>(t * types + t)];
   }
   run.pair_ij = pairs_beyond_geometric_mixing(run.field);
   run.field.shift = c.flag("pair.shift", false);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nbkit/core/error.hpp"
+#include "nbkit/core/memory.hpp"
 #include "nbkit/io/atomic_file.hpp"
 
 namespace nbkit::io {
@@ -156,6 +157,7 @@ nbody::Bodies read_snapshot(const std::string& path, SnapshotInfo* info) {
     high = read_attribute<std::uint32_t>(header, "NumPart_Total_HighWord", H5T_NATIVE_UINT32, 1, 6, path, "/Header");
   const std::size_t n = static_cast<std::size_t>(low | (high << 32));
   if (n == 0) throw Error(path + ": /Header NumPart_Total: no bodies of type 1");
+  check_memory(nbody::run_memory_bytes(n), fmt::format("{}: {} bodies", path, n));
   const auto xyz = read_dataset<double>(file, "/PartType1/Coordinates", H5T_NATIVE_DOUBLE, 3 * n, path);
   const auto vel = read_dataset<double>(file, "/PartType1/Velocities", H5T_NATIVE_DOUBLE, 3 * n, path);
   const auto mass = read_dataset<double>(file, "/PartType1/Masses", H5T_NATIVE_DOUBLE, n, path);

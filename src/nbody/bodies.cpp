@@ -1,4 +1,4 @@
-// Bodies, Plummer initial conditions, diagnostics and the leapfrog integrator.
+// Bodies, Plummer initial conditions and diagnostics (the integrator: leapfrog.cpp).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -98,23 +98,6 @@ Diagnostics diagnose(const Bodies& b, const Accelerations& acc, double time) {
   d.total = d.kinetic + d.potential;
   d.virial_ratio = d.potential != 0 ? d.kinetic / std::fabs(d.potential) : 0;
   return d;
-}
-
-void leapfrog_step(Bodies& b, Accelerations& acc, double dt, const ForceOptions& options) {
-  ForceEngine forces(options);
-  leapfrog_step(b, acc, dt, forces, true);
-}
-
-void leapfrog_step(Bodies& b, Accelerations& acc, double dt, ForceEngine& forces, bool with_potential) {
-  const std::size_t n = b.size();
-  const double half = 0.5 * dt;
-  for (std::size_t i = 0; i < n; ++i) {
-    b.vx[i] += half * acc.ax[i], b.vy[i] += half * acc.ay[i], b.vz[i] += half * acc.az[i];
-    b.x[i] += dt * b.vx[i], b.y[i] += dt * b.vy[i], b.z[i] += dt * b.vz[i];
-  }
-  forces.compute(b, acc, with_potential);
-  for (std::size_t i = 0; i < n; ++i)
-    b.vx[i] += half * acc.ax[i], b.vy[i] += half * acc.ay[i], b.vz[i] += half * acc.az[i];
 }
 
 }  // namespace nbkit::nbody

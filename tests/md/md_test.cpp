@@ -596,3 +596,51 @@ TEST(MdFiles, PairIJCoeffsErrorsNameTheLine) {
 }
 
 }  // namespace nbkit::md
+
+namespace nbkit::io {
+
+TEST(MdConfig, KeysPairsAndCharactersBeyondAscii) {
+  const std::string lattice = "[system]\nlattice = \"fcc\"\ndensity = 0.8442\ncells = [2, 2, 2]\n[run]\nsteps = 1\n";
+  const MdConfig plain = parse_md_config(lattice, "run.toml", "/nowhere");
+  EXPECT_EQ(plain.system.size(), 32u);
+  EXPECT_FALSE(plain.langevin);
+  auto message = [&](const std::string& text) {
+    try {
+      parse_md_config(text, "run.toml", "/nowhere");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // One-line strings and comment lines may hold any characters; keys and bare values not.
+  EXPECT_EQ(message("# Ηλίας's run, 1 \u00e9t\u00e9\n" + lattice + "[output]\ndirectory = \"r\u00e9sultats-\u0397\" # \u00e9\n"),
+            "no error");
+  EXPECT_EQ(message(lattice + "[output]\n\u00e9 = 1\n"),
+            "run.toml:8: a character beyond ASCII outside a one-line string value or a comment line (nbkit reads them "
+            "only in `key = \"...\"` lines and comments)");
+  EXPECT_EQ(message(lattice + "[output]\ndirectory = \"\"\"a\\\n   \u00a7\"\"\"\n"),
+            "run.toml:9: a character beyond ASCII outside a one-line string value or a comment line (nbkit reads them "
+            "only in `key = \"...\"` lines and comments)");
+  // Settings that would be ignored are refused.
+  EXPECT_EQ(message(lattice.substr(0, lattice.find("[run]")) + "[run]\nsteps = 1\ntemperature = 1.0\n"),
+            "run.toml:7: run.temperature: a Langevin setting: add ensemble = \"langevin\" (the run is NVE)");
+  // Per-pair coefficients: a pair of types, once; types within the system's.
+  const std::string two_types = "[system]\ndata = \"x.data\"\n";
+  EXPECT_NE(message(two_types).find("/nowhere/x.data: no such file"), std::string::npos) << message(two_types);
+  const MdConfig pairs = parse_md_config(lattice.substr(0, lattice.find("[run]")) +
+                                             "[pair]\ncoeffs = [{type = 1, epsilon = 1.0, sigma = 1.0},"
+                                             " {types = [1, 1], epsilon = 0.5, sigma = 1.1}]\n[run]\nsteps = 1\n",
+                                         "run.toml", "/nowhere");
+  EXPECT_EQ(pairs.field.epsilon[0], 0.5);
+  EXPECT_EQ(pairs.field.sigma[0], 1.1);
+  // One type: its pair 1 1 is its own coefficients, which the data file's Pair Coeffs then carry.
+  EXPECT_TRUE(pairs.pair_ij.empty());
+  EXPECT_EQ(pairs.type_epsilon, std::vector<double>{0.5});
+  EXPECT_EQ(pairs.type_sigma, std::vector<double>{1.1});
+  EXPECT_NE(message(lattice.substr(0, lattice.find("[run]")) +
+                    "[pair]\ncoeffs = [{types = [1, 2], epsilon = 0.5, sigma = 1.1}]\n[run]\nsteps = 1\n")
+                .find("type 2 outside 1..1"),
+            std::string::npos);
+}
+
+}  // namespace nbkit::io

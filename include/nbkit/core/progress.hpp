@@ -16,6 +16,7 @@ class ProgressBar {
 
   void update(double fraction);  // 0..1; redraws at most ~10 times a second
   void finish();                 // clears the bar's line
+  void clear();                  // clears the line for other output; the next update redraws
 
   bool active() const { return active_; }
 
@@ -23,6 +24,7 @@ class ProgressBar {
   void draw(double fraction);
   std::string label_;
   bool active_;
+  bool drawn_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;
 };
 

@@ -34,7 +34,7 @@ class DcdReader {
   std::string path_;
   std::ifstream in_;
   bool swap_ = false, has_cell_ = false;
-  std::int64_t atoms_ = 0, frames_ = 0, read_ = 0, first_frame_offset_ = 0, frame_bytes_ = 0;
+  std::int64_t atoms_ = 0, frames_ = 0, read_ = 0, first_frame_offset_ = 0, frame_bytes_ = 0, file_bytes_ = 0;
   double timestep_ = 0;
 };
 
