@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
+#include "maps/frame_combiner.hpp"
 #include "maps/map_test_support.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/pqr.hpp"
@@ -69,3 +71,29 @@ TEST(TrajectoryMaps, CombinesMovingFramesPointByPoint) {
 }
 
 }  // namespace nbkit
+
+namespace nbkit::maps {
+
+// No map leaves the library with a NaN or an infinity: the first one is named with its point.
+TEST(MapChecks, NonFiniteValuesAreNamedWithTheirPoint) {
+  Lattice lattice;
+  lattice.origin = {1, 2, 3};
+  lattice.spacing = 0.5;
+  lattice.dims = {4, 5, 6};
+  std::vector<double> values(static_cast<std::size_t>(lattice.size()), 1.0);
+  EXPECT_NO_THROW(check_finite_map(lattice, 0, values.data(), values.size(), "direct map (single)"));
+  values[lattice.index(2, 3, 4)] = std::numeric_limits<double>::quiet_NaN();
+  values.back() = std::numeric_limits<double>::infinity();
+  try {
+    check_finite_map(lattice, 0, values.data(), values.size(), "direct map (single)");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "the direct map (single) is nan at lattice point (2, 3, 4) (2, 3.5, 5 A) and 1 more "
+                                     "points: the sums overflowed; nothing was written");
+  }
+  // Rows from the middle of the lattice: the point is found from the first row's index.
+  const std::size_t row_values = static_cast<std::size_t>(lattice.dims[2]);
+  EXPECT_THROW(check_finite_map(lattice, 13, values.data() + 13 * row_values, 2 * row_values, "map"), Error);
+}
+
+}  // namespace nbkit::maps
