@@ -188,13 +188,12 @@ MapOptions map_options(const MapArguments& args) {
                                                                                  : Smoothing::taylor3;
   options.threads = threads_option(args.threads, args.quiet);
   options.gpus = parse_gpus(args.gpus);
-  screening_kappa(options);  // validates dielectric, temperature, ionic strength
-  units::potential_prefactor(options.unit, options.dielectric, options.temperature);
+  units::potential_prefactor(options.unit, options.dielectric, options.temperature);  // validates both
   return options;
 }
 
-// Everything the run holds and writes, checked before the input is read in full: the map
-// (and the trajectory's accumulators), the writer's copy, the output file.
+// Everything the run holds and writes, checked once the lattice is known and before any sum:
+// the map (and the trajectory's accumulators), the writer's copy, the output file.
 void check_resources(const MapArguments& args, const Lattice& lattice, const std::string& output, bool trajectory,
                      bool combined_on_device) {
   const std::uint64_t points = static_cast<std::uint64_t>(lattice.size());
@@ -210,7 +209,7 @@ void check_resources(const MapArguments& args, const Lattice& lattice, const std
 int run_map(const MapArguments& args) {
   const auto start = std::chrono::steady_clock::now();
   MapOptions options = map_options(args);
-  const double kappa = screening_kappa(options);
+  const double kappa = screening_kappa(options);  // validates dielectric, temperature, ionic strength
   const std::string output = args.output.empty() ? default_output(args.input) : args.output;
   io::guess_map_format(output);
   io::check_distinct_files({{args.input, "INPUT"}, {args.trajectory, "--trajectory"}},

@@ -49,6 +49,8 @@ constexpr double kMaxSteps = 1e12;
 long long run_steps(const NbodyArguments& args, double dt) {
   if (args.steps) {
     if (*args.steps < 0) throw Error(fmt::format("--steps must not be negative, got {}", *args.steps));
+    if (static_cast<double>(*args.steps) > kMaxSteps)
+      throw Error(fmt::format("--steps {}: more than the {:g} a run may take", *args.steps, kMaxSteps));
     return *args.steps;
   }
   const double time = args.time.value_or(2 * std::sqrt(2.0));

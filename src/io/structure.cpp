@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <set>
 #include <tuple>
@@ -58,26 +57,12 @@ struct MissingResidues {
   std::int64_t atoms = 0;
 };
 
-// The input's residues (chain, number, insertion code) that pdb2pqr's PQR lacks. pdb2pqr
-// (run with --keep-chain) writes fixed columns: chain ID in column 22, residue number in
-// 23-26, insertion code in 27; residue names may change (HIS -> HID), numbers do not.
-MissingResidues residues_left_out(const gemmi::Structure& structure, std::string_view pqr) {
+// The input's residues (chain, number, insertion code) that pdb2pqr's PQR lacks (pdb2pqr is
+// run with --keep-chain; it may rename residues, HIS -> HID, but keeps their numbers).
+MissingResidues residues_left_out(const gemmi::Structure& structure, std::string_view pqr, const std::string& source) {
   std::set<std::tuple<std::string, int, char>> present;
-  std::size_t start = 0;
-  while (start < pqr.size()) {
-    std::size_t end = pqr.find('\n', start);
-    if (end == std::string_view::npos) end = pqr.size();
-    const std::string_view line = pqr.substr(start, end - start);
-    start = end + 1;
-    if (!(line.starts_with("ATOM") || line.starts_with("HETATM")) || line.size() < 27) continue;
-    std::string chain(1, line[21]);
-    if (chain == " ") chain.clear();
-    int number = 0;
-    std::string_view digits = line.substr(22, 4);
-    while (!digits.empty() && digits.front() == ' ') digits.remove_prefix(1);
-    std::from_chars(digits.data(), digits.data() + digits.size(), number);
-    present.emplace(chain, number, line[26]);
-  }
+  for (const PqrRecord& r : parse_pqr_records(pqr, source))
+    present.emplace(r.chain, r.residue_number.value_or(0), r.insertion_code);
   MissingResidues missing;
   if (structure.models.empty()) return missing;
   for (const auto& chain : structure.models[0].chains)
@@ -144,7 +129,7 @@ Atoms charges_from_pdb2pqr(const std::string& path, const gemmi::Structure& stru
       });
     // pdb2pqr leaves out what its force field cannot type (ligands, metals, unusual
     // residues) and says so only in its log: a map without them has the wrong net charge.
-    const MissingResidues missing = residues_left_out(structure, pqr_text);
+    const MissingResidues missing = residues_left_out(structure, pqr_text, "pdb2pqr's output for " + path);
     if (!missing.names.empty()) {
       std::string listed;
       for (std::size_t r = 0; r < missing.names.size() && r < 8; ++r) listed += (r ? ", " : "") + missing.names[r];
