@@ -153,7 +153,57 @@ void check_writable(const std::string& path) {
   ::unlink(probe.c_str());
 }
 
+namespace {
+
+// 1 for /dev/stdout (and /dev/fd/1, /proc/self/fd/1), 2 for /dev/stderr; else -1.
+int standard_stream(const std::string& path) {
+  for (int fd : {1, 2})
+    for (const std::string& name : {fd == 1 ? std::string("/dev/stdout") : std::string("/dev/stderr"),
+                                    "/dev/fd/" + std::to_string(fd), "/proc/self/fd/" + std::to_string(fd)})
+      if (path == name) return fd;
+  return -1;
+}
+
+// Writes through the process's own descriptor: opening /dev/stdout anew would start a second
+// file offset in a redirected file, and the summary line would then overwrite the output.
+void write_to_descriptor(int fd, const std::function<void(const std::string&)>& write) {
+  char pattern[] = "/tmp/nbkit-stream-XXXXXX";
+  const int temporary_fd = ::mkstemp(pattern);
+  if (temporary_fd < 0) throw Error(std::string("cannot create a temporary file: ") + std::strerror(errno));
+  ::close(temporary_fd);
+  const std::string temporary = pattern;
+  const RemoveOnSignal remove(temporary);
+  try {
+    write(temporary);
+    std::fflush(fd == 1 ? stdout : stderr);
+    std::FILE* in = std::fopen(temporary.c_str(), "rb");
+    if (!in) throw Error(temporary + ": cannot read back");
+    char buffer[1 << 16];
+    while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, in))
+      for (std::size_t done = 0; done < n;) {
+        const ssize_t w = ::write(fd, buffer + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+          std::fclose(in);
+          throw Error(std::string(fd == 1 ? "/dev/stdout" : "/dev/stderr") + ": write failed: " + std::strerror(errno));
+        }
+        done += static_cast<std::size_t>(w);
+      }
+    std::fclose(in);
+  } catch (...) {
+    std::remove(temporary.c_str());
+    throw;
+  }
+  std::remove(temporary.c_str());
+}
+
+}  // namespace
+
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write) {
+  if (const int fd = standard_stream(path); fd >= 0) {
+    write_to_descriptor(fd, write);
+    return;
+  }
   if (is_stream_target(path) || (is_process_stream_name(path) && fs::exists(path))) {
     write(path);
     return;

@@ -184,6 +184,14 @@ TEST(Robustness, OutputsNeverReplaceInputsOrEachOther) {
   ASSERT_EQ(out.status, 0) << out.output;
   EXPECT_EQ(nlohmann::json::parse(out.output)["input"]["atoms"], 2065);
   EXPECT_FALSE(std::filesystem::is_regular_file(std::filesystem::symlink_status("/dev/null")));
+  // stdout redirected to a file: the report and then the summary, neither over the other.
+  const std::string redirected = std::string(NBKIT_BINARY) + " map " + input + " --spacing 3 -o " + dir.file("m.dx") +
+                                 " --report /dev/stdout > " + dir.file("both.txt") + " 2>/dev/null";
+  ASSERT_EQ(std::system(redirected.c_str()), 0);
+  const std::string both = read_text(dir.file("both.txt"));
+  const std::size_t summary = both.find("nbkit map: 2,065 atoms");
+  ASSERT_NE(summary, std::string::npos) << both;
+  EXPECT_EQ(nlohmann::json::parse(both.substr(0, summary))["input"]["atoms"], 2065);
   const Result null = run_nbkit("map " + input + " --spacing 3 -q -o " + dir.file("m.dx") + " --report /dev/null");
   EXPECT_EQ(null.status, 0) << null.output;
   EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));

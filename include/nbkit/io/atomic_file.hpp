@@ -3,8 +3,9 @@
 // rename it over the target (atomic on POSIX file systems).
 //   - A target that is a symbolic link is followed: the file it names is replaced, the link
 //     stays (as `cp` and editors do).
-//   - A target that is a character device, FIFO or socket (/dev/stdout, /dev/null, a named
-//     pipe) is written directly: there is nothing to rename over.
+//   - A target that is a character device, FIFO or socket (/dev/null, a named pipe) is written
+//     directly: there is nothing to rename over. /dev/stdout and /dev/stderr go through the
+//     process's own descriptors (a redirected file keeps one offset for everything printed).
 //   - Temporaries are removed on every error path and when the process is stopped by
 //     SIGINT, SIGTERM, SIGHUP or SIGPIPE (a handler installed with the first temporary, only
 //     where the signal had its default action).
