@@ -30,7 +30,7 @@ namespace {
 struct MdArguments {
   std::string config, output, backend = "auto", precision = "single";
   int threads = 0, gpu = 0;
-  bool quiet = false, precision_given = false;
+  bool quiet = false, precision_given = false, gpu_given = false;
 };
 
 std::string output_path(const std::string& directory, const std::string& name) {
@@ -68,11 +68,19 @@ bool use_gpu(const MdArguments& args, const io::MdConfig& run) {
   if (requested == Backend::reference) throw Error("--backend: expected auto, cpu or cuda for md");
   bool fits_gpu = true;
   for (int a = 0; a < 3; ++a) fits_gpu = fits_gpu && run.system.box.length(a) > 2 * (run.field.reach() + run.skin);
+  if (requested == Backend::cpu && args.gpu_given) throw Error("--gpu picks the GPU of --backend cuda or auto, not cpu");
   std::string why;
-  const bool gpu = requested == Backend::cuda || (requested == Backend::automatic && fits_gpu && !list_gpus().empty());
-  if (gpu && list_gpus(&why).empty()) throw Error("--backend cuda: no GPU is usable: " + why);
+  const bool usable = !list_gpus(&why).empty();
+  const bool gpu = requested == Backend::cuda || (requested == Backend::automatic && fits_gpu && usable);
+  if (gpu && !usable) throw Error("--backend cuda: no GPU is usable: " + why);
   if (!gpu && requested == Backend::cpu && precision == Precision::single && args.precision_given)
     throw Error("--precision single: the CPU MD path computes in double; leave --precision out or use --backend cuda");
+  // --backend auto on the CPU says why, before the run (as the other commands do).
+  if (!gpu && requested == Backend::automatic && build_info().cuda_compiled)
+    notice(usable ? "the box is not longer than twice (cutoff + skin) along every axis, which the GPU engine needs; "
+                    "running on the CPU"
+                  : why + "; running on the CPU",
+           args.quiet);
   return gpu;
 }
 
@@ -203,11 +211,12 @@ Action setup_md(CLI::App& app) {
                                    "on the GPU: single (float32 pair forces, float64 positions and velocities) or "
                                    "double; the CPU path is double")
                         ->capture_default_str();
-  app.add_option("--gpu", args->gpu, "the GPU to run on (index)")->capture_default_str();
+  auto* gpu_option = app.add_option("--gpu", args->gpu, "the GPU to run on (index)")->capture_default_str();
   app.add_option("--threads", args->threads, "CPU threads (0: all)")->capture_default_str();
   app.add_flag("-q,--quiet", args->quiet, "no thermo on the terminal, no summary");
-  return [args, precision]() {
+  return [args, precision, gpu_option]() {
     args->precision_given = precision->count() > 0;
+    args->gpu_given = gpu_option->count() > 0;
     return run_md(*args);
   };
 }
