@@ -7,9 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 
 #include "command.hpp"
 #include "nbkit/core/backend.hpp"
@@ -19,6 +16,7 @@
 #include "nbkit/io/dcd.hpp"
 #include "nbkit/core/resources.hpp"
 #include "nbkit/io/lammps_data.hpp"
+#include "nbkit/io/line_log.hpp"
 #include "nbkit/io/md_config.hpp"
 #include "nbkit/md.hpp"
 #include "options.hpp"
@@ -140,13 +138,8 @@ int run_md(const MdArguments& args) {
   };
   if (dcd) snapshot();
   const std::string thermo_path = output_path(directory, "thermo.csv");
-  std::FILE* csv = std::fopen(thermo_path.c_str(), "w");
-  if (!csv) throw Error(thermo_path + ": cannot write: " + std::strerror(errno));
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> csv_closer(csv, &std::fclose);
-  auto csv_line = [&](const std::string& line) {
-    if (std::fputs(line.c_str(), csv) < 0 || std::fflush(csv) != 0)
-      throw Error(thermo_path + ": write failed: " + std::strerror(errno));
-  };
+  io::LineLog csv(thermo_path);
+  auto csv_line = [&](const std::string& line) { csv.write(line); };
   const auto start = std::chrono::steady_clock::now();
   md::Thermo last{};
   csv_line(fmt::format("# nbkit md: {} atoms, units {}, {}, cutoff {}, skin {}, dt {}\n", system.size(),

@@ -15,6 +15,7 @@
 #include "nbkit/core/progress.hpp"
 #include "nbkit/core/resources.hpp"
 #include "nbkit/io/atomic_file.hpp"
+#include "nbkit/io/line_log.hpp"
 #include "nbkit/io/nbody_pictures.hpp"
 #include "nbkit/io/snapshot.hpp"
 #include "nbkit/nbody.hpp"
@@ -175,17 +176,19 @@ int run_nbody(const NbodyArguments& args) {
     state.time = static_cast<double>(step) * dt;
     io::write_snapshot(snapshot_path(args.output, step), bodies, state);
   };
-  io::write_atomically(log_path, [&](const std::string& temporary) {
-    std::ofstream log(temporary);
-    log << "# nbkit nbody: Henon units (G = M = 1, E = -1/4); " << bodies.size() << " bodies, seed " << state.seed
-        << ", softening " << state.softening << ", dt " << dt << ", leapfrog KDK"
-        << (restarting ? ", continued from " + args.restart : std::string()) << "\n";
-    log << "time,kinetic,potential,total,relative_energy_error,px,py,pz,lx,ly,lz,virial_ratio\n";
+  // The log grows row by row (a run killed after hours keeps it); snapshots are atomic.
+  {
+    io::LineLog log(log_path);
+    log.write(fmt::format("# nbkit nbody: Henon units (G = M = 1, E = -1/4); {} bodies, seed {}, softening {}, dt {}, "
+                          "leapfrog KDK{}\n",
+                          bodies.size(), state.seed, state.softening, dt,
+                          restarting ? ", continued from " + args.restart : std::string()));
+    log.write("time,kinetic,potential,total,relative_energy_error,px,py,pz,lx,ly,lz,virial_ratio\n");
     auto write = [&](const nbody::Diagnostics& d) {
-      log << fmt::format("{:.9g},{:.17g},{:.17g},{:.17g},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.9g}\n",
-                         d.time, d.kinetic, d.potential, d.total, d.total / e0 - 1, d.momentum[0], d.momentum[1],
-                         d.momentum[2], d.angular_momentum[0], d.angular_momentum[1], d.angular_momentum[2],
-                         d.virial_ratio);
+      log.write(fmt::format("{:.9g},{:.17g},{:.17g},{:.17g},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.9g}\n",
+                            d.time, d.kinetic, d.potential, d.total, d.total / e0 - 1, d.momentum[0], d.momentum[1],
+                            d.momentum[2], d.angular_momentum[0], d.angular_momentum[1], d.angular_momentum[2],
+                            d.virial_ratio));
       times.push_back(d.time);
       errors.push_back(d.total / e0 - 1);
     };
@@ -209,8 +212,7 @@ int run_nbody(const NbodyArguments& args) {
       bar.update(static_cast<double>(k - first_step + 1) / run_steps_count);
     }
     bar.finish();
-    if (!log) throw Error(log_path + ": write failed");
-  });
+  }
   if (args.png) {
     io::write_density_png((std::filesystem::path(args.output) / "density.png").string(), bodies, 2.0,
                           static_cast<double>(steps) * dt);
