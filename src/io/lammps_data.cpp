@@ -115,6 +115,13 @@ LammpsData parse_lammps_data(std::string_view text, const std::string& path, md:
   }
   if (atoms < 0) throw Error(path + ": no 'N atoms' line in the header");
   if (types < 1) throw Error(path + ": no 'N atom types' line in the header (at least one type)");
+  // Every atom and every type takes a line of its own (Atoms, Masses): counts beyond the
+  // file's lines are a corrupt header, refused before anything is sized by them.
+  const std::int64_t file_lines = static_cast<std::int64_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+  if (atoms > file_lines || types > file_lines)
+    throw Error(fmt::format("{}: the header gives {} atoms and {} atom types, but the file has only {} lines (one a "
+                            "line is needed)",
+                            path, atoms, types, file_lines));
   for (int a = 0; a < 3; ++a)
     if (!box[a]) throw Error(fmt::format("{}: the header lacks the box bounds '{}lo {}hi'", path, "xyz"[a], "xyz"[a]));
   s.resize(static_cast<std::size_t>(atoms));

@@ -593,6 +593,17 @@ TEST(MdFiles, PairIJCoeffsErrorsNameTheLine) {
   EXPECT_EQ(message("PairIJ Coeffs\n\n1 1 1.0 1.0\n1 1 1.0 1.0\n2 2 1.0 1.0\n"),
             dir.file("p.data") + ":17: PairIJ Coeffs: pair 1 1 appears twice");
   EXPECT_EQ(message("PairIJ Coeffs # lj/cut\n\n1 1 1.0 1.0\n1 2 0.5 1.1\n2 2 1.0 1.0\n"), "no error");
+  // A corrupt count is refused before anything is sized by it (found by fuzz/lammps_data_fuzz.cpp).
+  std::ofstream(dir.file("p.data")) << "title\n\n4 atoms\n277777777777777 atom types\n";
+  try {
+    io::read_lammps_data(dir.file("p.data"), Units::lj);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the header gives 4 atoms and 277777777777777 atom types, but the file has only 5 "
+                                         "lines"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace nbkit::md
