@@ -227,6 +227,24 @@ class PqrRecordReader {
 
 }  // namespace
 
+namespace {
+
+// "ATOM", "HETATM", or empty for a line of another record. PDB's record name is columns 1-6
+// ("ATOM  ", "HETATM"); writers fuse it with a serial of five digits or more, so the name is
+// matched as a prefix, never as a whole field. "ATOM" is padded to six columns, so a letter
+// after it is no serial: such a line ("ATOMIC ...") is refused, not skipped.
+std::string_view record_name(std::string_view line, const std::string& source, std::int64_t number) {
+  if (line.starts_with("HETATM")) return "HETATM";
+  if (!line.starts_with("ATOM")) return {};
+  if (line.size() > 4 && std::isalpha(static_cast<unsigned char>(line[4])))
+    throw InputError(source, number, "record",
+                     "starts with ATOM but is no ATOM record (" + quoted(split_whitespace(line).front()) +
+                         "): a PQR file holds ATOM and HETATM records");
+  return "ATOM";
+}
+
+}  // namespace
+
 std::vector<Atoms> parse_pqr_models(std::string_view text, const std::string& source) {
   std::vector<Atoms> models;
   Atoms atoms;
@@ -249,17 +267,8 @@ std::vector<Atoms> parse_pqr_models(std::string_view text, const std::string& so
       end_model("ENDMDL");
       continue;
     }
-    // PDB's record name is columns 1-6 ("ATOM  ", "HETATM"); writers fuse it with a serial of
-    // five digits or more, so the name is matched as a prefix, never as a whole field.
-    std::string_view record;
-    if (line.starts_with("HETATM")) record = "HETATM";
-    else if (line.starts_with("ATOM")) record = "ATOM";
-    else continue;  // REMARK, TER, END, CRYST1, MODEL, ...: no atoms
-    // "ATOM" is padded to six columns, so a letter after it is no serial ("ATOMIC ...").
-    if (record == "ATOM" && line.size() > 4 && std::isalpha(static_cast<unsigned char>(line[4])))
-      throw InputError(source, line_number, "record",
-                       "starts with ATOM but is no ATOM record (" + quoted(split_whitespace(line).front()) +
-                           "): a PQR file holds ATOM and HETATM records");
+    const std::string_view record = record_name(line, source, line_number);
+    if (record.empty()) continue;  // REMARK, TER, END, CRYST1, MODEL, ...: no atoms
     const std::array<double, 5> v = reader.read(line, record, line.substr(record.size()), line_number);
     atoms.push_back({v[0], v[1], v[2]}, v[3], v[4]);
   }
@@ -281,11 +290,8 @@ std::vector<PqrRecord> parse_pqr_records(std::string_view text, const std::strin
       model_has_atoms = false;
       continue;
     }
-    std::string_view record;
-    if (line.starts_with("HETATM")) record = "HETATM";
-    else if (line.starts_with("ATOM") && !(line.size() > 4 && std::isalpha(static_cast<unsigned char>(line[4]))))
-      record = "ATOM";
-    else continue;  // parse_pqr_models refuses what this skips
+    const std::string_view record = record_name(line, source, lines.number());
+    if (record.empty()) continue;
     PqrRecord r;
     r.hetatm = record == "HETATM";
     r.model = model;
