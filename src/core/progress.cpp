@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 namespace nbkit {
 
@@ -47,6 +48,32 @@ void ProgressBar::finish() {
   if (!active_) return;
   fmt::print(stderr, "\r\033[K");
   std::fflush(stderr);
+  active_ = false;
+}
+
+ParallelProgress::ParallelProgress(const std::function<void(double)>* callback, std::int64_t total,
+                                   std::int64_t reports)
+    : callback_(callback),
+      active_(callback != nullptr && *callback && total > 0),
+      total_(std::max<std::int64_t>(total, 1)),
+      step_(std::max<std::int64_t>(1, total_ / std::max<std::int64_t>(reports, 1))),
+      next_(step_) {}
+
+void ParallelProgress::report() {
+  std::unique_lock lock(reporting_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  // Read again under the lock: the count this thread saw may be older than one reported.
+  const std::int64_t now = done_.load(std::memory_order_relaxed);
+  if (now < next_.load(std::memory_order_relaxed)) return;
+  next_.store((now / step_ + 1) * step_, std::memory_order_relaxed);
+  (*callback_)(std::min(1.0, static_cast<double>(now) / static_cast<double>(total_)));
+}
+
+void ParallelProgress::finish() {
+  if (!active_) return;
+  const std::lock_guard lock(reporting_);
+  next_.store(std::numeric_limits<std::int64_t>::max(), std::memory_order_relaxed);
+  (*callback_)(1.0);
   active_ = false;
 }
 

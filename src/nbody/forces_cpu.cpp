@@ -14,11 +14,11 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <functional>
 #include <vector>
 
+#include "nbkit/core/progress.hpp"
 #include "nbody/forces.hpp"
 #include "nbody/gravity.hpp"
 
@@ -110,17 +110,10 @@ void compute(const CpuForceJob& job) {
   }
   const V eps2 = hn::Set(d, static_cast<Real>(job.softening * job.softening));
   const std::int64_t blocks = static_cast<std::int64_t>((n + kI - 1) / kI);
-  // A million bodies take minutes on a few cores: the first thread reports the blocks done.
-  std::atomic<std::int64_t> done{0};
-  const std::int64_t report_every = std::max<std::int64_t>(1, blocks / 100);
-  const bool report = job.progress && *job.progress && blocks >= 256;
+  // A million bodies take minutes on a few cores: the blocks done are reported.
+  ParallelProgress progress(blocks >= 256 ? job.progress : nullptr, blocks);
 #pragma omp parallel for schedule(dynamic, 4) num_threads(job.threads)
   for (std::int64_t block = 0; block < blocks; ++block) {
-    if (report) {
-      const std::int64_t now = done.fetch_add(1, std::memory_order_relaxed) + 1;
-      if (omp_get_thread_num() == 0 && now % report_every == 0)
-        (*job.progress)(static_cast<double>(now) / static_cast<double>(blocks));
-    }
     const std::size_t i0 = static_cast<std::size_t>(block) * kI;
     V xi[kI], yi[kI], zi[kI];
     for (std::size_t t = 0; t < kI; ++t) {
@@ -147,7 +140,9 @@ void compute(const CpuForceJob& job) {
       out.ax[i0 + t] = sum[0][t], out.ay[i0 + t] = sum[1][t], out.az[i0 + t] = sum[2][t];
       out.potential[i0 + t] = -sum[3][t];
     }
+    progress.done_one();
   }
+  progress.finish();
 }
 
 void ComputeForces(const CpuForceJob& job) {

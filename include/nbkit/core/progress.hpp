@@ -1,7 +1,11 @@
 #pragma once
 // A progress bar for long runs: drawn on a terminal (stderr), silent when stderr is piped
 // or redirected, so logs stay clean.
+#include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
 #include <string>
 
 namespace nbkit {
@@ -26,6 +30,36 @@ class ProgressBar {
   bool active_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;
+};
+
+// Progress of a parallel loop of `total` units: whichever thread finishes a unit calls
+// done_one(), and the callback hears the fraction done about `reports` times, one thread at a
+// time, in increasing order; finish() reports 1.0. Any thread may report: a loop that let only
+// OpenMP's thread 0 report went silent when the other threads drew every block (16 threads on
+// a 2-core machine, or a fast GPU host), and one that reported on multiples of the step missed
+// them all. A thread that finds another reporting moves on; it never waits.
+class ParallelProgress {
+ public:
+  // callback may be null or empty: then nothing is reported and done_one() costs one test.
+  ParallelProgress(const std::function<void(double)>* callback, std::int64_t total, std::int64_t reports = 100);
+  ParallelProgress(const ParallelProgress&) = delete;
+  ParallelProgress& operator=(const ParallelProgress&) = delete;
+
+  bool active() const { return active_; }
+  void done_one() {
+    if (!active_) return;
+    const std::int64_t now = done_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (now >= next_.load(std::memory_order_relaxed)) report();
+  }
+  void finish();
+
+ private:
+  void report();
+  const std::function<void(double)>* callback_;
+  bool active_;
+  std::int64_t total_, step_;
+  std::atomic<std::int64_t> done_{0}, next_;
+  std::mutex reporting_;
 };
 
 }  // namespace nbkit

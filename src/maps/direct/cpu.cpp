@@ -29,7 +29,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -37,6 +36,7 @@
 
 #include "maps/direct/direct.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbkit/core/progress.hpp"
 #include "nbkit/maps.hpp"
 
 namespace nbkit::maps {
@@ -211,8 +211,7 @@ void sum_rows(const CpuJob& job, const Law& law) {
   const double singular_r2 = singular_distance * singular_distance;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(hn::ScalableTag<Real>()));
   const std::int64_t total = rows.row_end - rows.row_begin;
-  std::atomic<std::int64_t> done{0};
-  const bool report = rows.progress && *rows.progress;
+  ParallelProgress progress(rows.progress, total);
   const Law scaled = scaled_law(law, kLawUnit * h);
 
   AtomColumns<Real> columns;
@@ -335,10 +334,10 @@ void sum_rows(const CpuJob& job, const Law& law) {
       }
       double* out = rows.out + (row - rows.row_begin) * nz;
       for (std::int64_t k = 0; k < nz; ++k) out[k] = rows.prefactor * s.sum[k];
-      const std::int64_t finished = done.fetch_add(1, std::memory_order_relaxed) + 1;
-      if (report && omp_get_thread_num() == 0) (*rows.progress)(static_cast<double>(finished) / total);
+      progress.done_one();
     }
   }
+  progress.finish();
 }
 
 void SumRows(const CpuJob& job) {
