@@ -6,8 +6,11 @@
 #include <sstream>
 #include <vector>
 
+#include <fstream>
+
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbkit/io/atomic_file.hpp"
 
 namespace nbkit::cli {
 
@@ -135,6 +138,46 @@ std::string with_commas(std::int64_t n) {
     out += digits[i];
   }
   return n < 0 ? "-" + out : out;
+}
+
+std::optional<Precision> RunOptions::precision_given() const {
+  if (!given.count("--precision")) return std::nullopt;
+  return parse_precision(precision);
+}
+
+void add_run_options(CLI::App& app, RunOptions& options, const RunOptionHelp& help) {
+  auto text = [](const std::string& own, const char* common) { return own.empty() ? std::string(common) : own; };
+  app.add_option("--backend", options.backend,
+                 text(help.backend, "auto (the GPUs when usable, else the CPU), cpu, cuda or reference (float64, slow)"))
+      ->capture_default_str();
+  app.add_option("--precision", options.precision,
+                 text(help.precision, "single (float32 arithmetic, float64 sums) or double"))
+      ->capture_default_str();
+  app.add_option("--threads", options.threads, "CPU threads (0: all)")->capture_default_str();
+  app.add_option("--gpus", options.gpus,
+                 text(help.gpus, "GPUs for --backend cuda/auto: all, a count N, or indices like 0,2 (one: 3,)"))
+      ->capture_default_str();
+  app.add_flag("-q,--quiet", options.quiet, text(help.quiet, "no progress bar, no summary"));
+  app.add_option("--report", options.report, "JSON record of the run: inputs, parameters, backend, timings, rates");
+}
+
+nlohmann::json run_report(const std::string& command, const RunOptions& options, Backend backend_used,
+                          const std::string& detail, const std::string& notice) {
+  nlohmann::json report;
+  report["nbkit_version"] = build_info().version;
+  report["command"] = command;
+  report["backend"] = {{"requested", options.backend}, {"used", to_string(backend_used)}, {"detail", detail}};
+  if (!notice.empty()) report["backend"]["notice"] = notice;
+  return report;
+}
+
+void write_report(const std::string& path, const nlohmann::json& report) {
+  if (path.empty()) return;
+  io::write_atomically(path, [&](const std::string& temporary) {
+    std::ofstream file(temporary);
+    file << report.dump(2) << "\n";
+    if (!file) throw Error(path + ": write failed");
+  });
 }
 
 }  // namespace nbkit::cli

@@ -5,12 +5,15 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "nbkit/core/progress.hpp"
+#include <nlohmann/json.hpp>
 
+#include "nbkit/core/backend.hpp"
+#include "nbkit/core/progress.hpp"
 #include "nbkit/core/vec3.hpp"
 
 namespace nbkit::cli {
@@ -45,5 +48,32 @@ void refuse_if_given(const std::set<std::string>& given, const std::string& opti
 
 // A progress bar for a write, drawn as bars are (terminal only, not with -q).
 std::function<void(double)> write_progress(ProgressBar& bar);
+
+// The run options every command takes, with one meaning everywhere: where the work runs
+// (--backend), in what arithmetic (--precision), on how many CPU threads (--threads) and
+// which GPUs (--gpus), quietly (-q), and a JSON record of the run (--report FILE.json).
+struct RunOptions {
+  std::string backend = "auto", precision = "single", gpus = "all", report;
+  int threads = 0;
+  bool quiet = false;
+  std::set<std::string> given;  // the options given (given_options), filled before the run
+  Backend backend_requested() const { return parse_backend(backend); }
+  // --precision when given (a command whose engines have one arithmetic refuses the other).
+  std::optional<Precision> precision_given() const;
+  std::vector<int> gpu_list() const { return parse_gpus(gpus); }
+};
+// What a command does with them, for --help (empty: the common text).
+struct RunOptionHelp {
+  std::string backend, precision, gpus, quiet;
+};
+// Adds the run options to `app` (a command or its "run" option group).
+void add_run_options(CLI::App& app, RunOptions& options, const RunOptionHelp& help = {});
+
+// The JSON report every command writes with --report, one shape: what ran and where, then the
+// command's own sections. `backend_used`/`detail` say what ran ("cuda", "NVIDIA H100, float32").
+nlohmann::json run_report(const std::string& command, const RunOptions& options, Backend backend_used,
+                          const std::string& detail, const std::string& notice = "");
+// Written atomically; nothing when `path` is empty.
+void write_report(const std::string& path, const nlohmann::json& report);
 
 }  // namespace nbkit::cli

@@ -1,5 +1,5 @@
-// Lennard-Jones forces: the all-images float64 reference, the neighbour-list CPU loop, the
-// force field's mixing rules, and the velocity-Verlet step.
+// The nonbonded forces on the host: the all-images float64 reference and the neighbour-list
+// CPU loop (SIMD rows in forces_simd.cpp), with the force field's pair table.
 #include <omp.h>
 
 #include <algorithm>
@@ -8,7 +8,6 @@
 #include "md/exclusions.hpp"
 #include "md/force_field.hpp"
 #include "md/forces_simd.hpp"
-#include "md/langevin_noise.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/md.hpp"
@@ -218,63 +217,6 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
   }
   for (int t = 0; t < team; ++t) out.potential += energy_of[t], out.virial += virial_of[t];
   out.potential += coulomb_self_energy(s, f);
-}
-
-Langevin::Langevin(double temperature, double damping, std::uint64_t seed)
-    : temperature_(temperature), damping_(damping), seed_(seed) {
-  if (!(temperature >= 0) || !std::isfinite(temperature)) throw Error("Langevin: the temperature must not be negative");
-  if (!(damping > 0) || !std::isfinite(damping)) throw Error("Langevin: the damping time must be positive");
-}
-
-LangevinDraw Langevin::next_draw(Units units, double dt) {
-  if (!(dt > 0)) throw Error("Langevin: the time step must be positive");
-  const UnitConstants u = unit_constants(units);
-  LangevinDraw draw;
-  draw.seed = seed_;
-  draw.call = calls_++;
-  draw.damping = damping_;
-  draw.kick_per_sqrt_mass =
-      std::sqrt(24.0 * u.boltzmann * temperature_ / damping_ / dt / u.mv2_to_energy) / u.force_to_acceleration;
-  draw.force_to_acceleration = u.force_to_acceleration;
-  return draw;
-}
-
-void Langevin::apply(const System& s, Forces& forces, double dt) {
-  const LangevinDraw draw = next_draw(s.units, dt);
-  const std::int64_t n = static_cast<std::int64_t>(s.size());
-  // Atom by atom, each with its own counter: any thread count, the same numbers.
-#pragma omp parallel for if (n > 65536)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double velocity[3] = {s.vx[i], s.vy[i], s.vz[i]};
-    double force[3] = {forces.fx[i], forces.fy[i], forces.fz[i]};
-    add_langevin_force(draw, static_cast<std::uint32_t>(i), s.type_mass[s.type[i]], velocity, force);
-    forces.fx[i] = force[0], forces.fy[i] = force[1], forces.fz[i] = force[2];
-  }
-}
-
-void verlet_step(System& s, Forces& forces, const ForceField& field, NeighborList& list, double dt, int threads,
-                 Langevin* thermostat) {
-  const UnitConstants u = unit_constants(s.units);
-  const std::int64_t n = static_cast<std::int64_t>(s.size());
-  const double half = 0.5 * dt * u.force_to_acceleration;
-  // Atom by atom, so threads change nothing in the numbers.
-#pragma omp parallel for num_threads(resolve_threads(threads)) if (n > 65536)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double scale = half / s.type_mass[s.type[i]];
-    s.vx[i] += scale * forces.fx[i], s.vy[i] += scale * forces.fy[i], s.vz[i] += scale * forces.fz[i];
-    s.x[i] += dt * s.vx[i], s.y[i] += dt * s.vy[i], s.z[i] += dt * s.vz[i];
-  }
-  if (list.needs_rebuild(s)) {
-    wrap_into_box(s);
-    list.build(s, field);
-  }
-  forces_cpu(s, field, list, forces, threads);
-  if (thermostat) thermostat->apply(s, forces, dt);
-#pragma omp parallel for num_threads(resolve_threads(threads)) if (n > 65536)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double scale = half / s.type_mass[s.type[i]];
-    s.vx[i] += scale * forces.fx[i], s.vy[i] += scale * forces.fy[i], s.vz[i] += scale * forces.fz[i];
-  }
 }
 
 }  // namespace nbkit::md

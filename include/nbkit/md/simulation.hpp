@@ -1,0 +1,114 @@
+#pragma once
+// An MD run as a library object (OpenMM's Simulation/Context split: the System and the
+// ForceField describe the physics, the Integrator how to step, SimulationOptions where to
+// run): it chooses the backend, owns the engine (the float64 reference, the CPU neighbour-list
+// engine or the GPU engine; src/md/engine.hpp) and the step loop, checks every reported
+// state finite, and hands thermo rows and trajectory frames to the caller's reporters. The
+// command line (`nbkit md`), the benchmarks and the tests all run MD through it.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nbkit/core/backend.hpp"
+#include "nbkit/md.hpp"
+
+namespace nbkit::md {
+
+// Velocity Verlet with this time step (the units' time), NVE or with LAMMPS's Langevin
+// thermostat (md::Langevin).
+struct Integrator {
+  double timestep = 0.005;
+  struct LangevinSettings {
+    double temperature = 0, damping = 0;  // units' temperature and time
+    std::uint64_t seed = 0;
+  };
+  std::optional<LangevinSettings> langevin;  // empty: NVE
+};
+
+struct SimulationOptions {
+  // automatic: the GPU when one is usable and the box is longer than twice (reach + skin)
+  // along every axis (the GPU engine's minimum image), else the CPU, `notice` saying why.
+  // reference: the all-images float64 forces on one thread (small systems; the oracle).
+  Backend backend = Backend::automatic;
+  // The GPU's pair arithmetic (single: float32 pair forces, float64 positions and velocities);
+  // the CPU and reference engines compute in float64, and refuse single when it is given.
+  std::optional<Precision> precision;
+  int threads = 0;        // CPU threads (0: all; nbkit::resolve_threads)
+  std::vector<int> gpus;  // the GPU to run on (empty: the first); MD runs on one GPU
+  double skin = 0.3;      // the neighbour list's skin (units' length)
+};
+
+// What a run hands back while it goes: thermo rows every `thermo_every` steps (and at the
+// run's first and last step, as LAMMPS prints them), the atoms every `frame_every` steps
+// (0: none; the System's positions, velocities and box, in its atom order), and the fraction
+// done. Any of them may be empty.
+struct Reporters {
+  std::int64_t thermo_every = 0;
+  std::function<void(const Thermo&)> thermo;
+  std::int64_t frame_every = 0;
+  std::function<void(const System&, std::int64_t step)> frame;
+  std::function<void(double)> progress;
+};
+
+struct RunSummary {
+  std::int64_t atoms = 0, steps = 0;
+  double seconds = 0;
+  double atom_steps_per_second() const;
+};
+
+class Engine;
+
+class Simulation {
+ public:
+  // Checks the system and the force field, chooses the backend, checks the host memory the
+  // run holds, builds the engine and evaluates the first forces (with the thermostat's, as
+  // LAMMPS's setup does). Throws nbkit::Error for anything it cannot run.
+  Simulation(System system, ForceField field, Integrator integrator, SimulationOptions options);
+  ~Simulation();
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  // `steps` velocity-Verlet steps. A thermo row that is not finite (atoms overlap, a time step
+  // too long) ends the run with nbkit::Error after the reporters have had the rows before.
+  RunSummary run(std::int64_t steps, const Reporters& reporters = {});
+
+  // The state now: the atoms (downloaded from the GPU when the engine is there), the thermo
+  // of the last evaluation with energies (every run's first and last step have them), the
+  // forces in the system's atom order.
+  const System& state();
+  Thermo thermo() const;
+  void forces(Forces& out) const;
+
+  std::int64_t step_count() const { return step_; }
+  std::int64_t list_builds() const;
+  Backend backend() const { return backend_; }
+  // "CPU, 16 threads, float64" / "GPU: NVIDIA H100 80GB HBM3, float32" / "reference, float64"
+  std::string description() const;
+  // Why --backend auto chose the CPU in a build with CUDA (empty otherwise): callers say it
+  // before the run.
+  const std::string& notice() const { return notice_; }
+  const ForceField& force_field() const { return field_; }
+  const Integrator& integrator() const { return integrator_; }
+
+ private:
+  System system_;
+  ForceField field_;
+  Integrator integrator_;
+  std::unique_ptr<Langevin> thermostat_;
+  std::unique_ptr<Engine> engine_;
+  Backend backend_ = Backend::cpu;
+  std::string notice_;
+  std::int64_t step_ = 0;
+  bool downloaded_ = true;  // system_ holds the engine's present atoms
+};
+
+// The backend a run of `system` would get (the rule of SimulationOptions::backend), with the
+// notice --backend auto gives; throws for a request that cannot be met (cuda without a GPU,
+// single precision on the CPU, several GPUs).
+Backend choose_backend(const System& system, const ForceField& field, const SimulationOptions& options,
+                       std::string* notice = nullptr);
+
+}  // namespace nbkit::md

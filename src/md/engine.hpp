@@ -1,0 +1,37 @@
+#pragma once
+// The one interface behind md::Simulation: an engine steps the System it was built on (the
+// reference and CPU engines in place, the GPU engine on the device, bringing the atoms back
+// on sync_host). New engines (a multi-GPU domain decomposition, PME on the GPU) implement
+// this and are chosen in simulation.cpp. Internal to the library.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "nbkit/md.hpp"
+
+namespace nbkit::md {
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // v += f/m dt/2, x += v dt, forces (energies and virial too when `energies`; the
+  // thermostat's forces added when given), v += f/m dt/2.
+  virtual void step(double dt, bool energies, Langevin* thermostat) = 0;
+  // Adds the thermostat's forces to the present ones (the setup's evaluation, as LAMMPS).
+  virtual void apply_thermostat(Langevin& thermostat, double dt) = 0;
+  // Thermo of the present atoms with the energies of the last evaluation that had them.
+  virtual Thermo thermo(std::int64_t step) const = 0;
+  // Brings positions and velocities into the System the engine was built on.
+  virtual void sync_host() = 0;
+  virtual void forces(Forces& out) const = 0;
+  virtual std::int64_t builds() const = 0;
+  virtual std::string description() const = 0;
+};
+
+// Each engine evaluates the first forces (with energies) when built. `system` must outlive it.
+std::unique_ptr<Engine> make_reference_engine(System& system, const ForceField& field);
+std::unique_ptr<Engine> make_cpu_engine(System& system, const ForceField& field, double skin, int threads);
+std::unique_ptr<Engine> make_gpu_engine(System& system, const ForceField& field, double skin,
+                                        const GpuEngine::Options& options);
+
+}  // namespace nbkit::md

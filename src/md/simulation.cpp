@@ -1,0 +1,144 @@
+// md::Simulation: the backend chosen once, the engine built behind md::Engine, and the step
+// loop with its thermo rows, frames and progress (what `nbkit md` used to do itself).
+#include "nbkit/md/simulation.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "md/engine.hpp"
+#include "md/force_field.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbkit/core/memory.hpp"
+
+namespace nbkit::md {
+
+namespace {
+
+bool fits_gpu_engine(const System& system, const ForceField& field, double skin) {
+  for (int a = 0; a < 3; ++a)
+    if (!(system.box.length(a) > 2 * (field.reach() + skin))) return false;
+  return true;
+}
+
+// A thermo row that is not finite ends the run: the atoms overlapped or the step is too long.
+void check_finite(const Thermo& t) {
+  if (std::isfinite(t.temperature) && std::isfinite(t.potential) && std::isfinite(t.pressure)) return;
+  throw Error(fmt::format("step {}: the energy or pressure is not finite (T {}, PotEng {}, Press {}): atoms overlap or "
+                          "the time step is too long; the outputs hold the steps before",
+                          t.step, t.temperature, t.potential, t.pressure));
+}
+
+}  // namespace
+
+Backend choose_backend(const System& system, const ForceField& field, const SimulationOptions& options,
+                       std::string* notice) {
+  if (options.gpus.size() > 1)
+    throw Error(fmt::format("--gpus: MD runs on one GPU; {} were named", options.gpus.size()));
+  if (!options.gpus.empty() && (options.backend == Backend::cpu || options.backend == Backend::reference))
+    throw Error("--gpus picks GPUs for --backend auto or cuda, not " + to_string(options.backend));
+  std::string why;
+  Backend backend = resolve_backend(options.backend, &why);
+  if (options.backend == Backend::automatic && backend == Backend::cuda &&
+      !fits_gpu_engine(system, field, options.skin)) {
+    backend = Backend::cpu;
+    why = "the box is not longer than twice (cutoff + skin) along every axis, which the GPU engine needs; running on "
+          "the CPU";
+  }
+  if (backend == Backend::cuda && options.backend == Backend::cuda) {
+    std::string none;
+    if (list_gpus(&none).empty()) throw Error("--backend cuda: no GPU is usable: " + none);
+  }
+  // Asked for by name, the host engines refuse single precision; --backend auto on the CPU
+  // computes in double (the GPU's arithmetic is what --precision picks).
+  if (backend != Backend::cuda && options.backend != Backend::automatic && options.precision == Precision::single)
+    throw Error(fmt::format("--precision single: the {} MD engine computes in double; leave --precision out or use "
+                            "--backend cuda",
+                            to_string(backend)));
+  if (notice) *notice = backend == Backend::cpu && options.backend == Backend::automatic ? why : std::string();
+  return backend;
+}
+
+double RunSummary::atom_steps_per_second() const {
+  return seconds > 0 ? static_cast<double>(atoms) * static_cast<double>(steps) / seconds : 0.0;
+}
+
+Simulation::Simulation(System system, ForceField field, Integrator integrator, SimulationOptions options)
+    : system_(std::move(system)), field_(std::move(field)), integrator_(integrator) {
+  check_force_field(system_, field_);
+  if (!(integrator_.timestep > 0) || !std::isfinite(integrator_.timestep))
+    throw Error(fmt::format("the time step must be positive, got {}", integrator_.timestep));
+  if (!(options.skin >= 0) || !std::isfinite(options.skin))
+    throw Error(fmt::format("the neighbour skin must not be negative, got {}", options.skin));
+  backend_ = choose_backend(system_, field_, options, &notice_);
+  const int threads = resolve_threads(options.threads);
+  check_memory(run_memory_bytes(system_, field_, options.skin, backend_ == Backend::cpu ? threads : 1),
+               fmt::format("an MD run of {} atoms{}", system_.size(), backend_ == Backend::cuda ? " (host copy)" : ""));
+  if (integrator_.langevin)
+    thermostat_ = std::make_unique<Langevin>(integrator_.langevin->temperature, integrator_.langevin->damping,
+                                             integrator_.langevin->seed);
+  switch (backend_) {
+    case Backend::reference: engine_ = make_reference_engine(system_, field_); break;
+    case Backend::cuda: {
+      GpuEngine::Options gpu;
+      gpu.device = options.gpus.empty() ? 0 : options.gpus.front();
+      gpu.double_precision = options.precision == Precision::double_;
+      engine_ = make_gpu_engine(system_, field_, options.skin, gpu);
+      downloaded_ = false;
+      break;
+    }
+    default: engine_ = make_cpu_engine(system_, field_, options.skin, threads); break;
+  }
+  if (thermostat_) engine_->apply_thermostat(*thermostat_, integrator_.timestep);
+}
+
+Simulation::~Simulation() = default;
+
+RunSummary Simulation::run(std::int64_t steps, const Reporters& reporters) {
+  if (steps < 0) throw Error(fmt::format("a run of {} steps: the step count must not be negative", steps));
+  if (reporters.thermo_every < 0 || reporters.frame_every < 0)
+    throw Error("thermo and frame intervals must not be negative");
+  const std::int64_t first = step_, last = step_ + steps;
+  auto report_thermo = [&] {
+    const Thermo t = engine_->thermo(step_);
+    check_finite(t);
+    if (reporters.thermo) reporters.thermo(t);
+  };
+  auto report_frame = [&] {
+    if (!reporters.frame || reporters.frame_every == 0 || step_ % reporters.frame_every != 0) return;
+    reporters.frame(state(), step_);
+  };
+  // The first frame before the first thermo row: a start that is not finite keeps its frame.
+  if (first == 0) report_frame();
+  report_thermo();
+  const auto start = std::chrono::steady_clock::now();
+  for (std::int64_t done = 1; done <= steps; ++done) {
+    const std::int64_t next = step_ + 1;
+    // Energies where a row is reported, and at the run's last step (thermo() after a run).
+    const bool thermo_step = next == last || (reporters.thermo_every > 0 && next % reporters.thermo_every == 0);
+    engine_->step(integrator_.timestep, thermo_step, thermostat_.get());
+    step_ = next;
+    downloaded_ = backend_ != Backend::cuda;
+    if (thermo_step) report_thermo();
+    report_frame();
+    if (reporters.progress) reporters.progress(static_cast<double>(done) / static_cast<double>(steps));
+  }
+  RunSummary summary;
+  summary.atoms = static_cast<std::int64_t>(system_.size());
+  summary.steps = steps;
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return summary;
+}
+
+const System& Simulation::state() {
+  if (!downloaded_) engine_->sync_host(), downloaded_ = true;
+  return system_;
+}
+
+Thermo Simulation::thermo() const { return engine_->thermo(step_); }
+void Simulation::forces(Forces& out) const { engine_->forces(out); }
+std::int64_t Simulation::list_builds() const { return engine_->builds(); }
+std::string Simulation::description() const { return engine_->description(); }
+
+}  // namespace nbkit::md
