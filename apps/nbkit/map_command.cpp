@@ -31,8 +31,8 @@ namespace nbkit::cli {
 namespace {
 
 struct MapArguments {
-  std::string input, output, png, slice, report, charges;
-  std::string method = "direct", units = "kT/e", backend = "auto", precision = "single", gpus = "all";
+  std::string input, output, png, slice, charges;
+  std::string method = "direct", units = "kT/e";
   double spacing = 0.5, padding = 10.0;
   std::string origin, dims, center, length;
   std::optional<double> dielectric;
@@ -44,13 +44,11 @@ struct MapArguments {
   std::string box;
   double msm_spacing = 0;
   std::string msm_interpolation = "cubic", msm_splitting;
-  int threads = 0;
-  bool quiet = false;
   std::string trajectory, combine = "avg";
   long long first = 0, last = -1, stride = 1;
   bool allow_missing = false;
   std::string save_pqr;
-  std::set<std::string> given;  // options on the command line
+  RunOptions run;  // --backend, --precision, --threads, --gpus, -q, --report; run.given: every option given
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -148,7 +146,7 @@ std::string default_output(const std::string& input) {
 
 // Options that would change nothing in this run are refused, not ignored.
 void refuse_ignored_options(const MapArguments& args, MapMethod method) {
-  const auto& g = args.given;
+  const auto& g = args.run.given;
   const std::string m = to_string(method);
   refuse_if_given(g, "--cutoff", method == MapMethod::cutoff || method == MapMethod::msm,
                   "applies to --method cutoff or msm, not " + m);
@@ -162,16 +160,16 @@ void refuse_ignored_options(const MapArguments& args, MapMethod method) {
     refuse_if_given(g, option, !args.trajectory.empty(), "applies to maps of a --trajectory");
   for (const char* option : {"--allow-missing", "--save-pqr"})
     refuse_if_given(g, option, !args.charges.empty(), "applies to PDB/mmCIF input charged with --charges");
-  refuse_if_given(g, "--gpus", args.backend == "auto" || args.backend == "cuda" || args.backend == "gpu",
-                  "picks GPUs for --backend auto or cuda, not " + args.backend);
+  refuse_if_given(g, "--gpus", args.run.backend == "auto" || args.run.backend == "cuda" || args.run.backend == "gpu",
+                  "picks GPUs for --backend auto or cuda, not " + args.run.backend);
 }
 
 MapOptions map_options(const MapArguments& args) {
   MapOptions options;
   options.method = parse_map_method(args.method);
   options.unit = units::parse_potential_unit(args.units);
-  options.backend = parse_backend(args.backend);
-  options.precision = parse_precision(args.precision);
+  options.backend = parse_backend(args.run.backend);
+  options.precision = parse_precision(args.run.precision);
   refuse_ignored_options(args, options.method);
   // APBS's mdh is a boundary condition in water: default to water's dielectric there.
   options.dielectric = args.dielectric.value_or(options.method == MapMethod::mdh ? 78.54 : 1.0);
@@ -186,8 +184,8 @@ MapOptions map_options(const MapArguments& args) {
   options.msm_splitting = !args.msm_splitting.empty() ? parse_smoothing(args.msm_splitting)
                           : options.msm_interpolation == MsmInterpolation::cubic ? Smoothing::taylor2
                                                                                  : Smoothing::taylor3;
-  options.threads = threads_option(args.threads, args.quiet);
-  options.gpus = parse_gpus(args.gpus);
+  options.threads = threads_option(args.run.threads, args.run.quiet);
+  options.gpus = parse_gpus(args.run.gpus);
   units::potential_prefactor(options.unit, options.dielectric, options.temperature);  // validates both
   return options;
 }
@@ -206,6 +204,196 @@ void check_resources(const MapArguments& args, const Lattice& lattice, const std
   plan.check();
 }
 
+// The atoms with their charges and radii (pdb2pqr's for --charges), and with a trajectory
+// the frames, the first one loaded.
+struct MapInputs {
+  Atoms atoms;
+  std::unique_ptr<TrajectoryFrames> frames;  // null without --trajectory
+};
+
+MapInputs read_inputs(const MapArguments& args) {
+  io::ChargeOptions charge_options;
+  charge_options.force_field = args.charges;
+  charge_options.allow_missing = args.allow_missing;
+  charge_options.save_pqr = args.save_pqr;
+  std::string charges_notice;
+  charge_options.notice = &charges_notice;
+  MapInputs in;
+  in.atoms = io::read_atoms(args.input, charge_options);
+  notice(charges_notice, args.run.quiet);
+  if (!args.trajectory.empty()) {
+    in.frames = std::make_unique<TrajectoryFrames>(args, in.atoms.size());
+    in.frames->load(in.atoms);
+  }
+  return in;
+}
+
+// --periodic: the box of the input's CRYST1 record or --box, for the methods that have one.
+std::optional<Vec3> periodic_box(const MapArguments& args, MapMethod method) {
+  if (!args.box.empty() && !args.periodic) throw Error("--box gives the periodic box: add --periodic");
+  if (!args.periodic) return std::nullopt;
+  if (method != MapMethod::cutoff && method != MapMethod::msm)
+    throw Error("--periodic needs --method cutoff or msm: direct and mdh sums over all periodic images do not converge");
+  const std::optional<Vec3> box =
+      args.box.empty() ? io::read_periodic_box(args.input) : std::optional<Vec3>(parse_triple(args.box, "--box", true));
+  if (!box)
+    throw Error(fmt::format("--periodic: {} has no CRYST1 record (or cell) giving the box; pass --box a,b,c (Angstrom)",
+                            args.input));
+  return box;
+}
+
+// What a periodic run should know before it starts: a net charge (periodic msm needs a
+// neutralizing background), a box the lattice does not tile.
+void periodic_notices(const MapOptions& options, const Atoms& atoms, const Lattice& lattice, bool quiet) {
+  if (!options.periodic_box || quiet) return;
+  const double net = atoms.net_charge();
+  if (options.method == MapMethod::msm && std::fabs(net) > 1e-3)
+    notice(fmt::format("the system's net charge is {:.4g} e: a periodic potential exists only with a neutralizing "
+                       "background, and periodic msm's then differs from Ewald's by a constant",
+                       net),
+           quiet);
+  for (int a = 0; a < 3; ++a) {
+    const double cells = (*options.periodic_box)[a] / lattice.spacing;
+    if (std::fabs(cells - std::round(cells)) > 1e-6 * cells) {
+      notice(fmt::format("the box edges are not all multiples of the spacing ({} A), so the lattice covers the cell but "
+                         "does not repeat exactly across its faces",
+                         lattice.spacing),
+             quiet);
+      return;
+    }
+  }
+}
+
+struct ComputedMap {
+  Map map;
+  MapStats stats;
+  TrajectoryMapStats trajectory;
+};
+
+// The map of the atoms, or the maps of the trajectory's frames combined, with a progress bar.
+ComputedMap compute(const MapArguments& args, MapInputs& in, const Lattice& lattice, MapOptions options) {
+  ProgressBar bar(fmt::format("{} map", to_string(options.method)), !args.run.quiet);
+  options.progress = [&bar](double fraction) { bar.update(fraction); };
+  ComputedMap out;
+  if (!in.frames) {
+    out.map = compute_map(in.atoms, lattice, options, &out.stats);
+  } else {
+    options.progress = nullptr;
+    const long long expected = in.frames->expected();
+    bool first_frame = true;
+    out.map = combine_frame_maps(
+        in.atoms, lattice, options, parse_combine(args.combine),
+        [&](Atoms& target) {
+          if (first_frame) return !(first_frame = false);  // already loaded
+          if (!in.frames->advance()) return false;
+          in.frames->load(target);
+          return true;
+        },
+        [&](int done) { bar.update(static_cast<double>(done) / static_cast<double>(expected)); }, &out.trajectory);
+    out.stats = out.trajectory.last_frame;
+    out.stats.seconds = out.trajectory.seconds;
+    out.stats.lattice_points *= out.trajectory.frames;
+    out.stats.evaluations *= out.trajectory.frames;
+    out.stats.detail +=
+        out.trajectory.combined_on_device ? "; frames combined on the GPU" : "; frames combined on the host";
+  }
+  bar.finish();
+  notice(out.stats.notice, args.run.quiet);
+  return out;
+}
+
+// The method and its parameters in a line, for the map file's comments.
+std::string method_line(const MapOptions& options, double kappa) {
+  std::string parameters;
+  if (options.method == MapMethod::mdh)
+    parameters = fmt::format(", ionic strength {} mol/L, kappa {:.6f} 1/A", options.ionic_strength, kappa);
+  else if (options.method == MapMethod::cutoff)
+    parameters = fmt::format(", cutoff {} A, smoothing {}{}", options.cutoff, to_string(options.smoothing),
+                             options.periodic_box
+                                 ? fmt::format(", periodic box {} x {} x {} A (minimum image)", options.periodic_box->x,
+                                               options.periodic_box->y, options.periodic_box->z)
+                                 : "");
+  else if (options.method == MapMethod::msm)
+    parameters = fmt::format(", cutoff {} A, {} interpolation, {} splitting, finest grid {} A", options.cutoff,
+                             to_string(options.msm_interpolation), to_string(options.msm_splitting),
+                             options.msm_spacing > 0 ? options.msm_spacing
+                                                     : default_msm_spacing(options.msm_interpolation));
+  return fmt::format("method {}, dielectric {}, temperature {} K{}", to_string(options.method), options.dielectric,
+                     options.temperature, parameters);
+}
+
+std::vector<std::string> map_comments(const MapArguments& args, const Atoms& atoms, const MapOptions& options,
+                                      double kappa, const ComputedMap& computed) {
+  std::vector<std::string> comments = {
+      fmt::format("Electrostatic potential in {} written by nbkit {}", units::to_string(options.unit), build_info().version),
+      fmt::format("input {} ({} atoms, net charge {:+.4f} e)", args.input, atoms.size(), atoms.net_charge()),
+      method_line(options, kappa),
+      "vertex-centred lattice: point (i,j,k) at origin + (i,j,k)*delta; x index slowest, z fastest",
+  };
+  if (!args.trajectory.empty())
+    comments.push_back(fmt::format("{} of the maps of {} frames of {} (first {}, stride {})", args.combine,
+                                   computed.trajectory.frames, args.trajectory, args.first, args.stride));
+  return comments;
+}
+
+struct MapTimes {
+  double read = 0, write = 0, total = 0;
+};
+
+nlohmann::json map_report(const MapArguments& args, const Atoms& atoms, const Lattice& lattice,
+                          const MapOptions& options, double kappa, const ComputedMap& computed, const MapTimes& times,
+                          const std::string& output, const std::optional<io::SliceInfo>& slice_info) {
+  const MapStats& stats = computed.stats;
+  nlohmann::json report = run_report("map", args.run, stats.backend, stats.detail, stats.notice);
+  report["input"] = {{"file", args.input}, {"atoms", atoms.size()}, {"net_charge", atoms.net_charge()}};
+  const auto& n = lattice.dims;
+  report["lattice"] = {{"origin", {lattice.origin.x, lattice.origin.y, lattice.origin.z}},
+                       {"spacing", lattice.spacing},
+                       {"dims", {n[0], n[1], n[2]}},
+                       {"points", lattice.size()},
+                       {"convention", "vertex-centred, x slowest, z fastest"}};
+  nlohmann::json& parameters = report["parameters"];
+  parameters = {{"method", to_string(options.method)},
+                {"units", units::to_string(options.unit)},
+                {"dielectric", options.dielectric},
+                {"temperature_K", options.temperature},
+                {"precision", to_string(options.precision)}};
+  if (options.method == MapMethod::cutoff) {
+    parameters["cutoff_angstrom"] = options.cutoff;
+    parameters["smoothing"] = to_string(options.smoothing);
+    if (options.periodic_box)
+      parameters["periodic_box_angstrom"] = {options.periodic_box->x, options.periodic_box->y, options.periodic_box->z};
+  }
+  if (options.method == MapMethod::msm) {
+    parameters["cutoff_angstrom"] = options.cutoff;
+    parameters["msm_interpolation"] = to_string(options.msm_interpolation);
+    parameters["msm_splitting"] = to_string(options.msm_splitting);
+    parameters["msm_grid_spacing_angstrom"] =
+        options.msm_spacing > 0 ? options.msm_spacing : default_msm_spacing(options.msm_interpolation);
+  }
+  if (options.method == MapMethod::mdh) {
+    parameters["ionic_strength_molar"] = options.ionic_strength;
+    parameters["kappa_per_angstrom"] = kappa;
+    if (kappa > 0) parameters["debye_length_angstrom"] = 1.0 / kappa;
+  }
+  if (!args.trajectory.empty())
+    report["trajectory"] = {{"file", args.trajectory}, {"combine", args.combine}, {"frames", computed.trajectory.frames},
+                            {"first", args.first}, {"last", args.last}, {"stride", args.stride}};
+  report["timing_seconds"] = {{"read", times.read}, {"compute", stats.seconds}, {"write", times.write},
+                              {"total", times.total}};
+  if (stats.backend == Backend::cuda) report["timing_seconds"]["gpu_kernels"] = stats.kernel_seconds;
+  for (const auto& [stage, seconds] : stats.stage_seconds) report["timing_seconds"]["msm " + stage] = seconds;
+  report["rates"] = {{"evaluations", stats.evaluations}, {"evaluations_per_second", stats.evaluations_per_second()},
+                     {"lattice_points_per_second", stats.points_per_second()}};
+  const auto [low, high] = std::minmax_element(computed.map.values.begin(), computed.map.values.end());
+  report["potential"] = {{"min", *low}, {"max", *high}};
+  report["outputs"] = {{"map", output}};
+  if (slice_info)
+    report["outputs"]["png"] = {{"file", args.png}, {"axis", std::string(1, "xyz"[slice_info->axis])},
+                                {"coordinate", slice_info->coordinate}, {"color_range", slice_info->range}};
+  return report;
+}
+
 int run_map(const MapArguments& args) {
   const auto start = std::chrono::steady_clock::now();
   MapOptions options = map_options(args);
@@ -213,202 +401,51 @@ int run_map(const MapArguments& args) {
   const std::string output = args.output.empty() ? default_output(args.input) : args.output;
   io::guess_map_format(output);
   io::check_distinct_files({{args.input, "INPUT"}, {args.trajectory, "--trajectory"}},
-                           {{output, "-o"}, {args.png, "--png"}, {args.report, "--report"}, {args.save_pqr, "--save-pqr"}});
+                           {{output, "-o"}, {args.png, "--png"}, {args.run.report, "--report"}, {args.save_pqr, "--save-pqr"}});
   // Fail before the long computation, not after it.
-  for (const std::string& path : {output, args.png, args.report, args.save_pqr})
+  for (const std::string& path : {output, args.png, args.run.report, args.save_pqr})
     if (!path.empty()) io::check_writable(path);
   const io::SliceSpec slice = io::parse_slice(args.slice);
-  io::ChargeOptions charge_options;
-  charge_options.force_field = args.charges;
-  charge_options.allow_missing = args.allow_missing;
-  charge_options.save_pqr = args.save_pqr;
-  std::string charges_notice;
-  charge_options.notice = &charges_notice;
-  Atoms atoms = io::read_atoms(args.input, charge_options);
-  notice(charges_notice, args.quiet);
-  // A trajectory: charges and radii from the input, positions from its frames; the lattice
-  // is chosen from the first frame used (or given).
-  const bool trajectory = !args.trajectory.empty();
-  std::unique_ptr<TrajectoryFrames> frames;
-  if (trajectory) {
-    frames = std::make_unique<TrajectoryFrames>(args, atoms.size());
-    frames->load(atoms);
-  }
-  const double read_seconds = seconds_since(start);
-  if (!args.box.empty() && !args.periodic) throw Error("--box gives the periodic box: add --periodic");
-  if (args.periodic) {
-    if (options.method != MapMethod::cutoff && options.method != MapMethod::msm)
-      throw Error("--periodic needs --method cutoff or msm: direct and mdh sums over all periodic images do not converge");
-    options.periodic_box = args.box.empty() ? io::read_periodic_box(args.input)
-                                            : std::optional<Vec3>(parse_triple(args.box, "--box", true));
-    if (!options.periodic_box)
-      throw Error(fmt::format("--periodic: {} has no CRYST1 record (or cell) giving the box; pass --box a,b,c (Angstrom)",
-                              args.input));
-  }
-  const Lattice lattice = choose_lattice(args, atoms, options.periodic_box);
+  MapInputs in = read_inputs(args);  // a trajectory: positions from its first frame used
+  MapTimes times;
+  times.read = seconds_since(start);
+  options.periodic_box = periodic_box(args, options.method);
+  const Lattice lattice = choose_lattice(args, in.atoms, options.periodic_box);
   // --backend auto decided now, so that its notice comes before the work (not after the bar).
   std::string backend_notice;
   options.backend = resolve_backend(options.backend, &backend_notice);
-  check_resources(args, lattice, output, trajectory,
+  check_resources(args, lattice, output, in.frames != nullptr,
                   options.backend == Backend::cuda && options.method != MapMethod::msm);
-  notice(backend_notice, args.quiet);
-  if (options.periodic_box && options.method == MapMethod::msm && !args.quiet) {
-    double net = 0;
-    for (double q : atoms.charge) net += q;
-    if (std::fabs(net) > 1e-3)
-      fmt::print(stderr,
-                 "nbkit: notice: the system's net charge is {:.4g} e: a periodic potential exists only with a "
-                 "neutralizing background, and periodic msm's then differs from Ewald's by a constant\n",
-                 net);
-  }
-  if (options.periodic_box && !args.quiet)
-    for (int a = 0; a < 3; ++a) {
-      const double cells = (*options.periodic_box)[a] / lattice.spacing;
-      if (std::fabs(cells - std::round(cells)) > 1e-6 * cells) {
-        fmt::print(stderr,
-                   "nbkit: notice: the box edges are not all multiples of the spacing ({} A), so the lattice covers the "
-                   "cell but does not repeat exactly across its faces\n",
-                   lattice.spacing);
-        break;
-      }
-    }
-
-  ProgressBar bar(fmt::format("{} map", to_string(options.method)), !args.quiet);
-  options.progress = [&bar](double fraction) { bar.update(fraction); };
-  MapStats stats;
-  Map map;
-  TrajectoryMapStats trajectory_stats;
-  if (trajectory) {
-    options.progress = nullptr;
-    const long long expected = frames->expected();
-    bool first_frame = true;
-    map = combine_frame_maps(
-        atoms, lattice, options, parse_combine(args.combine),
-        [&](Atoms& target) {
-          if (first_frame) return !(first_frame = false);  // already loaded
-          if (!frames->advance()) return false;
-          frames->load(target);
-          return true;
-        },
-        [&](int done) { bar.update(static_cast<double>(done) / static_cast<double>(expected)); }, &trajectory_stats);
-    stats = trajectory_stats.last_frame;
-    stats.seconds = trajectory_stats.seconds;
-    stats.lattice_points *= trajectory_stats.frames;
-    stats.evaluations *= trajectory_stats.frames;
-    stats.detail += trajectory_stats.combined_on_device ? "; frames combined on the GPU" : "; frames combined on the host";
-  } else {
-    map = compute_map(atoms, lattice, options, &stats);
-  }
-  bar.finish();
-  notice(stats.notice, args.quiet);
+  notice(backend_notice, args.run.quiet);
+  periodic_notices(options, in.atoms, lattice, args.run.quiet);
+  const ComputedMap computed = compute(args, in, lattice, options);
 
   const auto write_start = std::chrono::steady_clock::now();
-  const auto& n = lattice.dims;
-  std::vector<std::string> comments = {
-      fmt::format("Electrostatic potential in {} written by nbkit {}", units::to_string(options.unit), build_info().version),
-      fmt::format("input {} ({} atoms, net charge {:+.4f} e)", args.input, atoms.size(), atoms.net_charge()),
-      fmt::format("method {}, dielectric {}, temperature {} K{}", to_string(options.method), options.dielectric,
-                  options.temperature,
-                  options.method == MapMethod::mdh
-                      ? fmt::format(", ionic strength {} mol/L, kappa {:.6f} 1/A", options.ionic_strength, kappa)
-                      : options.method == MapMethod::cutoff
-                            ? fmt::format(", cutoff {} A, smoothing {}{}", options.cutoff, to_string(options.smoothing),
-                                          options.periodic_box
-                                              ? fmt::format(", periodic box {} x {} x {} A (minimum image)",
-                                                            options.periodic_box->x, options.periodic_box->y,
-                                                            options.periodic_box->z)
-                                              : "")
-                      : options.method == MapMethod::msm
-                            ? fmt::format(", cutoff {} A, {} interpolation, {} splitting, finest grid {} A",
-                                          options.cutoff, to_string(options.msm_interpolation),
-                                          to_string(options.msm_splitting),
-                                          options.msm_spacing > 0 ? options.msm_spacing
-                                                                  : default_msm_spacing(options.msm_interpolation))
-                            : ""),
-      "vertex-centred lattice: point (i,j,k) at origin + (i,j,k)*delta; x index slowest, z fastest",
-  };
-  if (trajectory)
-    comments.push_back(fmt::format("{} of the maps of {} frames of {} (first {}, stride {})", args.combine,
-                                   trajectory_stats.frames, args.trajectory, args.first, args.stride));
   {
-    ProgressBar write_bar("writing " + output, !args.quiet);
-    io::write_map(output, map, comments, write_progress(write_bar));
+    ProgressBar write_bar("writing " + output, !args.run.quiet);
+    io::write_map(output, computed.map, map_comments(args, in.atoms, options, kappa, computed),
+                  write_progress(write_bar));
   }
+  const bool stdev = in.frames && parse_combine(args.combine) == Combine::stdev;
   std::optional<io::SliceInfo> slice_info;
   if (!args.png.empty())
-    slice_info = io::write_slice_png(args.png, map, slice, {}, 0,
-                                     trajectory && parse_combine(args.combine) == Combine::stdev
-                                         ? io::ColorScale::sequential
-                                         : io::ColorScale::diverging);
-  const double write_seconds = seconds_since(write_start);
+    slice_info = io::write_slice_png(args.png, computed.map, slice, {}, 0,
+                                     stdev ? io::ColorScale::sequential : io::ColorScale::diverging);
+  times.write = seconds_since(write_start);
+  times.total = seconds_since(start);
+  write_report(args.run.report, map_report(args, in.atoms, lattice, options, kappa, computed, times, output, slice_info));
 
-  double low = map.values[0], high = map.values[0];
-  for (double v : map.values) low = std::min(low, v), high = std::max(high, v);
-
-  if (!args.report.empty()) {
-    nlohmann::json report;
-    report["nbkit_version"] = build_info().version;
-    report["input"] = {{"file", args.input}, {"atoms", atoms.size()}, {"net_charge", atoms.net_charge()}};
-    report["lattice"] = {{"origin", {lattice.origin.x, lattice.origin.y, lattice.origin.z}},
-                         {"spacing", lattice.spacing},
-                         {"dims", {n[0], n[1], n[2]}},
-                         {"points", lattice.size()},
-                         {"convention", "vertex-centred, x slowest, z fastest"}};
-    report["parameters"] = {{"method", to_string(options.method)},
-                            {"units", units::to_string(options.unit)},
-                            {"dielectric", options.dielectric},
-                            {"temperature_K", options.temperature},
-                            {"precision", to_string(options.precision)}};
-    if (options.method == MapMethod::cutoff) {
-      report["parameters"]["cutoff_angstrom"] = options.cutoff;
-      report["parameters"]["smoothing"] = to_string(options.smoothing);
-      if (options.periodic_box)
-        report["parameters"]["periodic_box_angstrom"] = {options.periodic_box->x, options.periodic_box->y,
-                                                         options.periodic_box->z};
-    }
-    if (options.method == MapMethod::msm) {
-      report["parameters"]["cutoff_angstrom"] = options.cutoff;
-      report["parameters"]["msm_interpolation"] = to_string(options.msm_interpolation);
-      report["parameters"]["msm_splitting"] = to_string(options.msm_splitting);
-      report["parameters"]["msm_grid_spacing_angstrom"] =
-          options.msm_spacing > 0 ? options.msm_spacing : default_msm_spacing(options.msm_interpolation);
-    }
-    if (options.method == MapMethod::mdh) {
-      report["parameters"]["ionic_strength_molar"] = options.ionic_strength;
-      report["parameters"]["kappa_per_angstrom"] = kappa;
-      if (kappa > 0) report["parameters"]["debye_length_angstrom"] = 1.0 / kappa;
-    }
-    if (trajectory)
-      report["trajectory"] = {{"file", args.trajectory}, {"combine", args.combine}, {"frames", trajectory_stats.frames},
-                              {"first", args.first}, {"last", args.last}, {"stride", args.stride}};
-    report["backend"] = {{"requested", args.backend}, {"used", to_string(stats.backend)}, {"detail", stats.detail}};
-    report["timing_seconds"] = {{"read", read_seconds}, {"compute", stats.seconds}, {"write", write_seconds},
-                                {"total", seconds_since(start)}};
-    if (stats.backend == Backend::cuda) report["timing_seconds"]["gpu_kernels"] = stats.kernel_seconds;
-    for (const auto& [stage, seconds] : stats.stage_seconds) report["timing_seconds"]["msm " + stage] = seconds;
-    if (!stats.notice.empty()) report["backend"]["notice"] = stats.notice;
-    report["rates"] = {{"evaluations", stats.evaluations}, {"evaluations_per_second", stats.evaluations_per_second()},
-                       {"lattice_points_per_second", stats.points_per_second()}};
-    report["potential"] = {{"min", low}, {"max", high}};
-    report["outputs"] = {{"map", output}};
-    if (slice_info)
-      report["outputs"]["png"] = {{"file", args.png}, {"axis", std::string(1, "xyz"[slice_info->axis])},
-                                  {"coordinate", slice_info->coordinate}, {"color_range", slice_info->range}};
-    io::write_atomically(args.report, [&](const std::string& temporary) {
-      std::ofstream file(temporary);
-      file << report.dump(2) << "\n";
-      if (!file) throw Error(args.report + ": write failed");
-    });
-  }
-
-  if (!args.quiet) {
+  if (!args.run.quiet) {
+    const MapStats& stats = computed.stats;
     const std::string rate = stats.evaluations > 0
                                  ? fmt::format("{:.3g} atom-lattice evaluations/s", stats.evaluations_per_second())
                                  : fmt::format("{:.3g} lattice points/s", stats.points_per_second());
+    const auto& n = lattice.dims;
+    const auto [low, high] = std::minmax_element(computed.map.values.begin(), computed.map.values.end());
     fmt::print("nbkit map: {}, {}x{}x{} = {} lattice points, {:.3f} s, {} ({}: {})\n",
-               count_of(static_cast<std::int64_t>(atoms.size()), "atom"), n[0], n[1], n[2], with_commas(lattice.size()),
-               stats.seconds, rate, to_string(stats.backend), stats.detail);
-    fmt::print("  potential {:.4g} to {:.4g} {} -> {}{}\n", low, high, units::to_string(options.unit), output,
+               count_of(static_cast<std::int64_t>(in.atoms.size()), "atom"), n[0], n[1], n[2],
+               with_commas(lattice.size()), stats.seconds, rate, to_string(stats.backend), stats.detail);
+    fmt::print("  potential {:.4g} to {:.4g} {} -> {}{}\n", *low, *high, units::to_string(options.unit), output,
                args.png.empty() ? "" : ", " + args.png);
   }
   return 0;
@@ -463,12 +500,7 @@ Action setup_map(CLI::App& app) {
   group_lattice->add_option("--center", args->center, "x,y,z centre of the lattice (default: the atoms' centre; with --length)");
   group_lattice->add_option("--length", args->length, "edge length(s) of the lattice, Angstrom: L or Lx,Ly,Lz");
   auto* group_run = app.add_option_group("run");
-  group_run->add_option("--backend", args->backend, "auto, cpu, cuda or reference (float64, slow)")->capture_default_str();
-  group_run->add_option("--precision", args->precision, "single (float32 arithmetic, float64 sums) or double")->capture_default_str();
-  group_run->add_option("--threads", args->threads, "CPU threads (0: all)")->capture_default_str();
-  group_run->add_option("--gpus", args->gpus, "GPUs for --backend cuda/auto: all, a count N, or indices like 0,2")
-      ->capture_default_str();
-  group_run->add_flag("-q,--quiet", args->quiet, "no progress bar, no summary");
+  add_run_options(*group_run, args->run);
   auto* group_traj = app.add_option_group("trajectory");
   group_traj->add_option("--trajectory", args->trajectory,
                          "DCD trajectory of INPUT's atoms (CHARMM, NAMD, LAMMPS, OpenMM): the map of every frame, combined");
@@ -479,9 +511,8 @@ Action setup_map(CLI::App& app) {
   auto* group_out = app.add_option_group("outputs");
   group_out->add_option("--png", args->png, "PNG picture of a slice through the map");
   group_out->add_option("--slice", args->slice, "slice to draw: z=COORD (Angstrom), y=..., x=...; default: z through the centre");
-  group_out->add_option("--report", args->report, "JSON record of inputs, parameters, backend, timings and rates");
   return [args, &app]() {
-    args->given = given_options(app);
+    args->run.given = given_options(app);
     return run_map(*args);
   };
 }

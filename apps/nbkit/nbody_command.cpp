@@ -19,6 +19,7 @@
 #include "nbkit/io/nbody_pictures.hpp"
 #include "nbkit/io/snapshot.hpp"
 #include "nbkit/nbody.hpp"
+#include "nbkit/nbody/simulation.hpp"
 #include "options.hpp"
 
 namespace nbkit::cli {
@@ -35,9 +36,8 @@ struct NbodyArguments {
   long long snapshot_every = 0;
   std::string restart, initial;
   bool png = false;
-  std::string output = "nbody-out", backend = "auto", precision = "single", gpus = "all";
-  int threads = 0;
-  bool quiet = false;
+  std::string output = "nbody-out";
+  RunOptions run;
 };
 
 std::string snapshot_path(const std::string& directory, long long step) {
@@ -96,9 +96,20 @@ void refuse_overwriting_input(const NbodyArguments& args, const std::string& inp
                             {(std::filesystem::path(args.output) / "energy.png").string(), "energy.png"}});
 }
 
-int run_nbody(const NbodyArguments& args) {
-  const bool restarting = !args.restart.empty();
-  const int sources = (args.plummer != 0) + restarting + !args.initial.empty();
+// The initial conditions: a new Plummer sphere, or the state a snapshot holds (its step, time
+// step, softening and seed continue the run bit for bit). A new sphere is made after the
+// resource check (a billion bodies are refused before they are drawn).
+struct InitialConditions {
+  nbody::Bodies bodies;
+  io::SnapshotInfo state;
+  std::string input;  // the snapshot read, if any
+  bool restarting = false, new_sphere = false;
+};
+
+InitialConditions initial_conditions(const NbodyArguments& args) {
+  InitialConditions ic;
+  ic.restarting = !args.restart.empty();
+  const int sources = (args.plummer != 0) + ic.restarting + !args.initial.empty();
   if (sources == 0)
     throw Error("give the initial conditions: --plummer N, --initial FILE.hdf5, or --restart SNAPSHOT to continue a run");
   if (sources > 1) throw Error("--plummer, --initial and --restart each give initial conditions: use one");
@@ -108,127 +119,123 @@ int run_nbody(const NbodyArguments& args) {
   if (args.every < 1) throw Error("--every must be at least 1");
   if (args.snapshot_every < 0) throw Error("--snapshot-every must not be negative");
   if (!(args.dt > 0) || !std::isfinite(args.dt)) throw Error(fmt::format("--dt must be positive, got {}", args.dt));
-  const int threads = threads_option(args.threads, args.quiet);
-
-  // Initial conditions: a new Plummer sphere, or the state a snapshot holds (its step,
-  // time step, softening and seed continue the run bit for bit).
-  nbody::Bodies bodies;
-  io::SnapshotInfo state;
-  const std::string input = restarting ? args.restart : args.initial;
-  if (restarting) {
-    bodies = io::read_snapshot(args.restart, &state);
+  ic.input = ic.restarting ? args.restart : args.initial;
+  if (ic.restarting) {
+    ic.bodies = io::read_snapshot(args.restart, &ic.state);
   } else {
-    state.dt = args.dt;
-    state.softening = args.softening;
-    state.seed = args.seed;
+    ic.state.dt = args.dt;
+    ic.state.softening = args.softening;
+    ic.state.seed = args.seed;
   }
+  ic.new_sphere = !ic.restarting && args.initial.empty();
+  return ic;
+}
+
+nbody::ForceOptions force_options(const NbodyArguments& args, double softening) {
+  refuse_if_given(args.run.given, "--gpus", args.run.backend == "auto" || args.run.backend == "cuda",
+                  "picks GPUs for --backend auto or cuda, not " + args.run.backend);
+  nbody::ForceOptions options;
+  options.softening = softening;
+  options.precision = parse_precision(args.run.precision);
+  options.threads = threads_option(args.run.threads, args.run.quiet);
+  std::string backend_notice;
+  options.backend = resolve_backend(args.run.backend_requested(), &backend_notice);
+  notice(backend_notice, args.run.quiet);
+  if (options.backend == Backend::cuda) options.gpus = args.run.gpu_list();
+  return options;
+}
+
+nlohmann::json nbody_report(const NbodyArguments& args, const nbody::Simulation& simulation,
+                            const nbody::RunSummary& summary) {
+  const nbody::ForceEngine& forces = simulation.forces();
+  nlohmann::json report = run_report("nbody", args.run, forces.backend(), forces.description(), forces.notice());
+  report["bodies"] = summary.bodies;
+  report["run"] = {{"first_step", summary.first_step}, {"last_step", summary.last_step}, {"dt", simulation.dt()},
+                   {"every", args.every}, {"snapshot_every", args.snapshot_every}};
+  const nbody::Diagnostics &first = simulation.first_diagnostics(), &last = simulation.last_diagnostics();
+  report["energy"] = {{"initial", simulation.initial_energy()}, {"first", first.total}, {"last", last.total},
+                      {"largest_relative_error", simulation.largest_energy_error()}};
+  report["virial_ratio"] = {{"first", first.virial_ratio}, {"last", last.virial_ratio}};
+  report["timing_seconds"] = {{"run", summary.seconds}};
+  report["rates"] = {{"interactions_per_second", summary.interactions_per_second()}};
+  report["outputs"] = {{"directory", args.output}};
+  return report;
+}
+
+void print_summary(const nbody::Simulation& simulation, const nbody::RunSummary& summary, const std::string& log_path) {
+  const nbody::Diagnostics &first = simulation.first_diagnostics(), &last = simulation.last_diagnostics();
+  fmt::print("nbkit nbody: {} bodies, steps {} to {} of {} (t = {:.4g}), {:.3f} s, {:.3g} interactions/s ({})\n",
+             summary.bodies, summary.first_step, summary.last_step, simulation.dt(),
+             static_cast<double>(summary.last_step) * simulation.dt(), summary.seconds,
+             summary.interactions_per_second(), simulation.forces().description());
+  fmt::print("  energy {:.9g} -> {:.9g}, largest |dE/E| {:.2e}, virial ratio {:.3f} -> {:.3f}; log {}\n", first.total,
+             last.total, simulation.largest_energy_error(), first.virial_ratio, last.virial_ratio, log_path);
+}
+
+int run_nbody(const NbodyArguments& args) {
+  InitialConditions ic = initial_conditions(args);
+  io::SnapshotInfo& state = ic.state;
   const double dt = state.dt;
   // --steps and --time count from the initial conditions, so a restart ends where the
   // uninterrupted run would.
   const long long steps = run_steps(args, dt);
   if (steps < state.step)
     throw Error(fmt::format("the run ends at step {}, before the snapshot's step {}", steps, state.step));
-  if (!args.initial.empty()) bodies = io::read_snapshot(args.initial);
-  const bool new_sphere = !restarting && args.initial.empty();
-  check_resources(args, new_sphere ? static_cast<std::size_t>(args.plummer) : bodies.size(), state.step, steps,
-                  restarting);
-  refuse_overwriting_input(args, input, state.step, steps, restarting);
-  if (new_sphere) bodies = nbody::plummer(static_cast<std::size_t>(args.plummer), args.seed);
-  nbody::ForceOptions options;
-  options.softening = state.softening;
-  options.backend = parse_backend(args.backend);
-  options.precision = parse_precision(args.precision);
-  options.threads = threads;
-  const std::vector<int> gpus = parse_gpus(args.gpus);
-  options.gpus = options.backend == Backend::cpu || options.backend == Backend::reference ? std::vector<int>{} : gpus;
-  ProgressBar bar("nbody", !args.quiet);
-  double bar_base = 0, bar_span = 1;  // the fraction of the run one force evaluation covers
-  options.progress = [&](double f) { bar.update(bar_base + bar_span * f); };
-  std::string backend_notice;
-  options.backend = resolve_backend(options.backend, &backend_notice);
-  notice(backend_notice, args.quiet);
-  nbody::ForceEngine forces(options);  // checks the options before anything is written
-  notice(forces.notice(), args.quiet);
-  std::filesystem::create_directories(args.output);
-  const std::string log_path = (std::filesystem::path(args.output) / "diagnostics.csv").string();
-  io::check_writable(log_path);
-
-  const auto start = std::chrono::steady_clock::now();
-  nbody::Accelerations acc;
-  const long long first_step = state.step;
-  const double run_steps_count = static_cast<double>(std::max(steps - first_step, 1LL)) + 1;
-  bar_span = 1 / run_steps_count;
-  forces.compute(bodies, acc, true);
-  const nbody::Diagnostics first = nbody::diagnose(bodies, acc, static_cast<double>(state.step) * dt);
-  if (!restarting) state.initial_energy = first.total;
-  const double e0 = state.initial_energy;
-  nbody::Diagnostics last = first;
-  double worst = std::fabs(first.total / e0 - 1);
-  std::vector<double> times, errors;
+  if (!args.initial.empty()) ic.bodies = io::read_snapshot(args.initial);
+  check_resources(args, ic.new_sphere ? static_cast<std::size_t>(args.plummer) : ic.bodies.size(), state.step, steps,
+                  ic.restarting);
+  refuse_overwriting_input(args, ic.input, state.step, steps, ic.restarting);
   // Without HDF5 in this build: no snapshots unless asked for (then an error up front).
   if (!io::snapshots_available() && args.snapshot_every > 0)
     throw Error("--snapshot-every: this build of nbkit has no HDF5 (apt-get install libhdf5-dev, then rebuild)");
-  if (!io::snapshots_available() && !args.quiet)
-    fmt::print(stderr, "nbkit: notice: this build has no HDF5: no snapshots are written\n");
-  auto snapshot = [&](long long step) {
-    if (!io::snapshots_available()) return;
-    state.step = step;
-    state.time = static_cast<double>(step) * dt;
-    io::write_snapshot(snapshot_path(args.output, step), bodies, state);
-  };
-  // The log grows row by row (a run killed after hours keeps it); snapshots are atomic.
+  if (ic.new_sphere) ic.bodies = nbody::plummer(static_cast<std::size_t>(args.plummer), args.seed);
+  nbody::Simulation simulation(std::move(ic.bodies), dt, force_options(args, state.softening), state.step,
+                               ic.restarting ? std::optional<double>(state.initial_energy) : std::nullopt);
+  notice(simulation.forces().notice(), args.run.quiet);
+  if (!io::snapshots_available()) notice("this build has no HDF5: no snapshots are written", args.run.quiet);
+  std::filesystem::create_directories(args.output);
+  const std::string log_path = (std::filesystem::path(args.output) / "diagnostics.csv").string();
+  io::check_writable(log_path);
+  std::vector<double> times, errors;
+  nbody::RunSummary summary;
   {
+    // The log grows row by row (a run killed after hours keeps it); snapshots are atomic.
     io::LineLog log(log_path);
     log.write(fmt::format("# nbkit nbody: Henon units (G = M = 1, E = -1/4); {} bodies, seed {}, softening {}, dt {}, "
                           "leapfrog KDK{}\n",
-                          bodies.size(), state.seed, state.softening, dt,
-                          restarting ? ", continued from " + args.restart : std::string()));
+                          simulation.bodies().size(), state.seed, state.softening, dt,
+                          ic.restarting ? ", continued from " + args.restart : std::string()));
     log.write("time,kinetic,potential,total,relative_energy_error,px,py,pz,lx,ly,lz,virial_ratio\n");
-    auto write = [&](const nbody::Diagnostics& d) {
+    ProgressBar bar("nbody", !args.run.quiet);
+    nbody::Reporters reporters;
+    reporters.diagnostics_every = args.every;
+    reporters.diagnostics = [&](const nbody::Diagnostics& d, std::int64_t) {
+      const double error = d.total / simulation.initial_energy() - 1;
       log.write(fmt::format("{:.9g},{:.17g},{:.17g},{:.17g},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.9g}\n",
-                            d.time, d.kinetic, d.potential, d.total, d.total / e0 - 1, d.momentum[0], d.momentum[1],
+                            d.time, d.kinetic, d.potential, d.total, error, d.momentum[0], d.momentum[1],
                             d.momentum[2], d.angular_momentum[0], d.angular_momentum[1], d.angular_momentum[2],
                             d.virial_ratio));
-      times.push_back(d.time);
-      errors.push_back(d.total / e0 - 1);
+      times.push_back(d.time), errors.push_back(error);
     };
-    write(first);
-    if (!restarting) snapshot(0);
-    for (long long k = first_step + 1; k <= steps; ++k) {
-      // Potentials only where the log needs them; the accelerations are the same bits either way.
-      const bool diagnostics_step = k % args.every == 0 || k == steps;
-      bar_base = static_cast<double>(k - first_step) / run_steps_count;
-      nbody::leapfrog_step(bodies, acc, dt, forces, diagnostics_step);
-      if (diagnostics_step) {
-        last = nbody::diagnose(bodies, acc, static_cast<double>(k) * dt);
-        if (!std::isfinite(last.total))
-          throw Error(fmt::format("the energy is not finite at step {} (t = {:.6g}): the run diverged; a smaller --dt "
-                                  "or a larger --softening keeps close encounters resolved",
-                                  k, static_cast<double>(k) * dt));
-        worst = std::max(worst, std::fabs(last.total / e0 - 1));
-        write(last);
-      }
-      if ((args.snapshot_every > 0 && k % args.snapshot_every == 0) || k == steps) snapshot(k);
-      bar.update(static_cast<double>(k - first_step + 1) / run_steps_count);
-    }
-    bar.finish();
+    reporters.snapshot_every = args.snapshot_every;
+    reporters.snapshot_at_start = !ic.restarting;
+    if (io::snapshots_available())
+      reporters.snapshot = [&](const nbody::Bodies& bodies, std::int64_t step) {
+        state.step = step;
+        state.time = static_cast<double>(step) * dt;
+        state.initial_energy = simulation.initial_energy();
+        io::write_snapshot(snapshot_path(args.output, step), bodies, state);
+      };
+    reporters.progress = [&bar](double f) { bar.update(f); };
+    summary = simulation.run_to(steps, reporters);
   }
   if (args.png) {
-    io::write_density_png((std::filesystem::path(args.output) / "density.png").string(), bodies, 2.0,
+    io::write_density_png((std::filesystem::path(args.output) / "density.png").string(), simulation.bodies(), 2.0,
                           static_cast<double>(steps) * dt);
     io::write_energy_png((std::filesystem::path(args.output) / "energy.png").string(), times, errors);
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!args.quiet) {
-    const double n = static_cast<double>(bodies.size());
-    const double interactions = n * n * static_cast<double>(steps - first.time / dt + 1);
-    fmt::print("nbkit nbody: {} bodies, steps {} to {} of {} (t = {:.4g}), {:.3f} s, {:.3g} interactions/s ({})\n",
-               bodies.size(), static_cast<long long>(std::llround(first.time / dt)), steps, dt,
-               static_cast<double>(steps) * dt, seconds, interactions / seconds,
-               forces.description());
-    fmt::print("  energy {:.9g} -> {:.9g}, largest |dE/E| {:.2e}, virial ratio {:.3f} -> {:.3f}; log {}\n", first.total,
-               last.total, worst, first.virial_ratio, last.virial_ratio, log_path);
-  }
+  write_report(args.run.report, nbody_report(args, simulation, summary));
+  if (!args.run.quiet) print_summary(simulation, summary, log_path);
   return 0;
 }
 
@@ -258,14 +265,13 @@ Action setup_nbody(CLI::App& app) {
   app.add_flag("--png", args->png, "pictures: density.png (x-y projection of the last state) and energy.png");
   app.add_option("-o,--output", args->output, "output directory (diagnostics.csv, snapshot_*.hdf5, *.png)")
       ->capture_default_str();
-  app.add_option("--backend", args->backend, "auto (the GPUs when usable, else the CPU), cuda, cpu or reference (float64, slow)")
-      ->capture_default_str();
-  app.add_option("--gpus", args->gpus, "GPUs to split the bodies over: all, a count N, or indices like 0,2")
-      ->capture_default_str();
-  app.add_option("--precision", args->precision, "single (float32 forces, float64 sums) or double")->capture_default_str();
-  app.add_option("--threads", args->threads, "CPU threads (0: all)")->capture_default_str();
-  app.add_flag("-q,--quiet", args->quiet, "no progress bar, no summary");
-  return [args]() { return run_nbody(*args); };
+  add_run_options(app, args->run,
+                  {"", "single (float32 forces, float64 sums) or double",
+                   "GPUs to split the bodies over: all, a count N, or indices like 0,2 (one: 3,)", ""});
+  return [args, &app]() {
+    args->run.given = given_options(app);
+    return run_nbody(*args);
+  };
 }
 
 }  // namespace nbkit::cli

@@ -20,7 +20,7 @@ namespace {
 using test::liquid;
 using test::two_type_field;
 
-class SimulationOn : public ::testing::TestWithParam<Backend> {
+class MdSimulationOn : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
     std::string why;
@@ -90,7 +90,7 @@ void expect_same_rows(const Recorded& a, const Recorded& b, double tolerance) {
 // 256 atoms of a two-type liquid at in.lj's state (box 6.7 sigma: the GPU engine's minimum
 // image holds), 60 steps with list rebuilds. float64 everywhere: the engines differ in summation
 // order only, ~1e-15 a force, grown by the liquid's chaos over 60 steps to well under 1e-9.
-TEST_P(SimulationOn, NveStepsMatchTheReferenceEngine) {
+TEST_P(MdSimulationOn, NveStepsMatchTheReferenceEngine) {
   System s = liquid(4, 5);
   assign_velocities(s, 1.44, 11);
   Integrator verlet;
@@ -114,7 +114,7 @@ TEST_P(SimulationOn, NveStepsMatchTheReferenceEngine) {
 }
 
 // The thermostat's random numbers are counter-based (atom, call): every engine draws the same.
-TEST_P(SimulationOn, LangevinStepsMatchTheReferenceEngine) {
+TEST_P(MdSimulationOn, LangevinStepsMatchTheReferenceEngine) {
   System s = liquid(4, 6);
   assign_velocities(s, 1.0, 12);
   Integrator langevin;
@@ -127,7 +127,7 @@ TEST_P(SimulationOn, LangevinStepsMatchTheReferenceEngine) {
 }
 
 // Charges with shifted-force Coulomb to a longer cutoff than the Lennard-Jones one.
-TEST_P(SimulationOn, ChargedStepsMatchTheReferenceEngine) {
+TEST_P(MdSimulationOn, ChargedStepsMatchTheReferenceEngine) {
   System s = test::charged_liquid(4, 7);
   assign_velocities(s, 1.2, 13);
   ForceField field = two_type_field();
@@ -142,7 +142,7 @@ TEST_P(SimulationOn, ChargedStepsMatchTheReferenceEngine) {
 
 // Rows at the first step of each run, every thermo_every steps and the last; frames at step 0
 // and every frame_every steps, counted across runs; progress to 1.
-TEST_P(SimulationOn, ReportersHearTheRowsAndFramesLammpsWouldPrint) {
+TEST_P(MdSimulationOn, ReportersHearTheRowsAndFramesLammpsWouldPrint) {
   System s = liquid(4, 8);
   assign_velocities(s, 1.0, 14);
   Simulation simulation(s, two_type_field(), Integrator{}, options());
@@ -172,7 +172,7 @@ TEST_P(SimulationOn, ReportersHearTheRowsAndFramesLammpsWouldPrint) {
 
 // Two atoms on one spot: the first row is not finite, and the run says so after the first
 // frame (the outputs keep it).
-TEST_P(SimulationOn, AStateThatIsNotFiniteEndsTheRun) {
+TEST_P(MdSimulationOn, AStateThatIsNotFiniteEndsTheRun) {
   System s = liquid(4, 9);
   s.x[1] = s.x[0], s.y[1] = s.y[0], s.z[1] = s.z[0];
   Simulation simulation(s, two_type_field(), Integrator{}, options());
@@ -187,12 +187,12 @@ TEST_P(SimulationOn, AStateThatIsNotFiniteEndsTheRun) {
   EXPECT_TRUE(r.rows.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, SimulationOn, ::testing::Values(Backend::reference, Backend::cpu, Backend::cuda),
+INSTANTIATE_TEST_SUITE_P(Backends, MdSimulationOn, ::testing::Values(Backend::reference, Backend::cpu, Backend::cuda),
                          [](const auto& info) { return to_string(info.param); });
 
 // The one backend rule: auto takes the GPU only for boxes its minimum image holds; requests
 // that cannot be met are refused before anything runs.
-TEST(SimulationBackend, RequestsAreMetOrRefused) {
+TEST(MdSimulationBackend, RequestsAreMetOrRefused) {
   const System small = liquid(2, 1);  // 3.4 sigma: shorter than 2 (2.5 + 0.3)
   const ForceField field = two_type_field();
   SimulationOptions o;
