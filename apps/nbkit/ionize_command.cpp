@@ -22,15 +22,13 @@ namespace nbkit::cli {
 namespace {
 
 struct IonizeArguments {
-  std::string input, output, pdb, png, method = "direct", backend = "auto", cation = "Na+", anion = "Cl-", gpus = "all";
-  std::string precision = "single";
-  int cations = -1, anions = -1, threads = 0;
+  std::string input, output, pdb, png, method = "direct", cation = "Na+", anion = "Cl-";
+  int cations = -1, anions = -1;
   bool neutralize = false;
   double ionic_strength = 0;
   double spacing = 1.0, padding = 12.0, min_distance_solute = 5.0, min_distance_ion = 5.0;
   double dielectric = 78.54, cutoff = 12.0;
-  bool quiet = false;
-  std::set<std::string> given;
+  RunOptions run;  // the maps' backend, precision, threads and GPUs; -q; --report
 };
 
 bool has_extension(const std::string& path, std::initializer_list<const char*> extensions) {
@@ -53,8 +51,9 @@ std::string check_outputs(const IonizeArguments& args) {
   if (!args.pdb.empty() && !has_extension(args.pdb, {".pdb", ".ent"}))
     throw Error("--pdb " + args.pdb + ": writes PDB format: name it .pdb");
   if (!args.png.empty() && !has_extension(args.png, {".png"})) throw Error("--png " + args.png + ": name it .png");
-  io::check_distinct_files({{args.input, "INPUT"}}, {{output, "-o"}, {args.pdb, "--pdb"}, {args.png, "--png"}});
-  for (const std::string& path : {output, args.pdb, args.png})
+  io::check_distinct_files({{args.input, "INPUT"}},
+                           {{output, "-o"}, {args.pdb, "--pdb"}, {args.png, "--png"}, {args.run.report, "--report"}});
+  for (const std::string& path : {output, args.pdb, args.png, args.run.report})
     if (!path.empty()) io::check_writable(path);
   return output;
 }
@@ -62,15 +61,17 @@ std::string check_outputs(const IonizeArguments& args) {
 IonizeOptions ionize_options(const IonizeArguments& args, const Atoms& structure, const Lattice& lattice) {
   IonizeOptions options;
   options.map.method = parse_map_method(args.method);
-  refuse_if_given(args.given, "--cutoff",
+  refuse_if_given(args.run.given, "--cutoff",
                   options.map.method == MapMethod::cutoff || options.map.method == MapMethod::msm,
                   "applies to --method cutoff or msm, not " + args.method);
-  options.map.backend = parse_backend(args.backend);
-  options.map.precision = parse_precision(args.precision);
-  options.map.threads = threads_option(args.threads, args.quiet);
+  options.map.backend = parse_backend(args.run.backend);
+  options.map.precision = parse_precision(args.run.precision);
+  options.map.threads = threads_option(args.run.threads, args.run.quiet);
   options.map.dielectric = args.dielectric;
   options.map.cutoff = args.cutoff;
-  options.map.gpus = parse_gpus(args.gpus);
+  refuse_if_given(args.run.given, "--gpus", args.run.backend == "auto" || args.run.backend == "cuda",
+                  "picks GPUs for --backend auto or cuda, not " + args.run.backend);
+  options.map.gpus = args.run.gpu_list();
   options.cation = ion_species(args.cation);
   options.anion = ion_species(args.anion);
   options.min_distance_solute = args.min_distance_solute;
@@ -90,6 +91,56 @@ IonizeOptions ionize_options(const IonizeArguments& args, const Atoms& structure
   return options;
 }
 
+double ions_per_second(const IonizeResult& result) {
+  return result.ions.empty() ? 0.0
+                             : static_cast<double>(result.ions.size()) /
+                                   std::max(1e-9, result.seconds - result.initial_map_stats.seconds);
+}
+
+nlohmann::json ionize_report(const IonizeArguments& args, const Atoms& structure, const Lattice& lattice,
+                             const IonizeOptions& options, const IonizeResult& result, const std::string& output) {
+  const MapStats& map = result.initial_map_stats;
+  nlohmann::json report = run_report("ionize", args.run, map.backend, map.detail, map.notice);
+  report["input"] = {{"file", args.input}, {"atoms", structure.size()}, {"net_charge", structure.net_charge()}};
+  report["lattice"] = {{"origin", {lattice.origin.x, lattice.origin.y, lattice.origin.z}},
+                       {"spacing", lattice.spacing},
+                       {"dims", {lattice.dims[0], lattice.dims[1], lattice.dims[2]}}};
+  report["parameters"] = {{"method", to_string(options.map.method)},
+                          {"dielectric", options.map.dielectric},
+                          {"precision", to_string(options.map.precision)},
+                          {"min_distance_solute_angstrom", options.min_distance_solute},
+                          {"min_distance_ion_angstrom", options.min_distance_ion}};
+  nlohmann::json& ions = report["ions"];
+  ions = nlohmann::json::array();
+  for (const PlacedIon& ion : result.ions)
+    ions.push_back({{"species", ion.species.name},
+                    {"position", {ion.position.x, ion.position.y, ion.position.z}},
+                    {"potential_kT_per_e", ion.potential},
+                    {"energy_kT", ion.energy}});
+  report["timing_seconds"] = {{"initial_map", map.seconds}, {"total", result.seconds}};
+  report["rates"] = {{"ions_per_second_after_the_map", ions_per_second(result)}};
+  report["outputs"] = {{"pqr", output}};
+  if (!args.pdb.empty()) report["outputs"]["pdb"] = args.pdb;
+  if (!args.png.empty()) report["outputs"]["png"] = args.png;
+  return report;
+}
+
+void print_ions(const Atoms& structure, const Lattice& lattice, const IonizeOptions& options,
+                const IonizeResult& result, const std::string& output) {
+  fmt::print("{:>4} {:>5} {:>9} {:>9} {:>9} {:>12} {:>12}\n", "ion", "kind", "x", "y", "z", "V (kT/e)", "qV (kT)");
+  for (std::size_t n = 0; n < result.ions.size(); ++n) {
+    const PlacedIon& ion = result.ions[n];
+    fmt::print("{:>4} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {:>12.4f} {:>12.4f}\n", n + 1, ion.species.name, ion.position.x,
+               ion.position.y, ion.position.z, ion.potential, ion.energy);
+  }
+  fmt::print("nbkit ionize: {} and {} around {} (net charge {:+.2f} e), {}x{}x{} lattice at {} A, "
+             "{:.3f} s ({:.1f} ions/s after the map), {} -> {}\n",
+             count_of(options.cations, "cation"), count_of(options.anions, "anion"),
+             count_of(static_cast<std::int64_t>(structure.size()), "atom"), structure.net_charge(), lattice.dims[0],
+             lattice.dims[1], lattice.dims[2], lattice.spacing, result.seconds, ions_per_second(result),
+             result.initial_map_stats.detail, output);
+}
+
 int run_ionize(const IonizeArguments& args) {
   const std::string output = check_outputs(args);
   const Atoms structure = io::read_atoms(args.input);
@@ -100,9 +151,9 @@ int run_ionize(const IonizeArguments& args) {
   plan.check();
   std::string backend_notice;
   options.map.backend = resolve_backend(options.map.backend, &backend_notice);
-  notice(backend_notice, args.quiet);
+  notice(backend_notice, args.run.quiet);
 
-  ProgressBar bar("ionize", !args.quiet);
+  ProgressBar bar("ionize", !args.run.quiet);
   options.progress = [&bar](double fraction) { bar.update(fraction); };
   const IonizeResult result = place_ions(structure, lattice, options);
   bar.finish();
@@ -116,7 +167,7 @@ int run_ionize(const IonizeArguments& args) {
   if (models > 1)
     notice(fmt::format("{} has {} models: the ions were placed around model 1, and the outputs hold model 1 only",
                        args.input, models),
-           args.quiet);
+           args.run.quiet);
   if (!args.pdb.empty()) io::write_pqr_as_pdb(args.input, ions, args.pdb);
   if (!args.png.empty()) {
     // Cations and anions in their own colours, with a legend.
@@ -126,23 +177,8 @@ int run_ionize(const IonizeArguments& args) {
     if (!result.ions.empty()) slice.coordinate = result.ions.front().position.z;  // through the first ion
     io::write_slice_png(args.png, result.map, slice, {cations, anions}, 3.0);
   }
-  if (!args.quiet) {
-    fmt::print("{:>4} {:>5} {:>9} {:>9} {:>9} {:>12} {:>12}\n", "ion", "kind", "x", "y", "z", "V (kT/e)", "qV (kT)");
-    for (std::size_t n = 0; n < result.ions.size(); ++n) {
-      const PlacedIon& ion = result.ions[n];
-      fmt::print("{:>4} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {:>12.4f} {:>12.4f}\n", n + 1, ion.species.name, ion.position.x,
-                 ion.position.y, ion.position.z, ion.potential, ion.energy);
-    }
-    fmt::print("nbkit ionize: {} and {} around {} (net charge {:+.2f} e), {}x{}x{} lattice at {} A, "
-               "{:.3f} s ({:.1f} ions/s after the map), {} -> {}\n",
-               count_of(options.cations, "cation"), count_of(options.anions, "anion"),
-               count_of(static_cast<std::int64_t>(structure.size()), "atom"), structure.net_charge(), lattice.dims[0],
-               lattice.dims[1], lattice.dims[2], lattice.spacing, result.seconds,
-               result.ions.empty() ? 0.0
-                                   : static_cast<double>(result.ions.size()) /
-                                         std::max(1e-9, result.seconds - result.initial_map_stats.seconds),
-               result.initial_map_stats.detail, output);
-  }
+  write_report(args.run.report, ionize_report(args, structure, lattice, options, result, output));
+  if (!args.run.quiet) print_ions(structure, lattice, options, result, output);
   return 0;
 }
 
@@ -170,15 +206,11 @@ Action setup_ionize(CLI::App& app) {
   app.add_option("--dielectric", args->dielectric, "relative permittivity")->capture_default_str();
   app.add_option("--spacing", args->spacing, "lattice spacing, Angstrom")->capture_default_str();
   app.add_option("--padding", args->padding, "lattice margin around the structure, Angstrom")->capture_default_str();
-  app.add_option("--backend", args->backend, "auto, cpu, cuda or reference")->capture_default_str();
-  app.add_option("--gpus", args->gpus, "GPUs for the maps: all, N or i,j")->capture_default_str();
-  app.add_option("--precision", args->precision, "the maps: single (float32 arithmetic, float64 sums) or double")
-      ->capture_default_str();
-  app.add_option("--threads", args->threads, "CPU threads (0: all)")->capture_default_str();
   app.add_option("--png", args->png, "PNG: a map slice through the first ion with the ions marked");
-  app.add_flag("-q,--quiet", args->quiet, "no progress bar, no table");
+  add_run_options(app, args->run,
+                  {"", "the maps: single (float32 arithmetic, float64 sums) or double", "", "no progress bar, no table"});
   return [args, &app]() {
-    args->given = given_options(app);
+    args->run.given = given_options(app);
     return run_ionize(*args);
   };
 }

@@ -433,3 +433,38 @@ TEST(Cli, FailedRunLeavesAnExistingOutputUntouched) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, "previous");
 }
+
+// Issue 16: every command takes the same run options with the same meaning and writes the
+// same report shape (what ran and where, timings, rates, outputs); --gpus with a CPU backend
+// is refused by each, not ignored.
+TEST(Cli, EveryCommandTakesTheRunOptionsAndWritesOneReportShape) {
+  nbkit::test::ScratchDir dir;
+  write_text(dir.file("lj.toml"),
+             "[system]\nlattice = \"fcc\"\ndensity = 0.8442\ncells = [3, 3, 3]\ntemperature = 1.0\n[run]\nsteps = 5\n");
+  const std::string common = " --backend cpu --precision double --threads 1 -q --report ";
+  const std::vector<std::pair<std::string, std::string>> commands = {
+      {"map", "map " + data("1a63.pqr") + " --spacing 2 -o " + dir.file("m.dx")},
+      {"ionize", "ionize " + data("1a63.pqr") + " --cations 1 --spacing 2 -o " + dir.file("i.pqr")},
+      {"nbody", "nbody --plummer 64 --steps 3 -o " + dir.file("nb")},
+      {"md", "md " + dir.file("lj.toml") + " -o " + dir.file("md")},
+  };
+  for (const auto& [name, command] : commands) {
+    const std::string report = dir.file(name + ".json");
+    const Result r = run_nbkit(command + common + report);
+    ASSERT_EQ(r.status, 0) << name << ": " << r.output;
+    const auto json = nlohmann::json::parse(std::ifstream(report));
+    EXPECT_EQ(json["command"], name);
+    EXPECT_EQ(json["backend"]["requested"], "cpu") << name;
+    EXPECT_EQ(json["backend"]["used"], "cpu") << name;
+    EXPECT_FALSE(json["backend"]["detail"].get<std::string>().empty()) << name;
+    for (const char* key : {"nbkit_version", "timing_seconds", "rates", "outputs"})
+      EXPECT_TRUE(json.contains(key)) << name << " has no " << key;
+    const Result gpus = run_nbkit(command + " --backend cpu --gpus 1 -q");
+    EXPECT_NE(gpus.status, 0) << name;
+    EXPECT_TRUE(contains(gpus.output, "--gpus picks GPUs for --backend auto or cuda, not cpu")) << name << ": "
+                                                                                                  << gpus.output;
+  }
+  // md: the reference engine runs too (every periodic image, float64).
+  const Result reference = run_nbkit("md " + dir.file("lj.toml") + " --backend reference -q -o " + dir.file("ref"));
+  EXPECT_EQ(reference.status, 0) << reference.output;
+}
