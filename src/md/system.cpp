@@ -7,6 +7,7 @@
 #include "md/periodic.hpp"
 #include "md/thermo_sums.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbkit/core/units.hpp"
 #include "nbkit/core/memory.hpp"
 #include "nbkit/md.hpp"
 
@@ -22,9 +23,10 @@ std::string to_string(Units units) { return units == Units::lj ? "lj" : "real"; 
 
 UnitConstants unit_constants(Units units) {
   if (units == Units::lj) return {1.0, 1.0, 1.0, 1.0, 1.0};
-  // LAMMPS's `real` (src/update.cpp): kcal/mol, Angstrom, fs, g/mol, K, atm.
-  const double velocity = 48.88821291;  // g/mol (A/fs)^2 = velocity^2 kcal/mol, as LAMMPS defines it
-  return {0.0019872067, 1.0 / velocity / velocity, velocity * velocity, 68568.415, 332.06371};
+  // LAMMPS's `real`: kcal/mol, Angstrom, fs, g/mol, K, atm, with LAMMPS's own constants (the
+  // tests compare with LAMMPS to 12 digits; units.hpp says why they are not CODATA's).
+  namespace real = units::lammps_real;
+  return {real::boltzmann, real::ftm2v, real::mvv2e, real::nktv2p, real::qqr2e};
 }
 
 void System::resize(std::size_t n) {

@@ -22,6 +22,20 @@ inline constexpr double coulomb_constant_kcal =
 inline constexpr double coulomb_constant_volt =
     elementary_charge / (4 * pi * vacuum_permittivity * meter_per_angstrom);
 
+// LAMMPS's `real` unit system (src/update.cpp, Update::set_units), which nbkit md matches
+// digit for digit against LAMMPS: its constants are rounded values fixed in LAMMPS's source,
+// not CODATA's, and a run compared with LAMMPS must use the same ones. Their CODATA values
+// differ in the 7th-9th digit (coulomb_constant_kcal above is 332.0637133 kcal/mol*A/e^2;
+// LAMMPS's qqr2e 332.06371): the maps use CODATA's, MD uses LAMMPS's, and every comparison
+// with the other program uses that program's constant.
+namespace lammps_real {
+inline constexpr double boltzmann = 0.0019872067;    // kcal/mol/K (LAMMPS's force->boltz)
+inline constexpr double mvv2e = 48.88821291 * 48.88821291;  // g/mol (A/fs)^2 to kcal/mol
+inline constexpr double ftm2v = 1.0 / 48.88821291 / 48.88821291;  // kcal/mol/A / (g/mol) to A/fs^2 (as LAMMPS writes it)
+inline constexpr double nktv2p = 68568.415;        // kcal/mol/A^3 to atm
+inline constexpr double qqr2e = 332.06371;         // e^2/A to kcal/mol (Coulomb's constant)
+}  // namespace lammps_real
+
 inline constexpr double default_temperature = 298.15;  // K, as APBS and VMD report kT/e
 
 // Units a potential map is reported in.
