@@ -70,20 +70,16 @@ struct Packed<double> {
   __device__ static int type_of(const Double4& p) { return static_cast<int>(p.w); }
 };
 
-template <class Real>
-struct PairParameters {
-  Real c12, c6, offset;
-};
-
 // The box and its cells: cells[a] = floor(length / (reach + skin)) >= 2 along each axis.
 struct Geometry {
   double lo[3], length[3], inverse_length[3], cells_per_length[3];
   int cells[3];
 };
 
+// pair_law.hpp's minimum image in the kernels' arithmetic.
 template <class Real>
 __device__ inline Real minimum_image(Real d, Real length, Real inverse_length) {
-  return d - length * rint(d * inverse_length);
+  return md::minimum_image(ScalarPairMath<Real>{}, d, length, inverse_length);
 }
 
 int blocks_for(std::int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
@@ -339,10 +335,11 @@ struct PairKernelArguments {
   const Real* charge;  // q_i sqrt(k / dielectric), or null without Coulomb
   const int* list;
   const int* row_length;
-  const PairParameters<Real>* parameters;
+  const LennardJonesCoefficients<Real>* parameters;
   int types;
   Real length[3], inverse_length[3];
-  Real cutoff2, reach2, coulomb2, inverse_coulomb_cutoff;
+  Real reach2;  // without Coulomb, the Lennard-Jones cutoff's square
+  PairCutoffs<Real> cutoffs;
   Real *fx, *fy, *fz;
   double *energy, *virial;  // per atom, half of each of its pairs (with Energies)
   const Control* control;
@@ -356,7 +353,7 @@ __global__ void __launch_bounds__(kThreads) pair_forces(int n, PairKernelArgumen
   if (i >= n || p.control->frozen) return;
   const auto pi = p.packed[i];
   const int type_i = Packed<Real>::type_of(pi);
-  const PairParameters<Real>* row_parameters = p.parameters + type_i * p.types;
+  const LennardJonesCoefficients<Real>* row_parameters = p.parameters + type_i * p.types;
   const Real qi = Coulomb ? p.charge[i] : Real(0);
   Real fx = 0, fy = 0, fz = 0;
   double energy = 0, virial = 0;
@@ -370,17 +367,9 @@ __global__ void __launch_bounds__(kThreads) pair_forces(int n, PairKernelArgumen
     const Real dz = minimum_image<Real>(pj.z - pi.z, p.length[2], p.inverse_length[2]);
     const Real r2 = dx * dx + dy * dy + dz * dz;
     if (r2 >= p.reach2) continue;  // in the skin
-    Real pair_energy = 0, force_over_r = 0;
-    if (!Coulomb || r2 < p.cutoff2) {  // without Coulomb, reach2 is the LJ cutoff's square
-      const PairParameters<Real> c = row_parameters[Packed<Real>::type_of(pj)];
-      lennard_jones<Real>(Real(1) / r2, c.c12, c.c6, pair_energy, force_over_r);
-      pair_energy -= c.offset;
-    }
-    if (Coulomb && r2 < p.coulomb2) {
-      Real e, f;
-      shifted_force_coulomb<Real>(r2, qi * p.charge[j], p.inverse_coulomb_cutoff, e, f);
-      pair_energy += e, force_over_r += f;
-    }
+    Real pair_energy, force_over_r;
+    nonbonded_pair<Coulomb, !Coulomb>(ScalarPairMath<Real>{}, r2, row_parameters[Packed<Real>::type_of(pj)],
+                                      Coulomb ? qi * p.charge[j] : Real(0), p.cutoffs, pair_energy, force_over_r);
     fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
     if (Energies) energy += static_cast<double>(pair_energy), virial += static_cast<double>(force_over_r * r2);
   }
@@ -425,7 +414,7 @@ __global__ void __launch_bounds__(kPatchThreads) patch_pair_forces(PatchKernelAr
     const bool active = i < home_end;
     const Position pi = p.packed[active ? i : home_begin];
     const int type_i = Packed<Real>::type_of(pi);
-    const PairParameters<Real>* row_parameters = p.parameters + type_i * p.types;
+    const LennardJonesCoefficients<Real>* row_parameters = p.parameters + type_i * p.types;
     const Real qi = Coulomb && active ? p.charge[i] : Real(0);
     const int tag_i = a.exclusion_first && active ? a.tag[i] : 0;
     Real fx = 0, fy = 0, fz = 0;
@@ -457,17 +446,10 @@ __global__ void __launch_bounds__(kPatchThreads) patch_pair_forces(PatchKernelAr
               const Real r2 = dx * dx + dy * dy + dz * dz;
               if (r2 >= p.reach2) continue;
               if (a.exclusion_first && excluded(tag_i, tile_tag[k], a.exclusion_first, a.exclusion_partner)) continue;
-              Real pair_energy = 0, force_over_r = 0;
-              if (!Coulomb || r2 < p.cutoff2) {
-                const PairParameters<Real> cp = row_parameters[Packed<Real>::type_of(pj)];
-                lennard_jones<Real>(Real(1) / r2, cp.c12, cp.c6, pair_energy, force_over_r);
-                pair_energy -= cp.offset;
-              }
-              if (Coulomb && r2 < p.coulomb2) {
-                Real e, f;
-                shifted_force_coulomb<Real>(r2, qi * tile_charge[k], p.inverse_coulomb_cutoff, e, f);
-                pair_energy += e, force_over_r += f;
-              }
+              Real pair_energy, force_over_r;
+              nonbonded_pair<Coulomb, !Coulomb>(ScalarPairMath<Real>{}, r2, row_parameters[Packed<Real>::type_of(pj)],
+                                                Coulomb ? qi * tile_charge[k] : Real(0), p.cutoffs, pair_energy,
+                                                force_over_r);
               fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
               if (Energies) energy += static_cast<double>(pair_energy), virial += static_cast<double>(force_over_r * r2);
             }
@@ -596,7 +578,7 @@ __global__ void __launch_bounds__(kThreads) cluster_pair_forces(int n, int clust
   const bool active = i < n;
   const auto pi = p.packed[active ? i : n - 1];
   const int type_i = Packed<Real>::type_of(pi);
-  const PairParameters<Real>* row_parameters = p.parameters + type_i * p.types;
+  const LennardJonesCoefficients<Real>* row_parameters = p.parameters + type_i * p.types;
   const Real qi = Coulomb && active ? p.charge[i] : Real(0);
   const int tag_i = a.exclusion_first && active ? a.tag[i] : 0;
   Real fx = 0, fy = 0, fz = 0;
@@ -622,19 +604,11 @@ __global__ void __launch_bounds__(kThreads) cluster_pair_forces(int n, int clust
       const Real r2 = dx * dx + dy * dy + dz * dz;
       if (r2 >= p.reach2) continue;
       if (a.exclusion_first && excluded(tag_i, tag_j, a.exclusion_first, a.exclusion_partner)) continue;
-      Real pair_energy = 0, force_over_r = 0;
-      if (!Coulomb || r2 < p.cutoff2) {
-        typename Packed<Real>::type typed{};
-        typed.w = wj;
-        const PairParameters<Real> cp = row_parameters[Packed<Real>::type_of(typed)];
-        lennard_jones<Real>(Real(1) / r2, cp.c12, cp.c6, pair_energy, force_over_r);
-        pair_energy -= cp.offset;
-      }
-      if (Coulomb && r2 < p.coulomb2) {
-        Real e, f;
-        shifted_force_coulomb<Real>(r2, qi * qj, p.inverse_coulomb_cutoff, e, f);
-        pair_energy += e, force_over_r += f;
-      }
+      typename Packed<Real>::type typed{};
+      typed.w = wj;
+      Real pair_energy, force_over_r;
+      nonbonded_pair<Coulomb, !Coulomb>(ScalarPairMath<Real>{}, r2, row_parameters[Packed<Real>::type_of(typed)],
+                                        qi * qj, p.cutoffs, pair_energy, force_over_r);
       fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
       if (Energies) energy += static_cast<double>(pair_energy), virial += static_cast<double>(force_over_r * r2);
     }
@@ -766,14 +740,17 @@ class Engine final : public EngineBase {
     acceleration_per_force_ = upload(acceleration);
     type_mass_ = upload(mass);
     const PairTable table = pair_table(f);
-    std::vector<PairParameters<Real>> parameters(table.coefficients.size());
+    std::vector<LennardJonesCoefficients<Real>> parameters(table.coefficients.size());
     for (std::size_t k = 0; k < parameters.size(); ++k)
       parameters[k] = {static_cast<Real>(table.coefficients[k].c12), static_cast<Real>(table.coefficients[k].c6),
-                       static_cast<Real>(table.offset[k])};
+                       static_cast<Real>(table.coefficients[k].offset)};
     parameters_ = upload(parameters);
     types_ = f.types();
     cutoff2_ = static_cast<Real>(f.cutoff * f.cutoff);
-    reach2_ = static_cast<Real>(f.reach() * f.reach());
+    // The kernels without Coulomb take the reach for the Lennard-Jones cutoff (no second test
+    // in the innermost loop): uncharged atoms with a longer Coulomb cutoff must not widen it,
+    // or Lennard-Jones would reach past its cutoff (it did: fixed with the one pair law).
+    reach2_ = coulomb_ ? static_cast<Real>(f.reach() * f.reach()) : cutoff2_;
     if (coulomb_) {
       coulomb2_ = static_cast<Real>(f.coulomb_cutoff * f.coulomb_cutoff);
       inverse_coulomb_cutoff_ = static_cast<Real>(1 / f.coulomb_cutoff);
@@ -1182,7 +1159,8 @@ class Engine final : public EngineBase {
     p.types = types_;
     for (int a = 0; a < 3; ++a)
       p.length[a] = static_cast<Real>(geometry_.length[a]), p.inverse_length[a] = static_cast<Real>(geometry_.inverse_length[a]);
-    p.cutoff2 = cutoff2_, p.reach2 = reach2_, p.coulomb2 = coulomb2_, p.inverse_coulomb_cutoff = inverse_coulomb_cutoff_;
+    p.reach2 = reach2_;
+    p.cutoffs = {cutoff2_, coulomb2_, inverse_coulomb_cutoff_};
     p.fx = fx_.data(), p.fy = fy_.data(), p.fz = fz_.data();
     p.energy = energy_.data(), p.virial = virial_.data();
     p.control = control_.data();
@@ -1266,7 +1244,7 @@ class Engine final : public EngineBase {
   DeviceBuffer<int> exclusion_first_, exclusion_partner_;
   DeviceBuffer<unsigned> cell_, sorted_cell_;
   DeviceBuffer<typename Packed<Real>::type> packed_;
-  DeviceBuffer<PairParameters<Real>> parameters_;
+  DeviceBuffer<LennardJonesCoefficients<Real>> parameters_;
   DeviceBuffer<unsigned char> cub_scratch_;
   cuda::PinnedBuffer<Control> host_control_;
   std::int64_t builds_ = 0;

@@ -12,11 +12,9 @@ namespace nbkit::md {
 // Throws nbkit::Error for a cutoff, dielectric, type count or box that cannot be used.
 void check_force_field(const System& system, const ForceField& field);
 
-// Each type pair's coefficients (index type_i * types + type_j), and its energy at the cutoff
-// when the field shifts energies (else zero).
+// Each type pair's coefficients and energy offset (index type_i * types + type_j).
 struct PairTable {
-  std::vector<LennardJonesPair> coefficients;
-  std::vector<double> offset;
+  std::vector<LennardJonesCoefficients<double>> coefficients;
 };
 PairTable pair_table(const ForceField& field);
 

@@ -22,13 +22,14 @@ void Forces::resize(std::size_t n) {
 PairTable pair_table(const ForceField& f) {
   PairTable t;
   t.coefficients.resize(f.epsilon.size());
-  t.offset.assign(f.epsilon.size(), 0.0);
+  const ScalarPairMath<double> math;
   for (std::size_t p = 0; p < f.epsilon.size(); ++p) {
     const double sigma6 = std::pow(f.sigma[p], 6);
-    t.coefficients[p] = {4 * f.epsilon[p] * sigma6 * sigma6, 4 * f.epsilon[p] * sigma6};
+    LennardJonesCoefficients<double>& c = t.coefficients[p];
+    c = {4 * f.epsilon[p] * sigma6 * sigma6, 4 * f.epsilon[p] * sigma6, 0.0};
     if (f.shift) {
       double force_over_r;
-      lennard_jones(1 / (f.cutoff * f.cutoff), t.coefficients[p].c12, t.coefficients[p].c6, t.offset[p], force_over_r);
+      lennard_jones(math, 1 / (f.cutoff * f.cutoff), c.c12, c.c6, c.offset, force_over_r);
     }
   }
   return t;
@@ -36,41 +37,35 @@ PairTable pair_table(const ForceField& f) {
 
 namespace {
 
-// The force field's pair law for one system, set up once per force evaluation: Lennard-Jones
-// within the LJ cutoff (shifted when the field says so), shifted-force Coulomb within the
-// Coulomb cutoff when the atoms carry charges. The reference and the list loop both call it.
+// The force field's pair law for one system, set up once per force evaluation: the type
+// pairs' coefficients, the cutoffs, and whether the atoms carry charges (shifted-force Coulomb
+// within the Coulomb cutoff); the reference and the list loop both call it.
 struct PairEvaluator {
   PairEvaluator(const System& s, const ForceField& f)
       : table(pair_table(f)),
         types(f.types()),
-        cutoff2(f.cutoff * f.cutoff),
         reach2(f.reach() * f.reach()),
         coulomb(f.coulomb_cutoff > 0 && s.has_charges),
-        coulomb2(f.coulomb_cutoff * f.coulomb_cutoff),
-        inverse_coulomb_cutoff(coulomb ? 1 / f.coulomb_cutoff : 0),
+        cutoffs{f.cutoff * f.cutoff, f.coulomb_cutoff * f.coulomb_cutoff, coulomb ? 1 / f.coulomb_cutoff : 0},
         qqr2e(unit_constants(s.units).coulomb / f.dielectric) {}
 
-  // Energy and force / r of a pair at squared distance r2 < reach2 (zero outside both cutoffs).
+  // Energy and force / r of a pair at squared distance 0 < r2 < reach2.
   void operator()(double r2, int type_i, int type_j, double charge_i, double charge_j, double& energy,
                   double& force_over_r) const {
-    energy = 0, force_over_r = 0;
-    if (r2 < cutoff2) {
-      const int pair = type_i * types + type_j;
-      lennard_jones(1 / r2, table.coefficients[pair].c12, table.coefficients[pair].c6, energy, force_over_r);
-      energy -= table.offset[pair];
-    }
-    if (coulomb && r2 < coulomb2) {
-      double e, f_over_r;
-      shifted_force_coulomb(r2, qqr2e * charge_i * charge_j, inverse_coulomb_cutoff, e, f_over_r);
-      energy += e, force_over_r += f_over_r;
-    }
+    const LennardJonesCoefficients<double>& lj = table.coefficients[type_i * types + type_j];
+    if (coulomb)
+      nonbonded_pair<true, false>(math, r2, lj, qqr2e * charge_i * charge_j, cutoffs, energy, force_over_r);
+    else
+      nonbonded_pair<false, false>(math, r2, lj, 0.0, cutoffs, energy, force_over_r);
   }
 
   PairTable table;
   int types;
-  double cutoff2, reach2;
+  double reach2;
   bool coulomb;
-  double coulomb2, inverse_coulomb_cutoff, qqr2e;
+  PairCutoffs<double> cutoffs;
+  double qqr2e;
+  ScalarPairMath<double> math;
 };
 
 }  // namespace
@@ -90,6 +85,7 @@ void forces_reference(const System& s, const ForceField& f, Forces& out) {
   const auto excluded = exclusion_set(static_cast<std::int64_t>(s.size()), f);
   const PairEvaluator pair_law(s, f);
   const double length[3] = {s.box.length(0), s.box.length(1), s.box.length(2)};
+  const double inverse[3] = {1 / length[0], 1 / length[1], 1 / length[2]};
   int reach[3];
   for (int a = 0; a < 3; ++a) reach[a] = static_cast<int>(std::ceil(f.reach() / length[a]));
   for (std::size_t i = 0; i < n; ++i) {
@@ -97,9 +93,9 @@ void forces_reference(const System& s, const ForceField& f, Forces& out) {
     for (std::size_t j = 0; j < n; ++j) {
       if (j != i && excluded.count(exclusion_key(static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)))) continue;
       double dx0 = s.x[j] - s.x[i], dy0 = s.y[j] - s.y[i], dz0 = s.z[j] - s.z[i];
-      dx0 -= length[0] * std::round(dx0 / length[0]);  // nearest image first, then the others
-      dy0 -= length[1] * std::round(dy0 / length[1]);
-      dz0 -= length[2] * std::round(dz0 / length[2]);
+      dx0 = minimum_image(pair_law.math, dx0, length[0], inverse[0]);  // the nearest image first, then the others
+      dy0 = minimum_image(pair_law.math, dy0, length[1], inverse[1]);
+      dz0 = minimum_image(pair_law.math, dz0, length[2], inverse[2]);
       for (int ix = -reach[0]; ix <= reach[0]; ++ix)
         for (int iy = -reach[1]; iy <= reach[1]; ++iy)
           for (int iz = -reach[2]; iz <= reach[2]; ++iz) {
@@ -129,6 +125,7 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
   const PairEvaluator pair_law(s, f);
   const bool coulomb = pair_law.coulomb;
   const double length[3] = {s.box.length(0), s.box.length(1), s.box.length(2)};
+  const double inverse[3] = {1 / length[0], 1 / length[1], 1 / length[2]};
   const int team = resolve_threads(threads);
   // The atoms gathered in the list's cell order (positions, types, charges), so that a row's
   // neighbours lie close in memory; forces scattered back to atom order at the end.
@@ -154,23 +151,19 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
   // Lennard-Jones alone in a box longer than twice the list's reach plus its skin along every
   // axis (atoms move at most half the skin between builds, so a listed pair's image is the
   // minimum image): the SIMD rows (forces_simd.cpp).
-  const bool minimum_image = list.minimum_image(s.box);
-  if (!minimum_image && list.shifts_.size() != list.neighbors_.size())
+  const bool minimum_image_holds = list.minimum_image(s.box);
+  if (!minimum_image_holds && list.shifts_.size() != list.neighbors_.size())
     throw Error("the neighbour list was built for another box: rebuild it");
-  const bool simd = !coulomb && minimum_image;
-  std::vector<double> c12, c6, offset;
-  for (std::size_t k = 0; k < pair_law.table.coefficients.size(); ++k)
-    c12.push_back(pair_law.table.coefficients[k].c12), c6.push_back(pair_law.table.coefficients[k].c6),
-        offset.push_back(pair_law.table.offset[k]);
+  const bool simd = !coulomb && minimum_image_holds;
 #pragma omp parallel num_threads(team)
   {
     const int me = omp_get_thread_num();
     std::vector<double>& force = partial[me];
     force.assign(3 * static_cast<std::size_t>(n), 0.0);
     double energy = 0, virial = 0;
-    const LennardJonesRows rows{positions.data(), types_s.data(), pair_law.types, c12.data(), c6.data(), offset.data(),
+    const LennardJonesRows rows{positions.data(), types_s.data(), pair_law.types, pair_law.table.coefficients.data(),
                                 list.first_.data(), list.neighbors_.data(), {length[0], length[1], length[2]},
-                                pair_law.cutoff2, force.data()};
+                                pair_law.cutoffs.lennard_jones2, force.data()};
 #pragma omp for schedule(static, 256)
     for (std::int64_t p = 0; p < n; ++p) {
       if (simd) {
@@ -186,10 +179,10 @@ void forces_cpu(const System& s, const ForceField& f, const NeighborList& list, 
         const std::int32_t q = list.neighbors_[k];
         const double* pq = &positions[3 * static_cast<std::size_t>(q)];
         double dx = pq[0] - xi, dy = pq[1] - yi, dz = pq[2] - zi;
-        if (minimum_image) {
-          dx -= length[0] * std::round(dx / length[0]);
-          dy -= length[1] * std::round(dy / length[1]);
-          dz -= length[2] * std::round(dz / length[2]);
+        if (minimum_image_holds) {
+          dx = md::minimum_image(pair_law.math, dx, length[0], inverse[0]);
+          dy = md::minimum_image(pair_law.math, dy, length[1], inverse[1]);
+          dz = md::minimum_image(pair_law.math, dz, length[2], inverse[2]);
         } else {
           const auto& shift = list.shifts_[k];
           dx += shift[0] * length[0], dy += shift[1] * length[1], dz += shift[2] * length[2];

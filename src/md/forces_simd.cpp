@@ -1,9 +1,9 @@
 // One row of the half neighbour list, Lennard-Jones only, in SIMD (Google Highway, run-time
 // dispatch: SSE4, AVX2, AVX-512): the row's neighbours taken a vector at a time, their
-// positions gathered, the minimum image taken in registers (the caller uses this only where
-// every box length exceeds twice the list's reach plus the skin, so the minimum image is the
-// list's image), the law of pair_law.hpp on every lane with the pairs beyond the cutoff (the
-// skin) zeroed by a mask instead of a branch, and Newton's third law by gather, add and
+// positions gathered, pair_law.hpp's minimum image in registers (the caller uses this only
+// where every box length exceeds twice the list's reach plus the skin, so the minimum image is
+// the list's image), pair_law.hpp's nonbonded_pair on every lane with the pairs beyond the
+// cutoff (the skin) zeroed by a mask instead of a branch, and Newton's third law by gather, add and
 // scatter into the thread's force array (a row's neighbours are distinct atoms; the row's own
 // atom pads the last vector, its lanes adding zero).
 #ifndef NBKIT_MD_SIMD_ONCE
@@ -22,6 +22,20 @@ HWY_BEFORE_NAMESPACE();
 namespace nbkit::md::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+#include "md/pair_terms-inl.hpp"
+
+// pair_law.hpp's math policy on Highway vectors.
+template <class D>
+struct SimdPairMath {
+  D d;
+  HWY_INLINE hn::Vec<D> set(double v) const { return hn::Set(d, v); }
+  HWY_INLINE hn::Vec<D> below(hn::Vec<D> r2, hn::Vec<D> limit, hn::Vec<D> value) const {
+    return hn::IfThenElseZero(hn::Lt(r2, limit), value);
+  }
+  HWY_INLINE hn::Vec<D> sqrt(hn::Vec<D> v) const { return hn::Sqrt(v); }
+  HWY_INLINE hn::Vec<D> round(hn::Vec<D> v) const { return hn::Round(v); }  // half to even
+};
+
 RowSums LennardJonesRow(const LennardJonesRows& job, std::int64_t row) {
   const hn::ScalableTag<double> d;
   const hn::RebindToSigned<decltype(d)> di;        // int64 lanes: gather indices
@@ -32,10 +46,11 @@ RowSums LennardJonesRow(const LennardJonesRows& job, std::int64_t row) {
   const V xi = hn::Set(d, position[3 * row]), yi = hn::Set(d, position[3 * row + 1]), zi = hn::Set(d, position[3 * row + 2]);
   const V length[3] = {hn::Set(d, job.length[0]), hn::Set(d, job.length[1]), hn::Set(d, job.length[2])};
   const V inverse[3] = {hn::Set(d, 1 / job.length[0]), hn::Set(d, 1 / job.length[1]), hn::Set(d, 1 / job.length[2])};
-  const V cutoff2 = hn::Set(d, job.cutoff2), one = hn::Set(d, 1.0), twelve = hn::Set(d, 12.0), six = hn::Set(d, 6.0);
+  const SimdPairMath<decltype(d)> math{d};
+  const PairCutoffs<V> cutoffs{hn::Set(d, job.cutoff2), hn::Zero(d), hn::Zero(d)};
   const int type_i = job.types[row];
-  V c12 = hn::Set(d, job.c12[type_i * job.type_count]), c6 = hn::Set(d, job.c6[type_i * job.type_count]);
-  V offset = hn::Set(d, job.offset[type_i * job.type_count]);
+  const LennardJonesCoefficients<double>& row_first = job.coefficients[type_i * job.type_count];
+  LennardJonesCoefficients<V> lj{hn::Set(d, row_first.c12), hn::Set(d, row_first.c6), hn::Set(d, row_first.offset)};
   V fx = hn::Zero(d), fy = hn::Zero(d), fz = hn::Zero(d), energy = hn::Zero(d), virial = hn::Zero(d);
   double* force = job.force;
   const std::int64_t first = job.first[row], last = job.first[row + 1];
@@ -49,29 +64,27 @@ RowSums LennardJonesRow(const LennardJonesRows& job, std::int64_t row) {
     }
     const auto index = hn::PromoteTo(di, hn::LoadU(d32, entries));
     const auto index3 = hn::Add(hn::Add(index, index), index);
-    V dx = hn::Sub(hn::GatherIndex(d, position, index3), xi);
-    V dy = hn::Sub(hn::GatherIndex(d, position + 1, index3), yi);
-    V dz = hn::Sub(hn::GatherIndex(d, position + 2, index3), zi);
-    dx = hn::NegMulAdd(length[0], hn::Round(hn::Mul(dx, inverse[0])), dx);
-    dy = hn::NegMulAdd(length[1], hn::Round(hn::Mul(dy, inverse[1])), dy);
-    dz = hn::NegMulAdd(length[2], hn::Round(hn::Mul(dz, inverse[2])), dz);
+    const V dx = minimum_image(math, hn::Sub(hn::GatherIndex(d, position, index3), xi), length[0], inverse[0]);
+    const V dy = minimum_image(math, hn::Sub(hn::GatherIndex(d, position + 1, index3), yi), length[1], inverse[1]);
+    const V dz = minimum_image(math, hn::Sub(hn::GatherIndex(d, position + 2, index3), zi), length[2], inverse[2]);
     const V r2 = hn::MulAdd(dx, dx, hn::MulAdd(dy, dy, hn::Mul(dz, dz)));
     if (job.type_count > 1) {  // the type pairs' coefficients, lane by lane
       HWY_ALIGN double lane_c12[HWY_MAX_BYTES / sizeof(double)], lane_c6[HWY_MAX_BYTES / sizeof(double)],
           lane_offset[HWY_MAX_BYTES / sizeof(double)];
       for (std::size_t l = 0; l < lanes; ++l) {
-        const int pair = type_i * job.type_count + job.types[entries[l]];
-        lane_c12[l] = job.c12[pair], lane_c6[l] = job.c6[pair], lane_offset[l] = job.offset[pair];
+        const LennardJonesCoefficients<double>& c = job.coefficients[type_i * job.type_count + job.types[entries[l]]];
+        lane_c12[l] = c.c12, lane_c6[l] = c.c6, lane_offset[l] = c.offset;
       }
-      c12 = hn::Load(d, lane_c12), c6 = hn::Load(d, lane_c6), offset = hn::Load(d, lane_offset);
+      lj = {hn::Load(d, lane_c12), hn::Load(d, lane_c6), hn::Load(d, lane_offset)};
     }
-    // pair_law.hpp's lennard_jones, lane by lane.
-    const V inverse_r2 = hn::Div(one, r2);
-    const V inverse_r6 = hn::Mul(hn::Mul(inverse_r2, inverse_r2), inverse_r2);
-    const auto keep = hn::And(hn::Lt(r2, cutoff2), hn::FirstN(d, valid));
-    const V pair_energy = hn::IfThenElseZero(keep, hn::Sub(hn::Mul(inverse_r6, hn::MulSub(c12, inverse_r6, c6)), offset));
-    const V force_over_r = hn::IfThenElseZero(
-        keep, hn::Mul(hn::Mul(inverse_r6, hn::MulSub(hn::Mul(twelve, c12), inverse_r6, hn::Mul(six, c6))), inverse_r2));
+    // The padding lanes (the row's own atom, r2 = 0) are zeroed after the law.
+    const auto real = hn::FirstN(d, valid);
+    V pair_energy, force_over_r;
+    // Qualified: argument-dependent lookup would also find the scalar instantiation in nbkit::md.
+    HWY_NAMESPACE::nonbonded_pair<false, false>(math, hn::IfThenElse(real, r2, hn::Set(d, 1.0)), lj, hn::Zero(d), cutoffs,
+                                                pair_energy, force_over_r);
+    pair_energy = hn::IfThenElseZero(real, pair_energy);
+    force_over_r = hn::IfThenElseZero(real, force_over_r);
     fx = hn::NegMulAdd(force_over_r, dx, fx);
     fy = hn::NegMulAdd(force_over_r, dy, fy);
     fz = hn::NegMulAdd(force_over_r, dz, fz);

@@ -3,13 +3,15 @@
 // neighbour list. Internal to the library.
 #include <cstdint>
 
+#include "md/pair_law.hpp"
+
 namespace nbkit::md {
 
 struct LennardJonesRows {
   const double* positions;  // x, y, z interleaved, rows' order
   const int* types;
   int type_count;
-  const double *c12, *c6, *offset;  // per type pair
+  const LennardJonesCoefficients<double>* coefficients;  // per type pair
   const std::int64_t* first;
   const std::int32_t* neighbors;
   double length[3];

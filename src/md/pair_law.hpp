@@ -1,43 +1,66 @@
 #pragma once
-// The Lennard-Jones pair law, written once for every backend (HOOMD-blue's evaluator habit),
-// in LAMMPS's lj/cut form: with c12 = 4 eps sigma^12 and c6 = 4 eps sigma^6 for the type pair
-// and u = 1/r^2, a pair within the cutoff has
-//     energy          u^3 (c12 u^3 - c6)                  = 4 eps ((sigma/r)^12 - (sigma/r)^6)
+// The nonbonded pair law of nbkit's force fields, written once for every backend (HOOMD-blue's
+// EvaluatorPair habit: a type pair's parameters and r^2 in, the energy and force / r out),
+// generic over the arithmetic type V (float, double, a Highway vector) and a math policy M
+// (set: a constant as V; below: the value where r2 < limit, else 0; sqrt; round: to the nearest
+// integer), as the maps' law_terms-inl.hpp. The functions are in pair_terms-inl.hpp; this
+// header holds the types, the scalar policy and the formulas. The float64 reference, the CPU
+// list loop, the SIMD rows (forces_simd.cpp) and the CUDA kernels (engine_cuda.cu) all call
+// nonbonded_pair and minimum_image; a new pair potential is one more function there.
+//
+// Lennard-Jones in LAMMPS's lj/cut form: with c12 = 4 eps sigma^12 and c6 = 4 eps sigma^6 for
+// the type pair and u = 1/r^2, a pair within the cutoff has
+//     energy          u^3 (c12 u^3 - c6) - offset             = 4 eps ((sigma/r)^12 - (sigma/r)^6) - offset
 //     force_over_r    u^3 (12 c12 u^3 - 6 c6) u
-// so the force on atom i from atom j is force_over_r (r_i - r_j), and the pair's virial
-// r_ij . f_ij is force_over_r r^2.
+// (offset: the energy at the cutoff when the field shifts energies, else 0), so the force on
+// atom i from atom j is force_over_r (r_i - r_j), and the pair's virial r_ij . f_ij is
+// force_over_r r^2.
+//
+// Shifted-force Coulomb within a cutoff rc (Levitt et al. 1995; Fennell & Gezelter, J. Chem.
+// Phys. 124, 234104 (2006), with damping alpha = 0; LAMMPS's lj/cut/coul/dsf with alpha 0):
+// for charges q_i q_j times the units' Coulomb constant over the dielectric (qq),
+//     energy          qq (1/r - 2/rc + r/rc^2)             zero at rc, as is the force
+//     force_over_r    qq (1/r^3 - 1/(r rc^2))
+// plus, per atom, the self term -qq_ii / rc in the energy (LAMMPS's e_self; force_field.hpp).
 #include <cmath>
 
 #include "core/host_device.hpp"
 
 namespace nbkit::md {
 
-using std::sqrt;
-
-struct LennardJonesPair {
-  double c12 = 0, c6 = 0;  // 4 eps sigma^12, 4 eps sigma^6
+// A type pair's coefficients as the force loops hold them.
+template <class Real>
+struct LennardJonesCoefficients {
+  Real c12, c6;  // 4 eps sigma^12, 4 eps sigma^6
+  Real offset;   // the energy at the cutoff when shifted, else 0
 };
 
-template <class Real>
-NBKIT_HOST_DEVICE void lennard_jones(Real inverse_r2, Real c12, Real c6, Real& energy, Real& force_over_r) {
-  const Real inverse_r6 = inverse_r2 * inverse_r2 * inverse_r2;
-  energy = inverse_r6 * (c12 * inverse_r6 - c6);
-  force_over_r = inverse_r6 * (Real(12) * c12 * inverse_r6 - Real(6) * c6) * inverse_r2;
-}
+// The cutoffs as the force loops hold them (squares; the inverse Coulomb cutoff).
+template <class V>
+struct PairCutoffs {
+  V lennard_jones2, coulomb2, inverse_coulomb;
+};
 
-// Shifted-force Coulomb within a cutoff rc (Levitt et al. 1995; Fennell & Gezelter, J. Chem.
-// Phys. 124, 234104 (2006), with damping alpha = 0; LAMMPS's lj/cut/coul/dsf with alpha 0):
-// for charges q_i q_j times the units' Coulomb constant over the dielectric (qq),
-//     energy          qq (1/r - 2/rc + r/rc^2)             zero at rc, as is the force
-//     force_over_r    qq (1/r^3 - 1/(r rc^2))
-// plus, per atom, the self term -qq_ii / rc in the energy (LAMMPS's e_self).
+// Host and CUDA scalar arithmetic (float or double).
 template <class Real>
-NBKIT_HOST_DEVICE void shifted_force_coulomb(Real r2, Real qq, Real inverse_cutoff, Real& energy,
-                                             Real& force_over_r) {
-  const Real inverse_r = Real(1) / sqrt(r2);
-  const Real inverse_cutoff2 = inverse_cutoff * inverse_cutoff;
-  energy = qq * (inverse_r - Real(2) * inverse_cutoff + r2 * inverse_r * inverse_cutoff2);
-  force_over_r = qq * inverse_r * (inverse_r * inverse_r - inverse_cutoff2);
-}
+struct ScalarPairMath {
+  NBKIT_HOST_DEVICE Real set(double v) const { return static_cast<Real>(v); }
+  NBKIT_HOST_DEVICE Real below(Real r2, Real limit, Real value) const { return r2 < limit ? value : Real(0); }
+  NBKIT_HOST_DEVICE Real sqrt(Real v) const {
+    using std::sqrt;
+    return sqrt(v);
+  }
+  // Round half to even (the GPU's rint, the CPU's nearbyint in the default rounding mode,
+  // Highway's Round): one rule for the minimum image everywhere.
+  NBKIT_HOST_DEVICE Real round(Real v) const {
+#ifdef __CUDA_ARCH__
+    return rint(v);
+#else
+    return std::nearbyint(v);
+#endif
+  }
+};
+
+#include "md/pair_terms-inl.hpp"
 
 }  // namespace nbkit::md

@@ -404,7 +404,7 @@ TEST(MdCoulomb, ShiftedForceThroughTheListMatchesTheReferenceAndTheGradient) {
   EXPECT_THROW(forces_cpu(s, f, NeighborList(2.5, 0.3), listed), Error);  // a list shorter than the reach
   // Zero at the cutoff, energy and force: one pair just inside and just outside.
   double e_in, f_in;
-  shifted_force_coulomb(3.0 * 3.0 * (1 - 1e-12), 1.0, 1 / 3.0, e_in, f_in);
+  shifted_force_coulomb(ScalarPairMath<double>{}, 3.0 * 3.0 * (1 - 1e-12), 1.0, 1 / 3.0, e_in, f_in);
   EXPECT_NEAR(e_in, 0.0, 1e-12);
   EXPECT_NEAR(f_in, 0.0, 1e-12);
   // -grad E by central differences, as for LJ.

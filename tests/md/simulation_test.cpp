@@ -140,6 +140,20 @@ TEST_P(MdSimulationOn, ChargedStepsMatchTheReferenceEngine) {
   expect_same_rows(got, expected, 1e-9);
 }
 
+// Uncharged atoms under a field whose Coulomb cutoff is longer than the Lennard-Jones one
+// (lj/cut/coul/dsf over an atomic data file): the list reaches further, Lennard-Jones must
+// not (the GPU kernels once took the longer reach for the LJ cutoff).
+TEST_P(MdSimulationOn, UnchargedAtomsWithALongerCoulombCutoffKeepTheLennardJonesCutoff) {
+  System s = liquid(4, 10);
+  assign_velocities(s, 1.2, 15);
+  ForceField field = two_type_field();
+  field.coulomb_cutoff = 3.0;
+  Recorded expected, got;
+  Simulation(s, field, Integrator{}, reference_options()).run(20, recording(expected, 5, 0));
+  Simulation(s, field, Integrator{}, options()).run(20, recording(got, 5, 0));
+  expect_same_rows(got, expected, 1e-9);
+}
+
 // Rows at the first step of each run, every thermo_every steps and the last; frames at step 0
 // and every frame_every steps, counted across runs; progress to 1.
 TEST_P(MdSimulationOn, ReportersHearTheRowsAndFramesLammpsWouldPrint) {

@@ -1,0 +1,47 @@
+// The functions of pair_law.hpp (its comment has the formulas), generic over the arithmetic
+// type V and a math policy M. No include guard, on purpose (as maps/law_terms-inl.hpp):
+// pair_law.hpp includes it into nbkit::md for scalar and CUDA code, and forces_simd.cpp into
+// each Highway target's namespace (the SIMD instantiations must be compiled inside the
+// target's region).
+
+// The periodic image of a separation d nearest to zero, for a box edge `length`.
+template <class M, class V>
+NBKIT_HOST_DEVICE V minimum_image(const M& math, V d, V length, V inverse_length) {
+  return d - length * math.round(d * inverse_length);
+}
+
+template <class M, class V>
+NBKIT_HOST_DEVICE void lennard_jones(const M& math, V inverse_r2, V c12, V c6, V& energy, V& force_over_r) {
+  const V inverse_r6 = inverse_r2 * inverse_r2 * inverse_r2;
+  energy = inverse_r6 * (c12 * inverse_r6 - c6);
+  force_over_r = inverse_r6 * (math.set(12.0) * c12 * inverse_r6 - math.set(6.0) * c6) * inverse_r2;
+}
+
+template <class M, class V>
+NBKIT_HOST_DEVICE void shifted_force_coulomb(const M& math, V r2, V qq, V inverse_cutoff, V& energy, V& force_over_r) {
+  const V inverse_r = math.set(1.0) / math.sqrt(r2);
+  const V inverse_cutoff2 = inverse_cutoff * inverse_cutoff;
+  energy = qq * (inverse_r - math.set(2.0) * inverse_cutoff + r2 * inverse_r * inverse_cutoff2);
+  force_over_r = qq * inverse_r * (inverse_r * inverse_r - inverse_cutoff2);
+}
+
+// One pair (or a vector of pairs) at r2 within the caller's reach (r2 > 0): Lennard-Jones
+// below its cutoff minus the shift, plus shifted-force Coulomb below its cutoff when
+// `Coulomb`. `LennardJonesWithinReach`: the caller's reach is the Lennard-Jones cutoff (every
+// pair it passes is inside), so the test is left out of the innermost loop of the GPU kernels.
+template <bool Coulomb, bool LennardJonesWithinReach, class M, class V>
+NBKIT_HOST_DEVICE void nonbonded_pair(const M& math, V r2, const LennardJonesCoefficients<V>& lj, V qq,
+                                      const PairCutoffs<V>& cutoffs, V& energy, V& force_over_r) {
+  lennard_jones(math, math.set(1.0) / r2, lj.c12, lj.c6, energy, force_over_r);
+  energy = energy - lj.offset;
+  if constexpr (!LennardJonesWithinReach) {
+    energy = math.below(r2, cutoffs.lennard_jones2, energy);
+    force_over_r = math.below(r2, cutoffs.lennard_jones2, force_over_r);
+  }
+  if constexpr (Coulomb) {
+    V coulomb_energy, coulomb_force;
+    shifted_force_coulomb(math, r2, qq, cutoffs.inverse_coulomb, coulomb_energy, coulomb_force);
+    energy = energy + math.below(r2, cutoffs.coulomb2, coulomb_energy);
+    force_over_r = force_over_r + math.below(r2, cutoffs.coulomb2, coulomb_force);
+  }
+}
