@@ -78,4 +78,26 @@ int resolve_threads(int requested, std::string* notice) {
   return requested;
 }
 
+std::vector<GpuInfo> resolve_gpus(const std::vector<int>& requested) {
+  std::string why;
+  const std::vector<GpuInfo> gpus = list_gpus(&why);
+  if (gpus.empty()) throw Error("--backend cuda: " + why);
+  if (requested.empty()) return gpus;
+  std::vector<GpuInfo> chosen;
+  for (const int device : requested) {
+    if (device < 0 || device >= static_cast<int>(gpus.size()))
+      throw Error(fmt::format("--gpus: there is no GPU {} (this machine has {})", device, gpus.size()));
+    chosen.push_back(gpus[static_cast<std::size_t>(device)]);
+  }
+  return chosen;
+}
+
+GpuInfo resolve_gpu(const std::vector<int>& requested) {
+  return resolve_gpus(requested.empty() ? std::vector<int>{0} : std::vector<int>{requested.front()}).front();
+}
+
+void throw_no_cuda_build() {
+  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+}
+
 }  // namespace nbkit

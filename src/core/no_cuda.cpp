@@ -7,7 +7,7 @@
 namespace nbkit {
 
 std::vector<GpuInfo> list_gpus(std::string* why_none) {
-  if (why_none) *why_none = "this build of nbkit has no CUDA backend (nvcc was not found at build time)";
+  if (why_none) *why_none = "this build of nbkit has no CUDA backend (nvcc was not found at build time)";  // throw_no_cuda_build's words
   return {};
 }
 

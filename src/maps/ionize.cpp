@@ -94,8 +94,8 @@ IonizeResult place_ions(const Atoms& structure, const Lattice& lattice, const Io
   if (map_options.method == MapMethod::msm && !map_options.periodic_box) ion_term_options.method = MapMethod::direct;
   std::unique_ptr<maps::GpuIonMap> on_gpu;
   if (result.initial_map_stats.backend == Backend::cuda && !map_options.periodic_box && total > 0)
-    on_gpu = std::make_unique<maps::GpuIonMap>(map_options.gpus.empty() ? 0 : map_options.gpus.front(), lattice,
-                                               result.map.values, excluded);
+    on_gpu = std::make_unique<maps::GpuIonMap>(resolve_gpu(map_options.gpus).index, lattice, result.map.values,
+                                               excluded);
   const maps::AnyLaw law = on_gpu ? maps::map_law(ion_term_options) : maps::AnyLaw{};
   const double prefactor = maps::map_prefactor(map_options);
   std::vector<double> contribution(on_gpu ? 0 : static_cast<std::size_t>(lattice.size()));

@@ -247,7 +247,7 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
       parameters.splitting = options.msm_splitting;
       // With the GPU backend the lattice-cutoff sums (the long range's largest stage) run on the
       // first GPU used.
-      if (backend == Backend::cuda) parameters.gpu = options.gpus.empty() ? 0 : options.gpus.front();
+      if (backend == Backend::cuda) parameters.gpu = resolve_gpu(options.gpus).index;
       maps::msm::Stages stages;
       if (options.periodic_box)
         maps::msm::add_long_range_periodic(maps::prepare_atoms(atoms, lattice, cutoff_law), prepared, *options.periodic_box,

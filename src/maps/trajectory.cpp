@@ -44,10 +44,9 @@ Map combine_frame_maps(Atoms atoms, const Lattice& lattice, const MapOptions& op
   // On a GPU the maps of direct, mdh and cutoff summation stay where they are computed: each
   // frame's slabs folded into accumulators there, one copy to the host at the end. msm sums
   // its long range on the host, so its frames come to the host and are combined here.
-  // (The backend resolves as compute_map_rows resolves it: auto takes the GPUs if any.)
+  // (The backend resolved by the one rule, nbkit::resolve_backend, as compute_map_rows does.)
   const bool on_device =
-      on_device_if_gpu && options.method != MapMethod::msm &&
-      (options.backend == Backend::cuda || (options.backend == Backend::automatic && !list_gpus().empty()));
+      on_device_if_gpu && options.method != MapMethod::msm && resolve_backend(options.backend) == Backend::cuda;
   // Host memory: the result (and M2 for stdev), plus one frame's map when combined here.
   const int arrays = (combine == Combine::stdev ? 2 : 1) + (on_device ? 0 : 1);
   check_memory(static_cast<std::uint64_t>(arrays) * points * sizeof(double),

@@ -47,6 +47,7 @@
 #include "md/pair_law.hpp"
 #include "md/periodic.hpp"
 #include "md/thermo_sums.hpp"
+#include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/memory.hpp"
 
@@ -659,12 +660,9 @@ class Engine final : public EngineBase {
   // Checks the index and makes the device current, before stream_ (declared next) is created
   // on it: the stream must belong to the engine's GPU whatever GPU was current before.
   static int select_device(int device) {
-    int devices = 0;
-    NBKIT_CUDA_CHECK(cudaGetDeviceCount(&devices));
-    if (device < 0 || device >= devices)
-      throw Error("GPU " + std::to_string(device) + " does not exist (" + std::to_string(devices) + " GPUs visible)");
-    NBKIT_CUDA_CHECK(cudaSetDevice(device));
-    return device;
+    const int index = resolve_gpu({device}).index;  // checked as every engine checks its GPUs
+    NBKIT_CUDA_CHECK(cudaSetDevice(index));
+    return index;
   }
 
   int device_;

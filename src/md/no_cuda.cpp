@@ -1,5 +1,5 @@
 // Compiled only into builds without CUDA: the GPU MD engine, saying it is not there.
-#include "nbkit/core/error.hpp"
+#include "nbkit/core/backend.hpp"
 #include "nbkit/md.hpp"
 
 namespace nbkit::md {
@@ -7,7 +7,7 @@ namespace nbkit::md {
 struct GpuEngine::State {};
 
 GpuEngine::GpuEngine(const System&, const ForceField&, double, Options) {
-  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+  throw_no_cuda_build();
 }
 GpuEngine::~GpuEngine() = default;
 void GpuEngine::step(double, bool, Langevin*) {}

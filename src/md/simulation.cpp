@@ -82,7 +82,7 @@ Simulation::Simulation(System system, ForceField field, Integrator integrator, S
     case Backend::reference: engine_ = make_reference_engine(system_, field_); break;
     case Backend::cuda: {
       GpuEngine::Options gpu;
-      gpu.device = options.gpus.empty() ? 0 : options.gpus.front();
+      gpu.device = resolve_gpu(options.gpus).index;
       gpu.double_precision = options.precision == Precision::double_;
       engine_ = make_gpu_engine(system_, field_, options.skin, gpu);
       downloaded_ = false;

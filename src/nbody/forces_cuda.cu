@@ -236,27 +236,18 @@ struct GpuForces::State {
 
 GpuForces::GpuForces(const std::vector<int>& gpus, double softening, bool double_precision)
     : state_(std::make_unique<State>()) {
-  std::string why;
-  const std::vector<GpuInfo> available = list_gpus(&why);
-  if (available.empty()) throw Error("--backend cuda: " + why);
-  std::vector<int> chosen = gpus;
-  if (chosen.empty())
-    for (const GpuInfo& gpu : available) chosen.push_back(gpu.index);
-  for (int index : chosen)
-    if (index < 0 || index >= static_cast<int>(available.size()))
-      throw Error("--gpus: there is no GPU " + std::to_string(index) + " (this machine has " +
-                  std::to_string(available.size()) + ")");
+  const std::vector<GpuInfo> chosen = resolve_gpus(gpus);
   state_->softening = softening;
   state_->double_precision = double_precision;
-  for (int index : chosen) {
+  for (const GpuInfo& gpu : chosen) {
     auto device = std::make_unique<State::Device>();
-    device->index = index;
-    device->name = available[index].name;
-    NBKIT_CUDA_CHECK(cudaSetDevice(index));
+    device->index = gpu.index;
+    device->name = gpu.name;
+    NBKIT_CUDA_CHECK(cudaSetDevice(gpu.index));
     device->stream = std::make_unique<cuda::Stream>();
     device->start = std::make_unique<cuda::Event>();
     device->stop = std::make_unique<cuda::Event>();
-    const int sms = available[index].multiprocessors;
+    const int sms = gpu.multiprocessors;
     device->resident_blocks32 = sms * blocks_per_multiprocessor<float>();
     device->resident_blocks64 = sms * blocks_per_multiprocessor<double>();
     state_->devices.push_back(std::move(device));

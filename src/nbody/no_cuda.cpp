@@ -1,5 +1,5 @@
 // Compiled only into builds without CUDA: the GPU N-body path, saying it is not there.
-#include "nbkit/core/error.hpp"
+#include "nbkit/core/backend.hpp"
 #include "nbody/forces.hpp"
 
 namespace nbkit::nbody {
@@ -7,7 +7,7 @@ namespace nbkit::nbody {
 struct GpuForces::State {};
 
 GpuForces::GpuForces(const std::vector<int>&, double, bool) {
-  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+  throw_no_cuda_build();
 }
 GpuForces::~GpuForces() = default;
 void GpuForces::compute(const Bodies&, Accelerations&, bool) {}

@@ -53,4 +53,15 @@ int resolve_threads(int requested, std::string* notice = nullptr);
 // device, CPU-only build) when the list is empty.
 std::vector<GpuInfo> list_gpus(std::string* why_none = nullptr);
 
+// The GPUs a run on --backend cuda uses, decided here for every engine (maps, N-body, MD,
+// ions): `requested` (--gpus' device indices; empty: every usable GPU), each checked against
+// the machine's. Throws nbkit::Error when no GPU is usable (saying why) or an index does not
+// exist. A device may be listed twice (two host threads share it).
+std::vector<GpuInfo> resolve_gpus(const std::vector<int>& requested);
+// One GPU, for engines that run on one (MD, the ion map, msm's lattice cutoff): the first
+// requested, or GPU 0.
+GpuInfo resolve_gpu(const std::vector<int>& requested);
+// What every CUDA entry point of a build without CUDA throws.
+[[noreturn]] void throw_no_cuda_build();
+
 }  // namespace nbkit

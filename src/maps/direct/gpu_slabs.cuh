@@ -25,24 +25,16 @@
 
 namespace nbkit::maps::gpu {
 
-// The requested device indices, checked, or every GPU of the machine; throws when none is
-// usable. Fills info's device list and names.
+// The requested device indices, checked, or every GPU of the machine (nbkit::resolve_gpus);
+// fills info's device list and names.
 inline std::vector<int> resolve_devices(const std::vector<int>& requested, CudaRunInfo* info) {
-  std::string why;
-  const std::vector<GpuInfo> gpus = list_gpus(&why);
-  if (gpus.empty()) throw Error("--backend cuda: " + why);
-  std::vector<int> devices = requested;
-  if (devices.empty())
-    for (const auto& gpu : gpus) devices.push_back(gpu.index);
-  for (int device : devices)
-    if (device < 0 || device >= static_cast<int>(gpus.size()))
-      throw Error("--gpus: there is no GPU " + std::to_string(device) + " (this machine has " +
-                  std::to_string(gpus.size()) + ")");
-  if (info) {
-    info->devices = devices;
-    info->device_names.clear();
-    for (int device : devices) info->device_names.push_back(gpus[device].name);
+  std::vector<int> devices;
+  if (info) info->device_names.clear();
+  for (const GpuInfo& gpu : resolve_gpus(requested)) {
+    devices.push_back(gpu.index);
+    if (info) info->device_names.push_back(gpu.name);
   }
+  if (info) info->devices = devices;
   return devices;
 }
 

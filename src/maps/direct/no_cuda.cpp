@@ -3,21 +3,21 @@
 #include "maps/frame_combiner.hpp"
 #include "maps/ion_map.hpp"
 #include "maps/msm/msm.hpp"
-#include "nbkit/core/error.hpp"
+#include "nbkit/core/backend.hpp"
 
 namespace nbkit::maps {
 
 void direct_cuda(const PreparedAtoms&, const MapLaw&, const RowRange&, bool, const std::vector<int>&, CudaRunInfo*) {
-  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+  throw_no_cuda_build();
 }
 
 void cutoff_cuda(const PreparedAtoms&, const CutoffMapLaw&, const RowRange&, bool, const std::vector<int>&, CudaRunInfo*) {
-  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+  throw_no_cuda_build();
 }
 
 struct GpuIonMap::State {};
 GpuIonMap::GpuIonMap(int, const Lattice&, const std::vector<double>&, const std::vector<char>&) {
-  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+  throw_no_cuda_build();
 }
 GpuIonMap::~GpuIonMap() = default;
 std::int64_t GpuIonMap::lowest_energy_point(double, double*) { return -1; }
@@ -27,7 +27,7 @@ std::vector<double> GpuIonMap::values() const { return {}; }
 
 struct GpuFrameCombiner::State {};
 GpuFrameCombiner::GpuFrameCombiner(const Lattice&, Combine) {
-  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+  throw_no_cuda_build();
 }
 GpuFrameCombiner::~GpuFrameCombiner() = default;
 void GpuFrameCombiner::begin_frame(int) {}
@@ -37,7 +37,7 @@ void GpuFrameCombiner::download(std::vector<double>&, std::vector<double>&) {}
 namespace msm {
 void lattice_cutoff_cuda(int, const std::vector<StencilRow>&, const std::vector<double>&, const std::vector<LevelGrids>&,
                          bool) {
-  throw Error("--backend cuda: this build of nbkit has no CUDA backend (nvcc was not found at build time)");
+  throw_no_cuda_build();
 }
 }  // namespace msm
 
