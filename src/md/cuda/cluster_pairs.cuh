@@ -121,12 +121,10 @@ __global__ void __launch_bounds__(kThreads) cluster_pair_forces(int n, int clust
   const int i = ic * 32 + lane;
   const bool active = i < n;
   const auto pi = p.packed[active ? i : n - 1];
-  const int type_i = Packed<Real>::type_of(pi);
-  const LennardJonesCoefficients<Real>* row_parameters = p.parameters + type_i * p.types;
+  const LennardJonesCoefficients<Real>* row_parameters = p.parameters + Packed<Real>::type_of(pi) * p.types;
   const Real qi = Coulomb && active ? p.charge[i] : Real(0);
   const int tag_i = a.exclusion_first && active ? a.tag[i] : 0;
-  Real fx = 0, fy = 0, fz = 0;
-  double energy = 0, virial = 0;
+  AtomSums<Real, Coulomb, Energies> sums;
   const int length = p.row_length[ic];
   for (int k = 0; k < length; ++k) {
     const int jc = p.list[static_cast<std::size_t>(k) * clusters + ic];
@@ -142,24 +140,15 @@ __global__ void __launch_bounds__(kThreads) cluster_pair_forces(int n, int clust
       const int tag_j = a.exclusion_first ? __shfl_sync(0xffffffffu, tag_j_mine, t) : 0;
       const int j = jc * 32 + t;
       if (!active || j == i) continue;
-      const Real dx = minimum_image<Real>(xj - pi.x, p.length[0], p.inverse_length[0]);
-      const Real dy = minimum_image<Real>(yj - pi.y, p.length[1], p.inverse_length[1]);
-      const Real dz = minimum_image<Real>(zj - pi.z, p.length[2], p.inverse_length[2]);
-      const Real r2 = dx * dx + dy * dy + dz * dz;
-      if (r2 >= p.reach2) continue;
+      const Separation<Real> d = separation(p, pi, xj, yj, zj);
+      if (d.r2 >= p.reach2) continue;
       if (a.exclusion_first && excluded(tag_i, tag_j, a.exclusion_first, a.exclusion_partner)) continue;
       typename Packed<Real>::type typed{};
       typed.w = wj;
-      Real pair_energy, force_over_r;
-      nonbonded_pair<Coulomb, !Coulomb>(ScalarPairMath<Real>{}, r2, row_parameters[Packed<Real>::type_of(typed)],
-                                        qi * qj, p.cutoffs, pair_energy, force_over_r);
-      fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
-      if (Energies) energy += static_cast<double>(pair_energy), virial += static_cast<double>(force_over_r * r2);
+      sums.add(p, d, row_parameters[Packed<Real>::type_of(typed)], qi * qj);
     }
   }
-  if (!active) return;
-  p.fx[i] = fx, p.fy[i] = fy, p.fz[i] = fz;
-  if (Energies) p.energy[i] = 0.5 * energy, p.virial[i] = 0.5 * virial;
+  if (active) sums.store(p, i);
 }
 
 }  // namespace

@@ -43,12 +43,10 @@ __global__ void __launch_bounds__(kPatchThreads) patch_pair_forces(PatchKernelAr
     const int i = home_base + threadIdx.x;
     const bool active = i < home_end;
     const Position pi = p.packed[active ? i : home_begin];
-    const int type_i = Packed<Real>::type_of(pi);
-    const LennardJonesCoefficients<Real>* row_parameters = p.parameters + type_i * p.types;
+    const LennardJonesCoefficients<Real>* row_parameters = p.parameters + Packed<Real>::type_of(pi) * p.types;
     const Real qi = Coulomb && active ? p.charge[i] : Real(0);
     const int tag_i = a.exclusion_first && active ? a.tag[i] : 0;
-    Real fx = 0, fy = 0, fz = 0;
-    double energy = 0, virial = 0;
+    AtomSums<Real, Coulomb, Energies> sums;
     for (int oz = first_offset[2]; oz <= 1; ++oz) {
       const int cz = (c[2] + oz + a.cells[2]) % a.cells[2];
       for (int oy = first_offset[1]; oy <= 1; ++oy) {
@@ -70,26 +68,16 @@ __global__ void __launch_bounds__(kPatchThreads) patch_pair_forces(PatchKernelAr
             for (int k = 0; k < count; ++k) {
               if (base + k == i) continue;
               const Position pj = tile[k];
-              const Real dx = minimum_image<Real>(pj.x - pi.x, p.length[0], p.inverse_length[0]);
-              const Real dy = minimum_image<Real>(pj.y - pi.y, p.length[1], p.inverse_length[1]);
-              const Real dz = minimum_image<Real>(pj.z - pi.z, p.length[2], p.inverse_length[2]);
-              const Real r2 = dx * dx + dy * dy + dz * dz;
-              if (r2 >= p.reach2) continue;
+              const Separation<Real> d = separation(p, pi, pj.x, pj.y, pj.z);
+              if (d.r2 >= p.reach2) continue;
               if (a.exclusion_first && excluded(tag_i, tile_tag[k], a.exclusion_first, a.exclusion_partner)) continue;
-              Real pair_energy, force_over_r;
-              nonbonded_pair<Coulomb, !Coulomb>(ScalarPairMath<Real>{}, r2, row_parameters[Packed<Real>::type_of(pj)],
-                                                Coulomb ? qi * tile_charge[k] : Real(0), p.cutoffs, pair_energy,
-                                                force_over_r);
-              fx -= force_over_r * dx, fy -= force_over_r * dy, fz -= force_over_r * dz;
-              if (Energies) energy += static_cast<double>(pair_energy), virial += static_cast<double>(force_over_r * r2);
+              sums.add(p, d, row_parameters[Packed<Real>::type_of(pj)], Coulomb ? qi * tile_charge[k] : Real(0));
             }
           }
         }
       }
     }
-    if (!active) continue;
-    p.fx[i] = fx, p.fy[i] = fy, p.fz[i] = fz;
-    if (Energies) p.energy[i] = 0.5 * energy, p.virial[i] = 0.5 * virial;
+    if (active) sums.store(p, i);
   }
 }
 
