@@ -9,6 +9,7 @@
 #include "maps/direct/direct.hpp"
 #include "maps/frame_combiner.hpp"
 #include "maps/ion_map.hpp"
+#include "maps/methods.hpp"
 #include "maps/msm/msm.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/memory.hpp"
@@ -78,20 +79,6 @@ std::uint64_t map_memory_bytes(const Lattice& lattice) {
   return static_cast<std::uint64_t>(lattice.size()) * sizeof(double);
 }
 
-namespace {
-
-maps::CutoffMapLaw cutoff_law_for(Smoothing smoothing, double cutoff) {
-  switch (smoothing) {
-    case Smoothing::none: return maps::CutoffLaw<Smoothing::none>{cutoff};
-    case Smoothing::cutcp: return maps::CutoffLaw<Smoothing::cutcp>{cutoff};
-    case Smoothing::taylor1: return maps::CutoffLaw<Smoothing::taylor1>{cutoff};
-    case Smoothing::taylor2: return maps::CutoffLaw<Smoothing::taylor2>{cutoff};
-    case Smoothing::taylor3: return maps::CutoffLaw<Smoothing::taylor3>{cutoff};
-  }
-  throw Error("unknown smoothing");
-}
-
-}  // namespace
 
 namespace maps {
 
@@ -100,7 +87,7 @@ AnyLaw map_law(const MapOptions& options) {
     case MapMethod::direct: return CoulombLaw{};
     case MapMethod::mdh: return DebyeHuckelLaw{screening_kappa(options)};
     case MapMethod::cutoff:
-      return std::visit([](const auto& law) -> AnyLaw { return law; }, cutoff_law_for(options.smoothing, options.cutoff));
+      return std::visit([](const auto& law) -> AnyLaw { return law; }, maps::cutoff_law_for(options.smoothing, options.cutoff));
     default: throw Error("msm sums no single law: its long range is a grid");
   }
 }
@@ -112,19 +99,6 @@ double map_prefactor(const MapOptions& options) {
 }  // namespace maps
 
 namespace {
-
-// "NVIDIA H200 x2, float32"
-std::string gpu_detail(const maps::CudaRunInfo& info, bool double_precision) {
-  return fmt::format("{}{}, {}", info.device_names.empty() ? "GPU" : info.device_names.front(),
-                     info.devices.size() > 1 ? fmt::format(" x{}", info.devices.size()) : "",
-                     double_precision ? "float64" : "float32");
-}
-
-// "AVX3 SIMD, bins, float32, 2 threads"
-std::string cpu_detail(const char* what, bool double_precision, int threads) {
-  return fmt::format("{} SIMD, {}{}, {} thread{}", maps::direct_cpu_target(), what,
-                     double_precision ? "float64" : "float32", threads, threads == 1 ? "" : "s");
-}
 
 }  // namespace
 
@@ -178,27 +152,8 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
   const int threads = resolve_threads(options.threads, &threads_notice);
   Backend backend = resolve_backend(options.backend, &notice);
   if (!threads_notice.empty()) notice += (notice.empty() ? "" : "; ") + threads_notice;
-  if (options.method == MapMethod::cutoff || options.method == MapMethod::msm) {
-    if (!(options.cutoff > 0) || !std::isfinite(options.cutoff))
-      throw Error(fmt::format("cutoff must be a positive number of Angstrom, got {}", options.cutoff));
-    if (!(options.bin_size >= 0) || !std::isfinite(options.bin_size))
-      throw Error(fmt::format("bin size must be zero (automatic) or a positive number of Angstrom, got {}",
-                              options.bin_size));
-    if (options.method == MapMethod::msm) {
-      if (options.msm_splitting != Smoothing::taylor1 && options.msm_splitting != Smoothing::taylor2 &&
-          options.msm_splitting != Smoothing::taylor3)
-        throw Error("the multilevel splitting must be taylor1, taylor2 or taylor3, got " + to_string(options.msm_splitting));
-      if (!(options.msm_spacing >= 0) || !std::isfinite(options.msm_spacing))
-        throw Error(fmt::format("MSM grid spacing must be zero (the default) or positive, got {}", options.msm_spacing));
-    }
-  } else if (options.periodic_box) {
-    throw Error(fmt::format("a periodic box needs the cutoff method (--method cutoff): the {} sum over all periodic "
-                            "images does not converge absolutely",
-                            to_string(options.method)));
-  }
-  const double kappa = screening_kappa(options);
-  const maps::MapLaw law = options.method == MapMethod::direct ? maps::MapLaw{maps::CoulombLaw{}}
-                                                               : maps::MapLaw{maps::DebyeHuckelLaw{kappa}};
+  maps::check_method_options(options);
+  screening_kappa(options);  // validates the dielectric, temperature and ionic strength
   maps::RowRange rows;
   rows.lattice = &lattice;
   rows.row_begin = row_begin;
@@ -211,84 +166,19 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
     throw Error("internal: only GPU maps of the direct, mdh and cutoff methods stay on the device");
 
   const auto start = std::chrono::steady_clock::now();
-  std::string detail;
-  double kernel_seconds = 0;
-  const bool double_precision = options.precision == Precision::double_;
-  std::vector<std::pair<std::string, double>> stage_seconds;
-  if (options.method == MapMethod::cutoff || options.method == MapMethod::msm) {
-    // msm: the short-range part is the cutoff sum with the splitting's smoothing.
-    const bool msm = options.method == MapMethod::msm;
-    const maps::CutoffMapLaw cutoff_law = cutoff_law_for(msm ? options.msm_splitting : options.smoothing, options.cutoff);
-    Atoms images;  // periodic box: the atoms' images within the cutoff of the lattice
-    if (options.periodic_box) images = periodic_images(atoms, *options.periodic_box, lattice, options.cutoff);
-    const Atoms& sources = options.periodic_box ? images : atoms;
-    // Prepared once: the fast paths' short range and msm's grids (with a periodic box, msm
-    // anterpolates the atoms themselves and takes the images for the points they sit on).
-    const maps::PreparedAtoms prepared = maps::prepare_atoms(sources, lattice, cutoff_law);
-    if (backend == Backend::reference) {
-      maps::direct_reference(sources, cutoff_law, rows);
-      detail = "float64 reference, 1 thread";
-    } else if (backend == Backend::cuda) {
-      maps::CudaRunInfo info;
-      maps::cutoff_cuda(prepared, cutoff_law, rows, double_precision, options.gpus, &info);
-      kernel_seconds = info.kernel_seconds;
-      detail = gpu_detail(info, double_precision);
-    } else {
-      maps::cutoff_cpu(prepared, cutoff_law, rows, double_precision, threads, options.bin_size);
-      detail = cpu_detail("bins, ", double_precision, threads);
-    }
-    if (msm) {
-      const auto long_start = std::chrono::steady_clock::now();
-      stage_seconds.emplace_back("short range", std::chrono::duration<double>(long_start - start).count());
-      maps::msm::Parameters parameters;
-      parameters.cutoff = options.cutoff;
-      parameters.grid_spacing = options.msm_spacing > 0 ? options.msm_spacing : default_msm_spacing(options.msm_interpolation);
-      parameters.interpolation = options.msm_interpolation;
-      parameters.splitting = options.msm_splitting;
-      // With the GPU backend the lattice-cutoff sums (the long range's largest stage) run on the
-      // first GPU used.
-      if (backend == Backend::cuda) parameters.gpu = resolve_gpu(options.gpus).index;
-      maps::msm::Stages stages;
-      if (options.periodic_box)
-        maps::msm::add_long_range_periodic(maps::prepare_atoms(atoms, lattice, cutoff_law), prepared, *options.periodic_box,
-                                           parameters, rows, threads, &stages);
-      else
-        maps::msm::add_long_range(prepared, parameters, rows, threads, &stages);
-      stage_seconds.insert(stage_seconds.end(), {{"anterpolation", stages.anterpolation},
-                                                 {"restriction", stages.restriction},
-                                                 {"lattice cutoff", stages.lattice_cutoff},
-                                                 {"top level", stages.top_level},
-                                                 {"prolongation", stages.prolongation},
-                                                 {"interpolation", stages.interpolation}});
-      detail += fmt::format("; long range: {} levels, {} {} A grid, {} splitting, float64, {} threads{}",
-                            stages.levels, to_string(options.msm_interpolation), parameters.grid_spacing,
-                            to_string(options.msm_splitting), threads,
-                            parameters.gpu >= 0 ? fmt::format(", lattice cutoff on GPU {}", parameters.gpu) : "");
-    }
-  } else if (backend == Backend::reference) {
-    maps::direct_reference(atoms, law, rows);
-    detail = "float64 reference, 1 thread";
-  } else if (backend == Backend::cuda) {
-    const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, law);
-    maps::CudaRunInfo info;
-    maps::direct_cuda(prepared, law, rows, double_precision, options.gpus, &info);
-    kernel_seconds = info.kernel_seconds;
-    detail = gpu_detail(info, double_precision);
-  } else {
-    const maps::PreparedAtoms prepared = maps::prepare_atoms(atoms, lattice, law);
-    maps::direct_cpu(prepared, law, rows, double_precision, threads);
-    detail = cpu_detail("", double_precision, threads);
-  }
+  const maps::MethodRun run = options.method == MapMethod::cutoff || options.method == MapMethod::msm
+                                  ? maps::run_cutoff_or_msm(atoms, options, backend, threads, rows)
+                                  : maps::run_direct(atoms, options, backend, threads, rows);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (out) check_finite_rows(lattice, row_begin, row_end, out, options);
   if (options.progress) options.progress(1.0);
   if (stats) {
     stats->backend = backend;
-    stats->detail = detail;
+    stats->detail = run.detail;
     stats->notice = notice;
     stats->seconds = seconds;
-    stats->kernel_seconds = kernel_seconds;
-    stats->stage_seconds = stage_seconds;
+    stats->kernel_seconds = run.kernel_seconds;
+    stats->stage_seconds = run.stage_seconds;
     stats->lattice_points = static_cast<double>(row_end - row_begin) * static_cast<double>(lattice.dims[2]);
     // Direct summation evaluates every atom at every point; cutoff summation far fewer.
     stats->evaluations =

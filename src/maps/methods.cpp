@@ -1,0 +1,147 @@
+// Each map method with its checks and backends (methods.hpp).
+#include "maps/methods.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "maps/msm/msm.hpp"
+#include "nbkit/core/error.hpp"
+
+namespace nbkit::maps {
+
+CutoffMapLaw cutoff_law_for(Smoothing smoothing, double cutoff) {
+  switch (smoothing) {
+    case Smoothing::none: return CutoffLaw<Smoothing::none>{cutoff};
+    case Smoothing::cutcp: return CutoffLaw<Smoothing::cutcp>{cutoff};
+    case Smoothing::taylor1: return CutoffLaw<Smoothing::taylor1>{cutoff};
+    case Smoothing::taylor2: return CutoffLaw<Smoothing::taylor2>{cutoff};
+    case Smoothing::taylor3: return CutoffLaw<Smoothing::taylor3>{cutoff};
+  }
+  throw Error("unknown smoothing");
+}
+
+namespace {
+
+// "NVIDIA H200 x2, float32"
+std::string gpu_detail(const CudaRunInfo& info, bool double_precision) {
+  return fmt::format("{}{}, {}", info.device_names.empty() ? "GPU" : info.device_names.front(),
+                     info.devices.size() > 1 ? fmt::format(" x{}", info.devices.size()) : "",
+                     double_precision ? "float64" : "float32");
+}
+
+// "AVX3 SIMD, bins, float32, 2 threads"
+std::string cpu_detail(const char* what, bool double_precision, int threads) {
+  return fmt::format("{} SIMD, {}{}, {} thread{}", direct_cpu_target(), what, double_precision ? "float64" : "float32",
+                     threads, threads == 1 ? "" : "s");
+}
+
+// msm's long range on the multilevel grids, added to the short range's rows.
+void add_msm_long_range(const Atoms& atoms, const PreparedAtoms& prepared,
+                        const CutoffMapLaw& cutoff_law, const MapOptions& options, Backend backend, int threads,
+                        const RowRange& rows, MethodRun& run) {
+  msm::Parameters parameters;
+  parameters.cutoff = options.cutoff;
+  parameters.grid_spacing = options.msm_spacing > 0 ? options.msm_spacing : default_msm_spacing(options.msm_interpolation);
+  parameters.interpolation = options.msm_interpolation;
+  parameters.splitting = options.msm_splitting;
+  // With the GPU backend the lattice-cutoff sums (the long range's largest stage) run on the
+  // first GPU used.
+  if (backend == Backend::cuda) parameters.gpu = resolve_gpu(options.gpus).index;
+  msm::Stages stages;
+  if (options.periodic_box)
+    msm::add_long_range_periodic(prepare_atoms(atoms, *rows.lattice, cutoff_law), prepared, *options.periodic_box,
+                                 parameters, rows, threads, &stages);
+  else
+    msm::add_long_range(prepared, parameters, rows, threads, &stages);
+  run.stage_seconds.insert(run.stage_seconds.end(), {{"anterpolation", stages.anterpolation},
+                                                     {"restriction", stages.restriction},
+                                                     {"lattice cutoff", stages.lattice_cutoff},
+                                                     {"top level", stages.top_level},
+                                                     {"prolongation", stages.prolongation},
+                                                     {"interpolation", stages.interpolation}});
+  run.detail += fmt::format("; long range: {} levels, {} {} A grid, {} splitting, float64, {} threads{}", stages.levels,
+                            to_string(options.msm_interpolation), parameters.grid_spacing,
+                            to_string(options.msm_splitting), threads,
+                            parameters.gpu >= 0 ? fmt::format(", lattice cutoff on GPU {}", parameters.gpu) : "");
+}
+
+}  // namespace
+
+void check_method_options(const MapOptions& options) {
+  if (options.method == MapMethod::cutoff || options.method == MapMethod::msm) {
+    if (!(options.cutoff > 0) || !std::isfinite(options.cutoff))
+      throw Error(fmt::format("cutoff must be a positive number of Angstrom, got {}", options.cutoff));
+    if (!(options.bin_size >= 0) || !std::isfinite(options.bin_size))
+      throw Error(fmt::format("bin size must be zero (automatic) or a positive number of Angstrom, got {}",
+                              options.bin_size));
+    if (options.method == MapMethod::msm) {
+      if (options.msm_splitting != Smoothing::taylor1 && options.msm_splitting != Smoothing::taylor2 &&
+          options.msm_splitting != Smoothing::taylor3)
+        throw Error("the multilevel splitting must be taylor1, taylor2 or taylor3, got " + to_string(options.msm_splitting));
+      if (!(options.msm_spacing >= 0) || !std::isfinite(options.msm_spacing))
+        throw Error(fmt::format("MSM grid spacing must be zero (the default) or positive, got {}", options.msm_spacing));
+    }
+  } else if (options.periodic_box) {
+    throw Error(fmt::format("a periodic box needs the cutoff method (--method cutoff): the {} sum over all periodic "
+                            "images does not converge absolutely",
+                            to_string(options.method)));
+  }
+}
+
+MethodRun run_direct(const Atoms& atoms, const MapOptions& options, Backend backend, int threads, const RowRange& rows) {
+  const MapLaw law = options.method == MapMethod::direct ? MapLaw{CoulombLaw{}}
+                                                         : MapLaw{DebyeHuckelLaw{screening_kappa(options)}};
+  const bool double_precision = options.precision == Precision::double_;
+  MethodRun run;
+  if (backend == Backend::reference) {
+    direct_reference(atoms, law, rows);
+    run.detail = "float64 reference, 1 thread";
+  } else if (backend == Backend::cuda) {
+    CudaRunInfo info;
+    direct_cuda(prepare_atoms(atoms, *rows.lattice, law), law, rows, double_precision, options.gpus, &info);
+    run.kernel_seconds = info.kernel_seconds;
+    run.detail = gpu_detail(info, double_precision);
+  } else {
+    direct_cpu(prepare_atoms(atoms, *rows.lattice, law), law, rows, double_precision, threads);
+    run.detail = cpu_detail("", double_precision, threads);
+  }
+  return run;
+}
+
+MethodRun run_cutoff_or_msm(const Atoms& atoms, const MapOptions& options, Backend backend, int threads,
+                            const RowRange& rows) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool double_precision = options.precision == Precision::double_;
+  // msm: the short-range part is the cutoff sum with the splitting's smoothing.
+  const bool msm = options.method == MapMethod::msm;
+  const CutoffMapLaw cutoff_law = cutoff_law_for(msm ? options.msm_splitting : options.smoothing, options.cutoff);
+  Atoms images;  // periodic box: the atoms' images within the cutoff of the lattice
+  if (options.periodic_box) images = periodic_images(atoms, *options.periodic_box, *rows.lattice, options.cutoff);
+  const Atoms& sources = options.periodic_box ? images : atoms;
+  // Prepared once: the fast paths' short range and msm's grids (with a periodic box, msm
+  // anterpolates the atoms themselves and takes the images for the points they sit on).
+  const PreparedAtoms prepared = prepare_atoms(sources, *rows.lattice, cutoff_law);
+  MethodRun run;
+  if (backend == Backend::reference) {
+    direct_reference(sources, cutoff_law, rows);
+    run.detail = "float64 reference, 1 thread";
+  } else if (backend == Backend::cuda) {
+    CudaRunInfo info;
+    cutoff_cuda(prepared, cutoff_law, rows, double_precision, options.gpus, &info);
+    run.kernel_seconds = info.kernel_seconds;
+    run.detail = gpu_detail(info, double_precision);
+  } else {
+    cutoff_cpu(prepared, cutoff_law, rows, double_precision, threads, options.bin_size);
+    run.detail = cpu_detail("bins, ", double_precision, threads);
+  }
+  if (msm) {
+    run.stage_seconds.emplace_back("short range",
+                                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    add_msm_long_range(atoms, prepared, cutoff_law, options, backend, threads, rows, run);
+  }
+  return run;
+}
+
+}  // namespace nbkit::maps
