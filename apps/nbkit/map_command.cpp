@@ -55,11 +55,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-Lattice choose_lattice(const MapArguments& args, const Atoms& atoms, const std::optional<Vec3>& periodic_box) {
+Lattice choose_lattice(const MapArguments& args, const Atoms& atoms, const std::optional<PeriodicBox>& periodic_box) {
   const bool explicit_box = !args.origin.empty() || !args.dims.empty();
   const bool centered_box = !args.center.empty() || !args.length.empty();
   if (explicit_box && centered_box) throw Error("--origin/--dims and --center/--length choose the lattice two ways: use one");
-  if (periodic_box && !explicit_box && !centered_box) return lattice_spanning_cell(*periodic_box, args.spacing);
+  if (periodic_box && !explicit_box && !centered_box) return lattice_spanning_cell(periodic_box->edges(), args.spacing);
   if (explicit_box) {
     if (args.origin.empty() || args.dims.empty()) throw Error("--origin and --dims go together: give both");
     Lattice lattice;
@@ -229,13 +229,14 @@ MapInputs read_inputs(const MapArguments& args) {
 }
 
 // --periodic: the box of the input's CRYST1 record or --box, for the methods that have one.
-std::optional<Vec3> periodic_box(const MapArguments& args, MapMethod method) {
+std::optional<PeriodicBox> periodic_box(const MapArguments& args, MapMethod method) {
   if (!args.box.empty() && !args.periodic) throw Error("--box gives the periodic box: add --periodic");
   if (!args.periodic) return std::nullopt;
   if (method != MapMethod::cutoff && method != MapMethod::msm)
     throw Error("--periodic needs --method cutoff or msm: direct and mdh sums over all periodic images do not converge");
-  const std::optional<Vec3> box =
-      args.box.empty() ? io::read_periodic_box(args.input) : std::optional<Vec3>(parse_triple(args.box, "--box", true));
+  const std::optional<PeriodicBox> box = args.box.empty()
+                                             ? io::read_periodic_box(args.input)
+                                             : PeriodicBox::from_edges(parse_triple(args.box, "--box", true));
   if (!box)
     throw Error(fmt::format("--periodic: {} has no CRYST1 record (or cell) giving the box; pass --box a,b,c (Angstrom)",
                             args.input));
@@ -253,7 +254,7 @@ void periodic_notices(const MapOptions& options, const Atoms& atoms, const Latti
                        net),
            quiet);
   for (int a = 0; a < 3; ++a) {
-    const double cells = (*options.periodic_box)[a] / lattice.spacing;
+    const double cells = options.periodic_box->length(a) / lattice.spacing;
     if (std::fabs(cells - std::round(cells)) > 1e-6 * cells) {
       notice(fmt::format("the box edges are not all multiples of the spacing ({} A), so the lattice covers the cell but "
                          "does not repeat exactly across its faces",
@@ -310,8 +311,9 @@ std::string method_line(const MapOptions& options, double kappa) {
   else if (options.method == MapMethod::cutoff)
     parameters = fmt::format(", cutoff {} A, smoothing {}{}", options.cutoff, to_string(options.smoothing),
                              options.periodic_box
-                                 ? fmt::format(", periodic box {} x {} x {} A (minimum image)", options.periodic_box->x,
-                                               options.periodic_box->y, options.periodic_box->z)
+                                 ? fmt::format(", periodic box {} x {} x {} A (minimum image)",
+                                               options.periodic_box->length(0), options.periodic_box->length(1),
+                                               options.periodic_box->length(2))
                                  : "");
   else if (options.method == MapMethod::msm)
     parameters = fmt::format(", cutoff {} A, {} interpolation, {} splitting, finest grid {} A", options.cutoff,
@@ -362,7 +364,8 @@ nlohmann::json map_report(const MapArguments& args, const Atoms& atoms, const La
     parameters["cutoff_angstrom"] = options.cutoff;
     parameters["smoothing"] = to_string(options.smoothing);
     if (options.periodic_box)
-      parameters["periodic_box_angstrom"] = {options.periodic_box->x, options.periodic_box->y, options.periodic_box->z};
+      parameters["periodic_box_angstrom"] = {options.periodic_box->length(0), options.periodic_box->length(1),
+                                             options.periodic_box->length(2)};
   }
   if (options.method == MapMethod::msm) {
     parameters["cutoff_angstrom"] = options.cutoff;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nbkit/core/atoms.hpp"
+#include "nbkit/core/box.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/lattice.hpp"
 #include "nbkit/core/units.hpp"
@@ -72,8 +73,8 @@ struct MapOptions {
   // spanning [0, a) x [0, b) x [0, c) (as a PDB CRYST1 record places it). Cutoff sums then
   // take each atom's minimum image (the cutoff must be under half the shortest edge); msm adds
   // the periodic long range (Ewald's potential with tin-foil boundaries, for neutral systems).
-  // Empty: no box.
-  std::optional<Vec3> periodic_box;
+  // Empty: no box. The cell must start at the origin (PeriodicBox::from_edges).
+  std::optional<PeriodicBox> periodic_box;
   int threads = 0;                                  // 0: all hardware threads
   std::vector<int> gpus;                            // CUDA device indices; empty: all
   // Called with the fraction done, 0..1, never concurrently (calls are serialized); may be empty.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "nbkit/core/backend.hpp"
+#include "nbkit/core/box.hpp"
 
 namespace nbkit::md {
 
@@ -22,11 +23,8 @@ enum class Units { lj, real };
 Units parse_units(const std::string& name);  // "lj" | "real"
 std::string to_string(Units units);
 
-struct Box {
-  std::array<double, 3> lo{}, hi{};
-  double length(int axis) const { return hi[axis] - lo[axis]; }
-  double volume() const { return length(0) * length(1) * length(2); }
-};
+// LAMMPS's box (xlo xhi, ylo yhi, zlo zhi): nbkit's one periodic box type.
+using Box = PeriodicBox;
 
 // Atoms as structure of arrays. Types are 0-based here (LAMMPS's 1-based in files).
 struct System {

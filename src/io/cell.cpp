@@ -22,7 +22,7 @@ bool is_placeholder(const std::array<double, 6>& cell) {
   return cell[0] == 1 && cell[1] == 1 && cell[2] == 1;
 }
 
-std::optional<Vec3> orthorhombic(const std::array<double, 6>& cell, const std::string& source, std::int64_t line) {
+std::optional<PeriodicBox> orthorhombic(const std::array<double, 6>& cell, const std::string& source, std::int64_t line) {
   static constexpr std::array<const char*, 6> kNames = {"a", "b", "c", "alpha", "beta", "gamma"};
   if (is_placeholder(cell)) return std::nullopt;
   for (int f = 0; f < 3; ++f)
@@ -33,12 +33,12 @@ std::optional<Vec3> orthorhombic(const std::array<double, 6>& cell, const std::s
       throw InputError(source, line, kNames[f],
                        fmt::format("only orthorhombic boxes are supported (angles of 90 degrees), got {} {} {}",
                                    cell[3], cell[4], cell[5]));
-  return Vec3{cell[0], cell[1], cell[2]};
+  return PeriodicBox::from_edges(Vec3{cell[0], cell[1], cell[2]});
 }
 
 }  // namespace
 
-std::optional<Vec3> parse_cryst1(std::string_view text, const std::string& source) {
+std::optional<PeriodicBox> parse_cryst1(std::string_view text, const std::string& source) {
   static constexpr std::array<const char*, 6> kNames = {"a", "b", "c", "alpha", "beta", "gamma"};
   Lines lines(text);
   std::string_view line;
@@ -63,7 +63,7 @@ std::optional<Vec3> parse_cryst1(std::string_view text, const std::string& sourc
   return std::nullopt;
 }
 
-std::optional<Vec3> read_periodic_box(const std::string& path) {
+std::optional<PeriodicBox> read_periodic_box(const std::string& path) {
   if (guess_structure_format(path) == StructureFormat::pqr) return parse_cryst1(read_file_text(path), path);
   if (!std::filesystem::exists(path)) throw Error(path + ": no such file");
   gemmi::Structure structure;

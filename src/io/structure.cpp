@@ -317,8 +317,8 @@ int write_pqr_as_pdb(const std::string& pqr_path, const std::vector<ExtraAtom>& 
   // A CRYST1 record only for a real cell: gemmi would write a 1 A placeholder box, which
   // viewers take as a crystal of that size.
   gemmi::PdbWriteOptions options;
-  const std::optional<Vec3> cell = parse_cryst1(text, pqr_path);
-  if (cell) st.cell.set(cell->x, cell->y, cell->z, 90, 90, 90);
+  const std::optional<PeriodicBox> cell = parse_cryst1(text, pqr_path);
+  if (cell) st.cell.set(cell->length(0), cell->length(1), cell->length(2), 90, 90, 90);
   else options.cryst1_record = false;
   write_atomically(pdb_path, [&](const std::string& temporary) {
     std::ofstream out(temporary);

@@ -51,7 +51,7 @@ void add_msm_long_range(const Atoms& atoms, const PreparedAtoms& prepared,
   if (backend == Backend::cuda) parameters.gpu = resolve_gpu(options.gpus).index;
   msm::Stages stages;
   if (options.periodic_box)
-    msm::add_long_range_periodic(prepare_atoms(atoms, *rows.lattice, cutoff_law), prepared, *options.periodic_box,
+    msm::add_long_range_periodic(prepare_atoms(atoms, *rows.lattice, cutoff_law), prepared, options.periodic_box->edges(),
                                  parameters, rows, threads, &stages);
   else
     msm::add_long_range(prepared, parameters, rows, threads, &stages);
@@ -70,6 +70,9 @@ void add_msm_long_range(const Atoms& atoms, const PreparedAtoms& prepared,
 }  // namespace
 
 void check_method_options(const MapOptions& options) {
+  if (options.periodic_box && !options.periodic_box->starts_at_origin())
+    throw Error("the maps' periodic cell starts at the origin, as a CRYST1 record places it: give its edges "
+                "(PeriodicBox::from_edges)");
   if (options.method == MapMethod::cutoff || options.method == MapMethod::msm) {
     if (!(options.cutoff > 0) || !std::isfinite(options.cutoff))
       throw Error(fmt::format("cutoff must be a positive number of Angstrom, got {}", options.cutoff));
@@ -118,7 +121,7 @@ MethodRun run_cutoff_or_msm(const Atoms& atoms, const MapOptions& options, Backe
   const bool msm = options.method == MapMethod::msm;
   const CutoffMapLaw cutoff_law = cutoff_law_for(msm ? options.msm_splitting : options.smoothing, options.cutoff);
   Atoms images;  // periodic box: the atoms' images within the cutoff of the lattice
-  if (options.periodic_box) images = periodic_images(atoms, *options.periodic_box, *rows.lattice, options.cutoff);
+  if (options.periodic_box) images = periodic_images(atoms, options.periodic_box->edges(), *rows.lattice, options.cutoff);
   const Atoms& sources = options.periodic_box ? images : atoms;
   // Prepared once: the fast paths' short range and msm's grids (with a periodic box, msm
   // anterpolates the atoms themselves and takes the images for the points they sit on).

@@ -173,7 +173,7 @@ TEST(MsmCuda, LongRangeOnTheGpuMatchesTheCpu) {
   MapOptions cpu = msm_options(Backend::cpu, MsmInterpolation::cubic, 1.5);
   cpu.precision = Precision::double_;
   cpu.cutoff = 10;
-  cpu.periodic_box = box;
+  cpu.periodic_box = PeriodicBox::from_edges(box);
   MapOptions gpu = cpu;
   gpu.backend = Backend::cuda;
   EXPECT_LT(test::relative_rms(test::run(random, cell, gpu), test::run(random, cell, cpu)), 1e-11) << "periodic";
@@ -195,7 +195,7 @@ TEST(MsmRequests, BadValuesAreRefused) {
   Lattice lattice;
   lattice.dims = {3, 3, 3};
   MapOptions periodic = msm_options(Backend::cpu);
-  periodic.periodic_box = Vec3{20, 20, 20};  // the 12 A cutoff is more than half the box
+  periodic.periodic_box = PeriodicBox::from_edges({20, 20, 20});  // the 12 A cutoff is more than half the box
   EXPECT_THROW(test::run(atoms, lattice, periodic), Error);
   EXPECT_THROW(test::run(atoms, lattice, msm_options(Backend::cpu, MsmInterpolation::cubic, 0, Smoothing::cutcp)), Error);
   EXPECT_THROW(test::run(atoms, lattice, msm_options(Backend::cpu, MsmInterpolation::cubic, 7.0)), Error);  // cutoff < 2h
@@ -301,7 +301,7 @@ TEST_P(MsmMaps, PeriodicBoxMatchesEwald) {
   const Ewald ewald(atoms, box);
   MapOptions options = msm_options(GetParam());
   options.cutoff = 10;
-  options.periodic_box = box;
+  options.periodic_box = PeriodicBox::from_edges(box);
   const double prefactor = units::potential_prefactor(options.unit, options.dielectric, options.temperature);
   std::vector<double> reference;
   for (std::int64_t i = 0; i < lattice.dims[0]; ++i)

@@ -37,7 +37,7 @@ MapOptions periodic_options(Backend backend, Smoothing smoothing, std::optional<
   MapOptions o = test::with(MapMethod::cutoff, backend, precision);
   o.smoothing = smoothing;
   o.cutoff = cutoff;
-  o.periodic_box = box;
+  if (box) o.periodic_box = PeriodicBox::from_edges(*box);
   return o;
 }
 
@@ -99,15 +99,19 @@ TEST(PeriodicRequests, BadBoxesAndMethodsAreRefused) {
   EXPECT_THROW(test::run(atoms, lattice, periodic_options(Backend::cpu, Smoothing::cutcp, Vec3{10, 10, 10}, 5.0)), Error);
   EXPECT_THROW(test::run(atoms, lattice, periodic_options(Backend::cpu, Smoothing::cutcp, Vec3{10, -1, 10}, 3.0)), Error);
   MapOptions direct = test::with(MapMethod::direct, Backend::cpu);
-  direct.periodic_box = Vec3{10, 10, 10};
+  direct.periodic_box = PeriodicBox::from_edges({10, 10, 10});
   EXPECT_THROW(test::run(atoms, lattice, direct), Error);
+  // The one box type carries a lower corner; the maps' cell is a CRYST1 record's, at the origin.
+  MapOptions shifted = periodic_options(Backend::cpu, Smoothing::cutcp, Vec3{10, 10, 10}, 3.0);
+  shifted.periodic_box->lo = {1, 0, 0};
+  EXPECT_THROW(test::run(atoms, lattice, shifted), Error);
   // Edges that are not multiples of the spacing: the lattice still covers the cell.
   EXPECT_EQ(lattice_spanning_cell({10.2, 10, 9.99}, 0.5).dims, (std::array<std::int64_t, 3>{21, 20, 20}));
 }
 
 TEST(Cryst1, OrthorhombicBoxesOnly) {
   EXPECT_EQ(io::parse_cryst1("REMARK x\nCRYST1   61.200   62.300   63.400  90.00  90.00  90.00 P 1           1\n", "a.pqr"),
-            (Vec3{61.2, 62.3, 63.4}));
+            PeriodicBox::from_edges({61.2, 62.3, 63.4}));
   EXPECT_FALSE(io::parse_cryst1("ATOM 1 N HIS 1 1.0 2.0 3.0 0.5 1.0\n", "b.pqr"));
   EXPECT_FALSE(io::parse_cryst1("CRYST1    1.000    1.000    1.000  90.00  90.00  90.00 P 1           1\n", "c.pdb"));
   try {
@@ -124,7 +128,7 @@ TEST(Cryst1, OrthorhombicBoxesOnly) {
   std::ofstream(dir.file("box.pdb")) << "CRYST1   30.000   31.000   32.000  90.00  90.00  90.00 P 1           1\n"
                                         "ATOM      1  O   HOH A   1       1.000   2.000   3.000  1.00  0.00           O\n"
                                         "END\n";
-  EXPECT_EQ(io::read_periodic_box(dir.file("box.pdb")), (Vec3{30, 31, 32}));
+  EXPECT_EQ(io::read_periodic_box(dir.file("box.pdb")), PeriodicBox::from_edges({30, 31, 32}));
   EXPECT_FALSE(io::read_periodic_box(test::test_data_file("tripeptide.pdb")));
 }
 

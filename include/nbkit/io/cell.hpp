@@ -5,16 +5,17 @@
 #include <string>
 #include <string_view>
 
-#include "nbkit/core/vec3.hpp"
+#include "nbkit/core/box.hpp"
 
 namespace nbkit::io {
 
-// Edge lengths a, b, c (Angstrom) of the first CRYST1 record in `text`; empty when there is
-// none or it is PDB's 1 x 1 x 1 placeholder for structures without a crystal cell. Throws
-// InputError ("source:line: field: problem") for a malformed or non-orthorhombic record.
-std::optional<Vec3> parse_cryst1(std::string_view text, const std::string& source);
+// The cell [0, a) x [0, b) x [0, c) of the first CRYST1 record in `text` (Angstrom); empty
+// when there is none or it is PDB's 1 x 1 x 1 placeholder for structures without a crystal
+// cell. Throws InputError ("source:line: field: problem") for a malformed or
+// non-orthorhombic record.
+std::optional<PeriodicBox> parse_cryst1(std::string_view text, const std::string& source);
 
 // The same for a file: PQR or PDB (CRYST1), mmCIF (_cell), by extension as read_atoms.
-std::optional<Vec3> read_periodic_box(const std::string& path);
+std::optional<PeriodicBox> read_periodic_box(const std::string& path);
 
 }  // namespace nbkit::io
