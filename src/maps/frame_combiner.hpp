@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "maps/direct/direct.hpp"
+#include "maps/kernels.hpp"
 #include "nbkit/core/lattice.hpp"
 #include "nbkit/trajectory.hpp"
 

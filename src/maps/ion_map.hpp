@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "maps/direct/direct.hpp"
+#include "maps/kernels.hpp"
 #include "nbkit/maps.hpp"
 
 namespace nbkit::maps {

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "maps/direct/direct.hpp"
+#include "maps/kernels.hpp"
 #include "maps/frame_combiner.hpp"
 #include "maps/ion_map.hpp"
 #include "maps/methods.hpp"

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "maps/direct/direct.hpp"
+#include "maps/kernels.hpp"
 #include "nbkit/maps.hpp"
 
 namespace nbkit::maps {

@@ -1,7 +1,7 @@
 // Every fast path (the CPU's and, where a GPU is usable, CUDA's) against the float64
 // reference, with one test body per property run for each backend (OpenMM's shared test
 // habit): random atoms at awkward lattice sizes, real proteins, 64-bit lattice indices.
-// CUDA-only properties (several GPUs, slabs, a million atoms) are in tests/cuda/.
+// CUDA-only properties (several GPUs, slabs, a million atoms) are in cuda_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>

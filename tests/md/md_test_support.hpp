@@ -1,5 +1,5 @@
 #pragma once
-// Systems and comparisons shared by the MD tests on the CPU (tests/md) and the GPU (tests/cuda).
+// Systems and comparisons shared by the MD tests (md_test.cpp, simulation_test.cpp, engine_cuda_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 #pragma once
-// What the N-body tests share (CPU in tests/nbody, GPU in tests/cuda).
+// What the N-body tests share (nbody_test.cpp, simulation_test.cpp, forces_cuda_test.cpp).
 #include <random>
 
 #include "nbkit/nbody.hpp"

@@ -34,7 +34,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "maps/direct/direct.hpp"
+#include "maps/kernels.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/progress.hpp"
 #include "nbkit/maps.hpp"

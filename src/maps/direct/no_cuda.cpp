@@ -1,5 +1,5 @@
 // Compiled only into builds without CUDA.
-#include "maps/direct/direct.hpp"
+#include "maps/kernels.hpp"
 #include "maps/frame_combiner.hpp"
 #include "maps/ion_map.hpp"
 #include "maps/msm/msm.hpp"

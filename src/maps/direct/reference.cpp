@@ -3,7 +3,7 @@
 // platform habit).
 #include <cmath>
 
-#include "maps/direct/direct.hpp"
+#include "maps/kernels.hpp"
 #include "nbkit/maps.hpp"
 
 namespace nbkit::maps {

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "maps/direct/direct.hpp"
+#include "maps/kernels.hpp"
 #include "nbkit/maps.hpp"
 
 namespace nbkit::maps::msm {

@@ -38,9 +38,9 @@
 
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
-#include "maps/direct/device_atoms.cuh"
-#include "maps/direct/direct.hpp"
-#include "maps/direct/gpu_slabs.cuh"
+#include "maps/device_atoms.cuh"
+#include "maps/kernels.hpp"
+#include "maps/gpu_slabs.cuh"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/memory.hpp"
 #include "nbkit/maps.hpp"

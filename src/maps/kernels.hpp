@@ -1,6 +1,9 @@
 #pragma once
-// Direct summation over all atoms for every lattice point (seed 000, "Direct Coulomb
-// Summation"), for any law of laws.hpp. Internal to the library.
+// The interface of every maps kernel: the lattice rows a call fills (RowRange), the atoms as
+// the fast paths hold them (PreparedAtoms), and each method's backends: direct summation over
+// all atoms for every point (seed 000, "Direct Coulomb Summation"; direct/) and cutoff
+// summation over binned atoms (direct/cpu.cpp's binned rows, cutoff/cuda.cu), for any law of
+// laws.hpp. maps/methods.cpp chooses among them. Internal to the library.
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cuda/fast_math.cuh"
-#include "maps/direct/direct.hpp"
+#include "maps/kernels.hpp"
 #include "maps/laws.hpp"
 #include "nbkit/maps.hpp"
 

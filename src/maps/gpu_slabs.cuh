@@ -19,7 +19,7 @@
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/stream.hpp"
-#include "maps/direct/direct.hpp"
+#include "maps/kernels.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
 
