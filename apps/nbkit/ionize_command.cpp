@@ -69,8 +69,7 @@ IonizeOptions ionize_options(const IonizeArguments& args, const Atoms& structure
   options.map.threads = threads_option(args.run.threads, args.run.quiet);
   options.map.dielectric = args.dielectric;
   options.map.cutoff = args.cutoff;
-  refuse_if_given(args.run.given, "--gpus", args.run.backend == "auto" || args.run.backend == "cuda",
-                  "picks GPUs for --backend auto or cuda, not " + args.run.backend);
+  args.run.refuse_gpus_on_the_cpu();
   options.map.gpus = args.run.gpu_list();
   options.cation = ion_species(args.cation);
   options.anion = ion_species(args.anion);

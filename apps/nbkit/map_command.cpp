@@ -160,8 +160,7 @@ void refuse_ignored_options(const MapArguments& args, MapMethod method) {
     refuse_if_given(g, option, !args.trajectory.empty(), "applies to maps of a --trajectory");
   for (const char* option : {"--allow-missing", "--save-pqr"})
     refuse_if_given(g, option, !args.charges.empty(), "applies to PDB/mmCIF input charged with --charges");
-  refuse_if_given(g, "--gpus", args.run.backend == "auto" || args.run.backend == "cuda" || args.run.backend == "gpu",
-                  "picks GPUs for --backend auto or cuda, not " + args.run.backend);
+  args.run.refuse_gpus_on_the_cpu();
 }
 
 MapOptions map_options(const MapArguments& args) {

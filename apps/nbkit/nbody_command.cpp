@@ -132,8 +132,7 @@ InitialConditions initial_conditions(const NbodyArguments& args) {
 }
 
 nbody::ForceOptions force_options(const NbodyArguments& args, double softening) {
-  refuse_if_given(args.run.given, "--gpus", args.run.backend == "auto" || args.run.backend == "cuda",
-                  "picks GPUs for --backend auto or cuda, not " + args.run.backend);
+  args.run.refuse_gpus_on_the_cpu();
   nbody::ForceOptions options;
   options.softening = softening;
   options.precision = parse_precision(args.run.precision);

@@ -145,6 +145,12 @@ std::optional<Precision> RunOptions::precision_given() const {
   return parse_precision(precision);
 }
 
+void RunOptions::refuse_gpus_on_the_cpu() const {
+  const Backend requested = backend_requested();
+  refuse_if_given(given, "--gpus", requested == Backend::automatic || requested == Backend::cuda,
+                  "picks GPUs for --backend auto or cuda, not " + to_string(requested));
+}
+
 void add_run_options(CLI::App& app, RunOptions& options, const RunOptionHelp& help) {
   auto text = [](const std::string& own, const char* common) { return own.empty() ? std::string(common) : own; };
   app.add_option("--backend", options.backend,

@@ -61,6 +61,8 @@ struct RunOptions {
   // --precision when given (a command whose engines have one arithmetic refuses the other).
   std::optional<Precision> precision_given() const;
   std::vector<int> gpu_list() const { return parse_gpus(gpus); }
+  // --gpus given with --backend cpu or reference would be ignored: refused.
+  void refuse_gpus_on_the_cpu() const;
 };
 // What a command does with them, for --help (empty: the common text).
 struct RunOptionHelp {
