@@ -46,6 +46,7 @@ void check_outputs(const MdArguments& args, const io::MdConfig& config, const Md
                             {paths.dcd, "trajectory.dcd"},
                             {paths.data, "[output] data"},
                             {args.run.report, "--report"}});
+  if (!args.run.report.empty()) io::check_writable(args.run.report);  // before the run, not after it
   ResourcePlan plan("nbkit md");
   const auto atoms = static_cast<std::int64_t>(config.system.size());
   const std::int64_t frames = config.dcd_every > 0 ? config.steps / config.dcd_every + 1 : 0;

@@ -192,6 +192,10 @@ int run_nbody(const NbodyArguments& args) {
                                ic.restarting ? std::optional<double>(state.initial_energy) : std::nullopt);
   notice(simulation.forces().notice(), args.run.quiet);
   if (!io::snapshots_available()) notice("this build has no HDF5: no snapshots are written", args.run.quiet);
+  if (!args.run.report.empty()) {  // before the run, not after it
+    io::check_distinct_files({{ic.input, "the initial snapshot"}}, {{args.run.report, "--report"}});
+    io::check_writable(args.run.report);
+  }
   std::filesystem::create_directories(args.output);
   const std::string log_path = (std::filesystem::path(args.output) / "diagnostics.csv").string();
   io::check_writable(log_path);

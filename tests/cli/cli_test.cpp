@@ -459,6 +459,10 @@ TEST(Cli, EveryCommandTakesTheRunOptionsAndWritesOneReportShape) {
     EXPECT_FALSE(json["backend"]["detail"].get<std::string>().empty()) << name;
     for (const char* key : {"nbkit_version", "timing_seconds", "rates", "outputs"})
       EXPECT_TRUE(json.contains(key)) << name << " has no " << key;
+    // A report that cannot be written is refused before the work, not after it.
+    const Result unwritable = run_nbkit(command + common + dir.file("no-such-folder/r.json"));
+    EXPECT_NE(unwritable.status, 0) << name;
+    EXPECT_TRUE(contains(unwritable.output, "cannot write here")) << name << ": " << unwritable.output;
     const Result gpus = run_nbkit(command + " --backend cpu --gpus 1 -q");
     EXPECT_NE(gpus.status, 0) << name;
     EXPECT_TRUE(contains(gpus.output, "--gpus picks GPUs for --backend auto or cuda, not cpu")) << name << ": "
