@@ -4,7 +4,8 @@
 // run): it chooses the backend, owns the engine (the float64 reference, the CPU neighbour-list
 // engine or the GPU engine; src/md/engine.hpp) and the step loop, checks every reported
 // state finite, and hands thermo rows and trajectory frames to the caller's reporters. The
-// command line (`nbkit md`), the benchmarks and the tests all run MD through it.
+// command line (`nbkit md`) and the tests run MD through it (the benchmarks time the engines
+// themselves: GpuEngine, verlet_step).
 #include <cstdint>
 #include <functional>
 #include <memory>
