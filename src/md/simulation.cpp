@@ -46,10 +46,7 @@ Backend choose_backend(const System& system, const ForceField& field, const Simu
     why = "the box is not longer than twice (cutoff + skin) along every axis, which the GPU engine needs; running on "
           "the CPU";
   }
-  if (backend == Backend::cuda && options.backend == Backend::cuda) {
-    std::string none;
-    if (list_gpus(&none).empty()) throw Error("--backend cuda: no GPU is usable: " + none);
-  }
+  if (backend == Backend::cuda) resolve_gpu(options.gpus);  // a usable GPU, the index checked, as every engine's
   // Asked for by name, the host engines refuse single precision; --backend auto on the CPU
   // computes in double (the GPU's arithmetic is what --precision picks).
   if (backend != Backend::cuda && options.backend != Backend::automatic && options.precision == Precision::single)
@@ -82,7 +79,7 @@ Simulation::Simulation(System system, ForceField field, Integrator integrator, S
     case Backend::reference: engine_ = make_reference_engine(system_, field_); break;
     case Backend::cuda: {
       GpuEngine::Options gpu;
-      gpu.device = resolve_gpu(options.gpus).index;
+      gpu.device = options.gpus.empty() ? 0 : options.gpus.front();  // checked by choose_backend
       gpu.double_precision = options.precision == Precision::double_;
       engine_ = make_gpu_engine(system_, field_, options.skin, gpu);
       downloaded_ = false;
