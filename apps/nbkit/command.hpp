@@ -22,5 +22,6 @@ Action setup_info(CLI::App& app);
 Action setup_nbody(CLI::App& app);
 Action setup_ionize(CLI::App& app);
 Action setup_md(CLI::App& app);
+Action setup_energy(CLI::App& app);
 
 }  // namespace nbkit::cli

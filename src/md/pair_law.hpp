@@ -41,6 +41,15 @@ struct PairCutoffs {
   V lennard_jones2, coulomb2, inverse_coulomb;
 };
 
+// The biomolecular nonbonded law's constants (md/molecular_forces.hpp): the reaction field's
+// k_rf and c_rf (both 0: plain Coulomb) and Lennard-Jones switching from switch_distance to the
+// cutoff (OpenMM's polynomial; switch_distance2 at or beyond the cutoff's square: none).
+template <class V>
+struct MolecularPairConstants {
+  V k_rf, c_rf;
+  V switch_distance, switch_distance2, inverse_switch_width;
+};
+
 // Host and CUDA scalar arithmetic (float or double).
 template <class Real>
 struct ScalarPairMath {

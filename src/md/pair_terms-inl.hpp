@@ -45,3 +45,37 @@ NBKIT_HOST_DEVICE void nonbonded_pair(const M& math, V r2, const LennardJonesCoe
     force_over_r = force_over_r + math.below(r2, cutoffs.coulomb2, coulomb_force);
   }
 }
+
+// Coulomb with a reaction field (md/molecular_forces.hpp): qq (1/r + k_rf r^2 - c_rf), and
+// force / r = qq (1/r^3 - 2 k_rf); k_rf = c_rf = 0 is plain Coulomb.
+template <class M, class V>
+NBKIT_HOST_DEVICE void reaction_field_coulomb(const M& math, V r2, V qq, V k_rf, V c_rf, V& energy, V& force_over_r) {
+  const V inverse_r = math.set(1.0) / math.sqrt(r2);
+  energy = qq * (inverse_r + k_rf * r2 - c_rf);
+  force_over_r = qq * (inverse_r * inverse_r * inverse_r - math.set(2.0) * k_rf);
+}
+
+// OpenMM's switching of a pair energy E(r) between rs and the cutoff: E S(x), S = 1 - 10 x^3 +
+// 15 x^4 - 6 x^5, x = (r - rs) / (rc - rs) (S, S' and S'' vanish at both ends), so the force /
+// r becomes S F/r - E S'(r) / r. Below rs, x is 0 and nothing changes.
+template <class M, class V>
+NBKIT_HOST_DEVICE void switch_pair(const M& math, V r2, const MolecularPairConstants<V>& k, V& energy, V& force_over_r) {
+  const V r = math.sqrt(r2);
+  const V x = math.below(k.switch_distance2, r2, (r - k.switch_distance) * k.inverse_switch_width);
+  const V x2 = x * x;
+  const V s = math.set(1.0) + x2 * x * (math.set(-10.0) + x * (math.set(15.0) - math.set(6.0) * x));
+  const V ds_dr = x2 * (math.set(-30.0) + x * (math.set(60.0) - math.set(30.0) * x)) * k.inverse_switch_width;
+  force_over_r = s * force_over_r - energy * ds_dr / r;
+  energy = s * energy;
+}
+
+// One biomolecular pair within the cutoff (or any pair without one), Lennard-Jones (c12/r^12 -
+// c6/r^6, switched when `Switched`) and Coulomb (qq: k q_i q_j / eps) kept apart, as the
+// energy report names them.
+template <bool Switched, class M, class V>
+NBKIT_HOST_DEVICE void molecular_pair(const M& math, V r2, V c12, V c6, V qq, const MolecularPairConstants<V>& k,
+                                      V& lj_energy, V& lj_force_over_r, V& coulomb_energy, V& coulomb_force_over_r) {
+  lennard_jones(math, math.set(1.0) / r2, c12, c6, lj_energy, lj_force_over_r);
+  if constexpr (Switched) switch_pair(math, r2, k, lj_energy, lj_force_over_r);
+  reaction_field_coulomb(math, r2, qq, k.k_rf, k.c_rf, coulomb_energy, coulomb_force_over_r);
+}

@@ -1,0 +1,182 @@
+// nbkit energy: the single-point energy of a biomolecular system, term by term, and its forces
+// (md::molecular_forces). What a user checks a setup with before running dynamics, and what the
+// tests compare with OpenMM and LAMMPS.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "command.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbkit/io/amber.hpp"
+#include "nbkit/io/atomic_file.hpp"
+#include "nbkit/io/structure.hpp"
+#include "nbkit/md/molecular_forces.hpp"
+#include "options.hpp"
+
+namespace nbkit::cli {
+
+namespace {
+
+constexpr double kKilojoulePerKcal = 4.184;
+
+struct EnergyArguments {
+  std::string topology, coordinates, forces;
+  std::string method = "auto";
+  double cutoff = 10, reaction_field_dielectric = 78.3, switch_distance = 0;
+  RunOptions run;
+};
+
+std::string lower_extension(const std::string& path) {
+  std::string e = std::filesystem::path(path).extension().string();
+  for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return e;
+}
+
+md::Topology read_topology(const std::string& path) {
+  const std::string e = lower_extension(path);
+  if (e == ".prmtop" || e == ".parm7")
+    return io::read_prmtop(path);
+  throw Error(path + ": unknown topology format (expected an AMBER .prmtop or .parm7)");
+}
+
+md::Coordinates read_coordinates(const std::string& path, std::size_t atoms) {
+  const std::string e = lower_extension(path);
+  if (e == ".pdb" || e == ".ent") {
+    const auto models = io::read_models(path);
+    if (models.front().size() != atoms)
+      throw Error(fmt::format("{}: {} atoms, the topology has {}", path, models.front().size(), atoms));
+    md::Coordinates c;
+    for (std::size_t i = 0; i < atoms; ++i) c.positions.push_back(models.front().position(i));
+    return c;
+  }
+  return io::read_inpcrd(path, atoms);
+}
+
+// --forces: one line per atom, "index fx fy fz" in kcal/mol/Angstrom after '#' comments
+// (numpy.loadtxt reads it; 17 significant digits keep every bit of a double).
+void write_forces(const std::string& path, const md::MolecularForces& result, const std::string& what) {
+  io::write_atomically(path, [&](const std::string& temporary) {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(temporary.c_str(), "w"), &std::fclose);
+    if (!f) throw Error(path + ": cannot write");
+    fmt::print(f.get(), "# nbkit energy forces: {}\n# atom (1-based) fx fy fz in kcal/mol/Angstrom\n", what);
+    for (std::size_t i = 0; i < result.force.size(); ++i)
+      fmt::print(f.get(), "{} {:.17g} {:.17g} {:.17g}\n", i + 1, result.force[i].x, result.force[i].y,
+                 result.force[i].z);
+    if (std::fflush(f.get()) != 0 || std::ferror(f.get())) throw Error(path + ": write failed");
+  });
+}
+
+md::NonbondedSettings settings_of(const EnergyArguments& args, const std::optional<PeriodicBox>& box,
+                                  std::string& notice_text) {
+  md::NonbondedSettings s;
+  if (args.method == "auto") {
+    s.method = box ? md::NonbondedSettings::Method::cutoff_periodic : md::NonbondedSettings::Method::no_cutoff;
+    if (box)
+      notice_text = "the system has a periodic box: cutoff-periodic with a reaction field (--nonbonded no-cutoff or "
+                    "cutoff to choose otherwise; particle-mesh Ewald is not written yet)";
+  } else {
+    s.method = md::parse_nonbonded_method(args.method);
+  }
+  const bool cut = s.method != md::NonbondedSettings::Method::no_cutoff;
+  refuse_if_given(args.run.given, "--cutoff", cut, "no-cutoff sums every pair");
+  refuse_if_given(args.run.given, "--switch-distance", cut, "no-cutoff sums every pair");
+  refuse_if_given(args.run.given, "--reaction-field-dielectric", cut, "no-cutoff has no reaction field");
+  s.cutoff = args.cutoff;
+  s.reaction_field_dielectric = args.reaction_field_dielectric;
+  if (args.run.given.count("--switch-distance")) s.switch_distance = args.switch_distance;
+  return s;
+}
+
+int run_energy(const EnergyArguments& args) {
+  const Backend backend = args.run.backend_requested();
+  if (backend == Backend::cuda)
+    throw Error("nbkit energy runs on the cpu and reference backends: the GPU's bonded terms are not written yet");
+  if (args.run.precision_given() == Precision::single)
+    throw Error("nbkit energy computes in double precision (--precision single is for the GPU)");
+  args.run.refuse_gpus_on_the_cpu();
+  io::check_distinct_files({{args.topology, "the topology"}, {args.coordinates, "the coordinates"}},
+                           {{args.forces, "--forces"}, {args.run.report, "--report"}});
+  for (const std::string& out : {args.forces, args.run.report})
+    if (!out.empty()) io::check_writable(out);
+  const md::Topology topology = read_topology(args.topology);
+  const md::Coordinates coordinates = read_coordinates(args.coordinates, topology.size());
+  const std::optional<PeriodicBox> box = coordinates.box ? coordinates.box : topology.box;
+  std::string notice_text;
+  const md::NonbondedSettings settings = settings_of(args, box, notice_text);
+  notice(notice_text, args.run.quiet);
+  const int threads = threads_option(args.run.threads, args.run.quiet);
+  const Backend used = backend == Backend::reference ? Backend::reference : Backend::cpu;
+  const auto start = std::chrono::steady_clock::now();
+  const md::MolecularForces result =
+      md::molecular_forces(topology, coordinates.positions, box, settings, used, threads);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string detail = used == Backend::reference ? "every pair, 1 thread, float64"
+                                                         : fmt::format("{} threads, float64", threads);
+  const std::string what = fmt::format("{}, {}, {}", topology.source, count_of(static_cast<std::int64_t>(topology.size()), "atom"),
+                                       md::to_string(settings.method));
+  if (!args.forces.empty()) write_forces(args.forces, result, what);
+  nlohmann::json report = run_report("energy", args.run, used, detail, notice_text);
+  report["input"] = {{"topology", args.topology}, {"coordinates", args.coordinates}, {"atoms", topology.size()}};
+  report["nonbonded"] = {{"method", md::to_string(settings.method)}};
+  if (settings.method != md::NonbondedSettings::Method::no_cutoff) {
+    report["nonbonded"]["cutoff"] = settings.cutoff;
+    report["nonbonded"]["reaction_field_dielectric"] = settings.reaction_field_dielectric;
+    if (settings.switch_distance) report["nonbonded"]["switch_distance"] = *settings.switch_distance;
+  }
+  nlohmann::json kcal, kj;
+  for (const auto& [name, value] : result.energy.named()) kcal[name] = value, kj[name] = value * kKilojoulePerKcal;
+  kcal["total"] = result.energy.total(), kj["total"] = result.energy.total() * kKilojoulePerKcal;
+  report["energy_kcal_per_mol"] = kcal;
+  report["energy_kj_per_mol"] = kj;
+  report["timing_seconds"] = {{"evaluation", seconds}};
+  if (!args.forces.empty()) report["outputs"] = {{"forces", args.forces}};
+  write_report(args.run.report, report);
+  if (!args.run.quiet) {
+    fmt::print("{:<18} {:>20} {:>20}\n", "term", "kcal/mol", "kJ/mol");
+    for (const auto& [name, value] : result.energy.named())
+      fmt::print("{:<18} {:>20.10f} {:>20.10f}\n", name, value, value * kKilojoulePerKcal);
+    fmt::print("{:<18} {:>20.10f} {:>20.10f}\n", "total", result.energy.total(),
+               result.energy.total() * kKilojoulePerKcal);
+    fmt::print("nbkit energy: {}, {:.3f} s ({}, {})\n", what, seconds, to_string(used), detail);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action setup_energy(CLI::App& app) {
+  auto args = std::make_shared<EnergyArguments>();
+  app.description(
+      "The energy of a biomolecular system term by term (bond, angle, Urey-Bradley, dihedral, improper, CMAP, "
+      "Lennard-Jones, Coulomb, 1-4 Lennard-Jones, 1-4 Coulomb) in kcal/mol and kJ/mol, and its forces, as OpenMM's "
+      "Reference platform computes them.\n"
+      "Example: nbkit energy protein.prmtop protein.inpcrd --nonbonded no-cutoff --forces forces.txt");
+  app.add_option("topology", args->topology, "AMBER prmtop (.prmtop, .parm7)")->required()->check(CLI::ExistingFile);
+  app.add_option("coordinates", args->coordinates, "AMBER inpcrd/rst7 (with the box, if any) or PDB, in the topology's atom order")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--nonbonded", args->method,
+                 "no-cutoff (every pair), cutoff (reaction field, no box), cutoff-periodic (reaction field, minimum "
+                 "images), or auto: cutoff-periodic when the files give a box, else no-cutoff")
+      ->capture_default_str();
+  app.add_option("--cutoff", args->cutoff, "nonbonded cutoff (Angstrom)")->capture_default_str();
+  app.add_option("--switch-distance", args->switch_distance,
+                 "switch Lennard-Jones off from this distance to the cutoff (Angstrom; OpenMM's switching function)");
+  app.add_option("--reaction-field-dielectric", args->reaction_field_dielectric,
+                 "the dielectric beyond the cutoff (the reaction field)")
+      ->capture_default_str();
+  app.add_option("--forces", args->forces, "write every atom's force (kcal/mol/Angstrom; text: atom fx fy fz)");
+  add_run_options(app, args->run,
+                  {"auto or cpu (all threads, a cell list with a cutoff), or reference (every pair, one thread)",
+                   "double (the only one: float64 throughout)", "not used (the CPU computes)",
+                   "no table, no summary"});
+  return [args, &app]() {
+    args->run.given = given_options(app);
+    return run_energy(*args);
+  };
+}
+
+}  // namespace nbkit::cli

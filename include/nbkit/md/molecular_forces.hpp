@@ -1,0 +1,64 @@
+#pragma once
+// The energy and forces of a biomolecular system (md::Topology) at one set of positions, term
+// by term, as OpenMM's Reference platform and LAMMPS compute them: what `nbkit energy` prints
+// and what the tests compare with those programs. Units: Angstrom, kcal/mol, e.
+//
+// Nonbonded methods (OpenMM's NonbondedForce names):
+//   no_cutoff            every pair, plain Coulomb k q_i q_j / (eps r); no box.
+//   cutoff_non_periodic  pairs within the cutoff, Coulomb with a reaction field (below); no box.
+//   cutoff_periodic      the same between minimum images in the topology's (or the
+//                        coordinates') orthorhombic box.
+// The reaction field (Tironi et al., J. Chem. Phys. 102, 5451 (1995), as OpenMM): with eps_rf
+// the solvent's dielectric and rc the cutoff, a pair within rc has
+//   E = k q_i q_j (1/r + k_rf r^2 - c_rf),  k_rf = (eps_rf - 1) / ((2 eps_rf + 1) rc^3),
+//   c_rf = 1/rc + k_rf rc^2
+// (zero at rc). Lennard-Jones is cut at rc, not shifted; with a switch distance rs it is
+// multiplied by OpenMM's S(x) = 1 - 10 x^3 + 15 x^4 - 6 x^5, x = (r - rs) / (rc - rs), between
+// rs and rc. Excluded pairs get nothing; 1-4 pairs get plain Coulomb and their own
+// Lennard-Jones whatever their distance (AMBER, CHARMM and OpenMM do the same). The long-range
+// dispersion correction and Ewald sums are issue 18's.
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nbkit/core/backend.hpp"
+#include "nbkit/md/topology.hpp"
+
+namespace nbkit::md {
+
+struct NonbondedSettings {
+  enum class Method { no_cutoff, cutoff_non_periodic, cutoff_periodic };
+  Method method = Method::no_cutoff;
+  double cutoff = 10;                      // Angstrom (the cutoff methods)
+  double reaction_field_dielectric = 78.3;  // OpenMM's default (water)
+  std::optional<double> switch_distance;   // Lennard-Jones switching from here to the cutoff
+  double dielectric = 1;                    // the medium between all charges (AMBER's and OpenMM's 1)
+};
+NonbondedSettings::Method parse_nonbonded_method(const std::string& name);  // "no-cutoff", "cutoff", "cutoff-periodic"
+std::string to_string(NonbondedSettings::Method method);
+
+// Each force term's energy (kcal/mol).
+struct EnergyTerms {
+  double bond = 0, angle = 0, urey_bradley = 0, dihedral = 0, improper = 0, cmap = 0;
+  double lennard_jones = 0, coulomb = 0, lennard_jones_14 = 0, coulomb_14 = 0;
+  double total() const;
+  // The terms in print order with their names ("bond", ..., "coulomb_14"), without the total.
+  std::array<std::pair<const char*, double>, 10> named() const;
+};
+
+struct MolecularForces {
+  std::vector<Vec3> force;  // kcal/mol/Angstrom, one per atom
+  EnergyTerms energy;
+};
+
+// The energy and forces. `box`: the periodic box for cutoff_periodic (every edge at least twice
+// the cutoff: one image per pair); ignored by the other methods. `backend`: reference (every
+// pair, one thread, float64: the oracle) or cpu (a cell list on `threads` threads, 0: all;
+// float64); automatic means cpu. Throws nbkit::Error for positions of the wrong count or not
+// finite, a box too small, a switch distance outside (0, cutoff), a result not finite.
+MolecularForces molecular_forces(const Topology& topology, const std::vector<Vec3>& positions,
+                                 const std::optional<PeriodicBox>& box, const NonbondedSettings& settings,
+                                 Backend backend = Backend::cpu, int threads = 0);
+
+}  // namespace nbkit::md

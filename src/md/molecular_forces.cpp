@@ -1,0 +1,345 @@
+// The single-point energy and forces of a biomolecular system (nbkit/md/molecular_forces.hpp):
+// the bonded terms through bonded_law.hpp, the 1-4 pairs and the nonbonded pairs through
+// pair_law.hpp's molecular_pair. The nonbonded pairs are found three ways: every pair on one
+// thread (the reference), every pair on all threads (no cutoff), or a cell list (the cutoff
+// methods, NeighborList with no skin). The bonded terms run on one thread for both backends:
+// they are O(N) and a few percent of the nonbonded work at any size.
+#include "nbkit/md/molecular_forces.hpp"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "md/bonded_law.hpp"
+#include "md/pair_law.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbkit/core/units.hpp"
+#include "nbkit/md.hpp"
+
+namespace nbkit::md {
+
+NonbondedSettings::Method parse_nonbonded_method(const std::string& name) {
+  if (name == "no-cutoff") return NonbondedSettings::Method::no_cutoff;
+  if (name == "cutoff") return NonbondedSettings::Method::cutoff_non_periodic;
+  if (name == "cutoff-periodic") return NonbondedSettings::Method::cutoff_periodic;
+  throw Error("unknown nonbonded method '" + name + "' (expected no-cutoff, cutoff or cutoff-periodic)");
+}
+
+std::string to_string(NonbondedSettings::Method method) {
+  switch (method) {
+    case NonbondedSettings::Method::no_cutoff: return "no-cutoff";
+    case NonbondedSettings::Method::cutoff_non_periodic: return "cutoff";
+    case NonbondedSettings::Method::cutoff_periodic: return "cutoff-periodic";
+  }
+  return "?";
+}
+
+double EnergyTerms::total() const {
+  double sum = 0;
+  for (const auto& [name, value] : named()) sum += value;
+  return sum;
+}
+
+std::array<std::pair<const char*, double>, 10> EnergyTerms::named() const {
+  return {{{"bond", bond},
+           {"angle", angle},
+           {"urey_bradley", urey_bradley},
+           {"dihedral", dihedral},
+           {"improper", improper},
+           {"cmap", cmap},
+           {"lennard_jones", lennard_jones},
+           {"coulomb", coulomb},
+           {"lennard_jones_14", lennard_jones_14},
+           {"coulomb_14", coulomb_14}}};
+}
+
+namespace {
+
+using V3 = Vector3<double>;
+using Method = NonbondedSettings::Method;
+
+// Positions and the periodic image rule (the minimum image in a periodic box, none otherwise).
+struct Images {
+  const std::vector<Vec3>& x;
+  bool periodic = false;
+  double length[3] = {0, 0, 0}, inverse[3] = {0, 0, 0};
+  ScalarPairMath<double> math;
+
+  V3 at(std::int32_t i) const { return {x[i].x, x[i].y, x[i].z}; }
+  V3 separation(V3 d) const {
+    if (!periodic) return d;
+    return {minimum_image(math, d.x, length[0], inverse[0]), minimum_image(math, d.y, length[1], inverse[1]),
+            minimum_image(math, d.z, length[2], inverse[2])};
+  }
+  // Atom j's image nearest to `origin` (bonded terms of molecules split by the box's faces).
+  V3 near(V3 origin, std::int32_t j) const { return origin + separation(at(j) - origin); }
+};
+
+void add(std::vector<V3>& f, std::int32_t i, V3 v) { f[i] = f[i] + v; }
+
+void add_bonded_terms(const Topology& t, const Images& im, std::vector<V3>& f, EnergyTerms& e) {
+  auto bonds = [&](const std::vector<HarmonicBond>& list, double& energy) {
+    for (const HarmonicBond& b : list) {
+      const V3 xi = im.at(b.i);
+      V3 fi;
+      energy += harmonic_bond(xi, im.near(xi, b.j), b.k, b.r0, fi);
+      add(f, b.i, fi), add(f, b.j, -1.0 * fi);
+    }
+  };
+  bonds(t.bonds, e.bond);
+  bonds(t.urey_bradley, e.urey_bradley);
+  for (const HarmonicAngle& a : t.angles) {
+    const V3 xj = im.at(a.j);
+    V3 fi, fk;
+    e.angle += harmonic_angle(im.near(xj, a.i), xj, im.near(xj, a.k), a.k_theta, a.theta0, fi, fk);
+    add(f, a.i, fi), add(f, a.k, fk), add(f, a.j, -1.0 * (fi + fk));
+  }
+  auto dihedral = [&](std::int32_t i, std::int32_t j, std::int32_t k, std::int32_t l) {
+    const V3 xj = im.at(j), xk = im.near(xj, k);
+    return dihedral_geometry(im.near(xj, i), xj, xk, im.near(xk, l));
+  };
+  auto add4 = [&](std::int32_t i, std::int32_t j, std::int32_t k, std::int32_t l, const DihedralGeometry<double>& g,
+                  double de) {
+    V3 four[4];
+    dihedral_forces(g, de, four);
+    add(f, i, four[0]), add(f, j, four[1]), add(f, k, four[2]), add(f, l, four[3]);
+  };
+  auto torsions = [&](const std::vector<PeriodicTorsion>& list, double& energy) {
+    for (const PeriodicTorsion& d : list) {
+      const auto g = dihedral(d.i, d.j, d.k, d.l);
+      double de;
+      energy += periodic_torsion(g, d.periodicity, d.k_phi, d.phase, de);
+      add4(d.i, d.j, d.k, d.l, g, de);
+    }
+  };
+  torsions(t.dihedrals, e.dihedral);
+  torsions(t.periodic_impropers, e.improper);
+  for (const HarmonicImproper& d : t.harmonic_impropers) {
+    const auto g = dihedral(d.i, d.j, d.k, d.l);
+    double de;
+    e.improper += harmonic_improper(g, d.k_psi, d.psi0, de);
+    add4(d.i, d.j, d.k, d.l, g, de);
+  }
+}
+
+// The 1-4 pairs: plain Coulomb scaled, their own Lennard-Jones, never cut off.
+void add_pairs14(const Topology& t, const Images& im, double coulomb_k, std::vector<V3>& f, EnergyTerms& e) {
+  const MolecularPairConstants<double> plain{0, 0, 0, 0, 0};
+  for (const Pair14& p : t.pairs14) {
+    const V3 d = im.separation(im.at(p.i) - im.at(p.j));
+    const double r2 = dot(d, d);
+    double lj, lj_f, coulomb, coulomb_f;
+    molecular_pair<false>(im.math, r2, p.c12, p.c6, p.coulomb_scale * coulomb_k * t.charge[p.i] * t.charge[p.j],
+                          plain, lj, lj_f, coulomb, coulomb_f);
+    e.lennard_jones_14 += lj, e.coulomb_14 += coulomb;
+    add(f, p.i, (lj_f + coulomb_f) * d), add(f, p.j, -(lj_f + coulomb_f) * d);
+  }
+}
+
+// Each atom's excluded partners of higher index, sorted (rows of a CSR table), so that a loop
+// over j > i in order skips them with one moving pointer.
+struct ExcludedAbove {
+  std::vector<std::int64_t> first;
+  std::vector<std::int32_t> partner;
+  explicit ExcludedAbove(const Topology& t) : first(t.size() + 1, 0) {
+    for (const auto& [a, b] : t.exclusions) ++first[std::min(a, b) + 1];
+    for (std::size_t i = 0; i < t.size(); ++i) first[i + 1] += first[i];
+    partner.resize(t.exclusions.size());
+    std::vector<std::int64_t> fill(first.begin(), first.end() - 1);
+    for (const auto& [a, b] : t.exclusions) partner[fill[std::min(a, b)]++] = std::max(a, b);
+    for (std::size_t i = 0; i < t.size(); ++i) std::sort(partner.begin() + first[i], partner.begin() + first[i + 1]);
+  }
+};
+
+// The nonbonded pair law of one evaluation: the table, the charges, the method's constants.
+struct PairSum {
+  const Topology& t;
+  const Images& im;
+  double coulomb_k, cutoff2;
+  bool cut, switched;
+  MolecularPairConstants<double> k;
+
+  // Adds pair (i, j) (i's force to fi, j's to fj) when within the cutoff.
+  void operator()(std::int32_t i, std::int32_t j, V3& fi, V3* fj, double& lj_sum, double& coulomb_sum) const {
+    const V3 d = im.separation(im.at(i) - im.at(j));
+    const double r2 = dot(d, d);
+    if (cut && !(r2 < cutoff2)) return;
+    const std::int64_t type = static_cast<std::int64_t>(t.lj_type[i]) * t.lj_types + t.lj_type[j];
+    const double qq = coulomb_k * t.charge[i] * t.charge[j];
+    double lj, lj_f, coulomb, coulomb_f;
+    if (switched)
+      molecular_pair<true>(im.math, r2, t.c12[type], t.c6[type], qq, k, lj, lj_f, coulomb, coulomb_f);
+    else
+      molecular_pair<false>(im.math, r2, t.c12[type], t.c6[type], qq, k, lj, lj_f, coulomb, coulomb_f);
+    lj_sum += lj, coulomb_sum += coulomb;
+    const V3 force = (lj_f + coulomb_f) * d;
+    fi = fi + force;
+    *fj = *fj - force;
+  }
+};
+
+// Per-thread force arrays and energies, added in thread order at the end (the same bits for
+// the same thread count).
+struct ThreadSums {
+  std::vector<std::vector<V3>> force;
+  std::vector<double> lj, coulomb;
+  ThreadSums(int threads, std::size_t n)
+      : force(threads, std::vector<V3>(n, V3{0, 0, 0})), lj(threads, 0.0), coulomb(threads, 0.0) {}
+  void add_to(std::vector<V3>& f, EnergyTerms& e) const {
+    for (std::size_t t = 0; t < force.size(); ++t) {
+      for (std::size_t i = 0; i < f.size(); ++i) f[i] = f[i] + force[t][i];
+      e.lennard_jones += lj[t], e.coulomb += coulomb[t];
+    }
+  }
+};
+
+// Every pair i < j that is not excluded, rows dealt to `threads` threads.
+void add_all_pairs(const Topology& t, const PairSum& pair, int threads, std::vector<V3>& f, EnergyTerms& e) {
+  const ExcludedAbove excluded(t);
+  const std::int64_t n = static_cast<std::int64_t>(t.size());
+  ThreadSums sums(threads, t.size());
+#pragma omp parallel num_threads(threads)
+  {
+    const int me = omp_get_thread_num();
+    std::vector<V3>& force = sums.force[me];
+    double lj = 0, coulomb = 0;
+#pragma omp for schedule(dynamic, 16)
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::int64_t skip = excluded.first[i];
+      V3 fi{0, 0, 0};
+      for (std::int64_t j = i + 1; j < n; ++j) {
+        while (skip < excluded.first[i + 1] && excluded.partner[skip] < j) ++skip;  // (duplicates too)
+        if (skip < excluded.first[i + 1] && excluded.partner[skip] == j) continue;
+        pair(static_cast<std::int32_t>(i), static_cast<std::int32_t>(j), fi, &force[j], lj, coulomb);
+      }
+      force[i] = force[i] + fi;
+    }
+    sums.lj[me] = lj, sums.coulomb[me] = coulomb;
+  }
+  sums.add_to(f, e);
+}
+
+// The pairs within the cutoff through a cell list (NeighborList, no skin). Without a periodic
+// box, the atoms are put in one whose every edge exceeds their extent by twice the cutoff, so
+// no image of one atom comes within the cutoff of another.
+void add_listed_pairs(const Topology& t, const std::vector<Vec3>& x, const std::optional<PeriodicBox>& box,
+                      const PairSum& pair, int threads, std::vector<V3>& f, EnergyTerms& e) {
+  System atoms;
+  atoms.resize(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i) atoms.x[i] = x[i].x, atoms.y[i] = x[i].y, atoms.z[i] = x[i].z;
+  const double cutoff = std::sqrt(pair.cutoff2);
+  if (pair.im.periodic) {
+    atoms.box = *box;
+  } else {
+    for (int a = 0; a < 3; ++a) {
+      const std::vector<double>& c = a == 0 ? atoms.x : (a == 1 ? atoms.y : atoms.z);
+      const auto [lo, hi] = std::minmax_element(c.begin(), c.end());
+      atoms.box.lo[a] = *lo - cutoff, atoms.box.hi[a] = *hi + 1.5 * cutoff;
+    }
+  }
+  ForceField reach;
+  reach.cutoff = cutoff;
+  reach.exclusions.assign(t.exclusions.begin(), t.exclusions.end());
+  NeighborList list(cutoff, 0.0);
+  list.build(atoms, reach);
+  const std::int64_t n = static_cast<std::int64_t>(t.size());
+  ThreadSums sums(threads, t.size());
+#pragma omp parallel num_threads(threads)
+  {
+    const int me = omp_get_thread_num();
+    std::vector<V3>& force = sums.force[me];
+    double lj = 0, coulomb = 0;
+#pragma omp for schedule(static, 256)
+    for (std::int64_t p = 0; p < n; ++p) {
+      const auto i = static_cast<std::int32_t>(list.order_[p]);
+      V3 fi{0, 0, 0};
+      for (std::int64_t k = list.first_[p]; k < list.first_[p + 1]; ++k) {
+        const auto j = static_cast<std::int32_t>(list.order_[list.neighbors_[k]]);
+        pair(i, j, fi, &force[j], lj, coulomb);
+      }
+      force[i] = force[i] + fi;
+    }
+    sums.lj[me] = lj, sums.coulomb[me] = coulomb;
+  }
+  sums.add_to(f, e);
+}
+
+void check_inputs(const Topology& t, const std::vector<Vec3>& x, const std::optional<PeriodicBox>& box,
+                  const NonbondedSettings& s) {
+  t.check();
+  if (x.size() != t.size())
+    throw Error(fmt::format("{} positions for the {} atoms of {}", x.size(), t.size(), t.source));
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (!std::isfinite(x[i].x) || !std::isfinite(x[i].y) || !std::isfinite(x[i].z))
+      throw Error(fmt::format("atom {} has a position that is not a finite number", i + 1));
+  if (!(s.dielectric > 0) || !std::isfinite(s.dielectric)) throw Error("the dielectric constant must be positive");
+  if (s.method == Method::no_cutoff) return;
+  if (!(s.cutoff > 0) || !std::isfinite(s.cutoff)) throw Error("the nonbonded cutoff must be a positive length");
+  if (!(s.reaction_field_dielectric >= 1) || !std::isfinite(s.reaction_field_dielectric))
+    throw Error("the reaction field's dielectric must be at least 1");
+  if (s.switch_distance && !(*s.switch_distance > 0 && *s.switch_distance < s.cutoff))
+    throw Error(fmt::format("the switch distance {} A must lie between 0 and the cutoff ({} A)", *s.switch_distance,
+                            s.cutoff));
+  if (s.method != Method::cutoff_periodic) return;
+  if (!box) throw Error("cutoff-periodic needs a periodic box: neither the topology nor the coordinates have one");
+  for (int a = 0; a < 3; ++a)
+    if (!(box->length(a) >= 2 * s.cutoff))
+      throw Error(fmt::format("the box ({:.4g} x {:.4g} x {:.4g} A) must be at least twice the cutoff ({} A) along "
+                              "every edge",
+                              box->length(0), box->length(1), box->length(2), s.cutoff));
+}
+
+}  // namespace
+
+MolecularForces molecular_forces(const Topology& t, const std::vector<Vec3>& x, const std::optional<PeriodicBox>& box,
+                                 const NonbondedSettings& s, Backend backend, int threads) {
+  check_inputs(t, x, box, s);
+  Images im{x, false, {0, 0, 0}, {0, 0, 0}, {}};
+  if (s.method == Method::cutoff_periodic) {
+    im.periodic = true;
+    for (int a = 0; a < 3; ++a) im.length[a] = box->length(a), im.inverse[a] = 1 / im.length[a];
+  }
+  const double coulomb_k = units::coulomb_constant_kcal / s.dielectric;
+  std::vector<V3> f(t.size(), V3{0, 0, 0});
+  MolecularForces out;
+  add_bonded_terms(t, im, f, out.energy);
+  add_pairs14(t, im, coulomb_k, f, out.energy);
+
+  PairSum pair{t, im, coulomb_k, s.cutoff * s.cutoff, s.method != Method::no_cutoff, false, {0, 0, 0, 0, 0}};
+  if (pair.cut) {
+    const double eps = s.reaction_field_dielectric, rc = s.cutoff;
+    pair.k.k_rf = (eps - 1) / ((2 * eps + 1) * rc * rc * rc);
+    pair.k.c_rf = 1 / rc + pair.k.k_rf * rc * rc;
+    if (s.switch_distance) {
+      pair.switched = true;
+      pair.k.switch_distance = *s.switch_distance;
+      pair.k.switch_distance2 = *s.switch_distance * *s.switch_distance;
+      pair.k.inverse_switch_width = 1 / (rc - *s.switch_distance);
+    }
+  }
+  if (backend == Backend::reference)
+    add_all_pairs(t, pair, 1, f, out.energy);
+  else if (backend == Backend::cpu || backend == Backend::automatic) {
+    const int team = resolve_threads(threads);
+    if (pair.cut)
+      add_listed_pairs(t, x, box, pair, team, f, out.energy);
+    else
+      add_all_pairs(t, pair, team, f, out.energy);
+  } else {
+    throw Error("nbkit energy runs on the reference and cpu backends (the GPU's bonded terms are not written yet)");
+  }
+
+  out.force.resize(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    out.force[i] = {f[i].x, f[i].y, f[i].z};
+    if (!std::isfinite(f[i].x) || !std::isfinite(f[i].y) || !std::isfinite(f[i].z))
+      throw Error(fmt::format("the force on atom {} is not finite: do two atoms overlap?", i + 1));
+  }
+  for (const auto& [name, value] : out.energy.named())
+    if (!std::isfinite(value)) throw Error(fmt::format("the {} energy is not finite: do two atoms overlap?", name));
+  return out;
+}
+
+}  // namespace nbkit::md

@@ -1,0 +1,80 @@
+// md::Topology's checks (nbkit/md/topology.hpp): what a reader or a hand-built topology got
+// wrong, said before any force loop indexes with it.
+#include "nbkit/md/topology.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <initializer_list>
+
+#include "nbkit/core/error.hpp"
+
+namespace nbkit::md {
+
+namespace {
+
+struct Checker {
+  const Topology& t;
+  std::int64_t atoms;
+  void index(const char* term, std::size_t n, std::initializer_list<std::int32_t> members) const {
+    for (std::int32_t m : members)
+      if (m < 0 || m >= atoms)
+        throw Error(fmt::format("{}: {} {} names atom {}, outside 1..{}", t.source, term, n + 1, m + 1, atoms));
+  }
+  void finite(const char* term, std::size_t n, std::initializer_list<double> values) const {
+    for (double v : values)
+      if (!std::isfinite(v)) throw Error(fmt::format("{}: {} {} has a parameter that is not finite", t.source, term, n + 1));
+  }
+};
+
+}  // namespace
+
+void Topology::check() const {
+  const std::size_t n = charge.size();
+  if (mass.size() != n || lj_type.size() != n || atom_name.size() != n || residue_name.size() != n ||
+      residue_number.size() != n)
+    throw Error(source + ": the per-atom lists (names, residues, masses, charges, types) differ in length");
+  if (lj_types < 0 || c12.size() != static_cast<std::size_t>(lj_types) * lj_types || c6.size() != c12.size())
+    throw Error(source + ": the Lennard-Jones table must hold types x types coefficients");
+  const Checker c{*this, static_cast<std::int64_t>(n)};
+  for (std::size_t i = 0; i < n; ++i) {
+    if (lj_type[i] < 0 || lj_type[i] >= lj_types)
+      throw Error(fmt::format("{}: atom {} has Lennard-Jones type {}, outside 1..{}", source, i + 1, lj_type[i] + 1,
+                              lj_types));
+    c.finite("atom", i, {mass[i], charge[i]});
+  }
+  for (std::size_t p = 0; p < c12.size(); ++p) c.finite("Lennard-Jones type pair", p, {c12[p], c6[p]});
+  for (std::size_t k = 0; k < bonds.size(); ++k) c.index("bond", k, {bonds[k].i, bonds[k].j}), c.finite("bond", k, {bonds[k].k, bonds[k].r0});
+  for (std::size_t k = 0; k < urey_bradley.size(); ++k) {
+    const HarmonicBond& b = urey_bradley[k];
+    c.index("Urey-Bradley term", k, {b.i, b.j}), c.finite("Urey-Bradley term", k, {b.k, b.r0});
+  }
+  for (std::size_t k = 0; k < angles.size(); ++k) {
+    const HarmonicAngle& a = angles[k];
+    c.index("angle", k, {a.i, a.j, a.k}), c.finite("angle", k, {a.k_theta, a.theta0});
+  }
+  for (const auto* list : {&dihedrals, &periodic_impropers})
+    for (std::size_t k = 0; k < list->size(); ++k) {
+      const PeriodicTorsion& d = (*list)[k];
+      const char* term = list == &dihedrals ? "dihedral" : "improper";
+      c.index(term, k, {d.i, d.j, d.k, d.l}), c.finite(term, k, {d.k_phi, d.phase});
+      if (d.periodicity < 0 || d.periodicity > 12)
+        throw Error(fmt::format("{}: {} {} has periodicity {} (expected 0..12)", source, term, k + 1, d.periodicity));
+    }
+  for (std::size_t k = 0; k < harmonic_impropers.size(); ++k) {
+    const HarmonicImproper& d = harmonic_impropers[k];
+    c.index("improper", k, {d.i, d.j, d.k, d.l}), c.finite("improper", k, {d.k_psi, d.psi0});
+  }
+  for (std::size_t k = 0; k < pairs14.size(); ++k) {
+    const Pair14& p = pairs14[k];
+    c.index("1-4 pair", k, {p.i, p.j}), c.finite("1-4 pair", k, {p.coulomb_scale, p.c12, p.c6});
+    if (p.i == p.j) throw Error(fmt::format("{}: 1-4 pair {} joins atom {} to itself", source, k + 1, p.i + 1));
+  }
+  for (std::size_t k = 0; k < exclusions.size(); ++k) {
+    c.index("exclusion", k, {exclusions[k].first, exclusions[k].second});
+    if (exclusions[k].first == exclusions[k].second)
+      throw Error(fmt::format("{}: exclusion {} joins atom {} to itself", source, k + 1, exclusions[k].first + 1));
+  }
+}
+
+}  // namespace nbkit::md
