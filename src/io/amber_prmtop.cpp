@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numbers>
 #include <set>
@@ -160,12 +161,15 @@ class Prmtop {
     const char kind = p < f.size() ? static_cast<char>(std::toupper(static_cast<unsigned char>(f[p]))) : 0;
     const std::string_view repeat = f.substr(0, p), rest = p < f.size() ? f.substr(p + 1) : std::string_view();
     const std::string_view width = rest.substr(0, rest.find('.'));
+    const std::string_view decimals = width.size() < rest.size() ? rest.substr(width.size() + 1) : std::string_view();
+    const bool decimals_ok = std::all_of(decimals.begin(), decimals.end(),
+                                         [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
     int per_line = 0, w = 0;
     const bool ok = !repeat.empty() && !width.empty() &&
                     std::from_chars(repeat.data(), repeat.data() + repeat.size(), per_line).ptr ==
                         repeat.data() + repeat.size() &&
                     std::from_chars(width.data(), width.data() + width.size(), w).ptr == width.data() + width.size() &&
-                    per_line > 0 && w > 0 && (kind == 'I' || kind == 'E' || kind == 'F' || kind == 'A');
+                    decimals_ok && per_line > 0 && w > 0 && (kind == 'I' || kind == 'E' || kind == 'F' || kind == 'A');
     if (!ok) throw InputError(source_, number, "%FLAG " + s.name, "unreadable format " + quoted(line));
     s.kind = kind == 'F' ? 'E' : (kind == 'A' ? 'a' : kind);
     s.per_line = per_line, s.width = w;
@@ -350,7 +354,8 @@ md::Topology parse_prmtop(std::string_view text, const std::string& source) {
   if (ptr.size() < kPointers)
     p.fail("POINTERS", 0, fmt::format("{} values, expected at least {}", ptr.size(), static_cast<int>(kPointers)));
   for (std::size_t e = 0; e < ptr.size(); ++e)
-    if (ptr[e] < 0) p.fail("POINTERS", e + 1, "a count may not be negative");
+    if (ptr[e] < 0 || ptr[e] > std::numeric_limits<std::int32_t>::max())
+      p.fail("POINTERS", e + 1, "a count must lie in 0..2^31 - 1");
   if (ptr[NATOM] == 0) p.fail("POINTERS", 1, "NATOM = 0: no atoms");
   if (ptr[NATOM] >= (std::int64_t{1} << 31) / 3) p.fail("POINTERS", 1, "too many atoms for the format's pointers");
   if (ptr[NTYPES] == 0) p.fail("POINTERS", 2, "NTYPES = 0: no Lennard-Jones types");

@@ -1,0 +1,278 @@
+// The biomolecular force terms (md/molecular_forces.hpp): each term's energy by hand on
+// geometries with known answers, force = -gradient of energy by central differences for every
+// term and nonbonded method, the reference and CPU backends against each other on a random
+// molecule-like system, and the refusals. The comparison with OpenMM on real proteins is
+// tests/clients/check_energy_openmm.py.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <random>
+
+#include "nbkit/core/error.hpp"
+#include "nbkit/core/units.hpp"
+#include "nbkit/md/molecular_forces.hpp"
+
+namespace nbkit::test {
+namespace {
+
+using md::EnergyTerms, md::MolecularForces, md::NonbondedSettings, md::Topology;
+using Method = NonbondedSettings::Method;
+constexpr double pi = std::numbers::pi;
+
+// `n` neutral atoms of one Lennard-Jones type whose parameters are zero: each test adds the
+// one term it checks.
+Topology bare(std::size_t n) {
+  Topology t;
+  t.source = "test topology";
+  t.atom_name.assign(n, "X"), t.residue_name.assign(n, "RES"), t.residue_number.assign(n, 1);
+  t.mass.assign(n, 12.0), t.charge.assign(n, 0.0), t.lj_type.assign(n, 0);
+  t.lj_types = 1, t.c12 = {0.0}, t.c6 = {0.0};
+  return t;
+}
+
+MolecularForces evaluate(const Topology& t, const std::vector<Vec3>& x, const NonbondedSettings& s = {},
+                         Backend backend = Backend::reference, const std::optional<PeriodicBox>& box = {}) {
+  return md::molecular_forces(t, x, box, s, backend, 2);
+}
+
+// -dE/dx by central differences against the forces, for every atom and axis. The step (1e-5 A)
+// leaves a truncation error ~h^2 E''' and a rounding error ~1e-16 E / h: both near 1e-9 of the
+// force for these terms, so 1e-6 of the largest force is a test a wrong sign, factor or missing
+// term cannot pass.
+void expect_forces_are_minus_gradient(const Topology& t, std::vector<Vec3> x, const NonbondedSettings& s = {},
+                                      const std::optional<PeriodicBox>& box = {}) {
+  const MolecularForces at = evaluate(t, x, s, Backend::reference, box);
+  double largest = 1e-3;
+  for (const Vec3& f : at.force) largest = std::max({largest, std::abs(f.x), std::abs(f.y), std::abs(f.z)});
+  const double h = 1e-5;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    for (int a = 0; a < 3; ++a) {
+      const double keep = x[i][a];
+      x[i][a] = keep + h;
+      const double up = evaluate(t, x, s, Backend::reference, box).energy.total();
+      x[i][a] = keep - h;
+      const double down = evaluate(t, x, s, Backend::reference, box).energy.total();
+      x[i][a] = keep;
+      EXPECT_NEAR(at.force[i][a], -(up - down) / (2 * h), 1e-6 * largest) << "atom " << i << " axis " << a;
+    }
+}
+
+std::vector<Vec3> jiggled(std::vector<Vec3> x, unsigned seed, double amount = 0.2) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-amount, amount);
+  for (Vec3& p : x) p = p + Vec3{u(rng), u(rng), u(rng)};
+  return x;
+}
+
+// Four atoms with the dihedral i-j-k-l = phi (IUPAC: looking from j to k, i rotated clockwise
+// by phi onto l), bonds of 1.5 A.
+std::vector<Vec3> dihedral_at(double phi) {
+  return {{1.5, 0, 0}, {0, 0, 0}, {0, 0, 1.5}, {1.5 * std::cos(phi), 1.5 * std::sin(phi), 1.5}};
+}
+
+TEST(MolecularTerms, BondAndUreyBradleyAreKTimesStretchSquared) {
+  Topology t = bare(2);
+  t.bonds = {{0, 1, 300.0, 1.5}};
+  const auto e = evaluate(t, {{0, 0, 0}, {0, 0, 1.7}}).energy;
+  EXPECT_NEAR(e.bond, 300.0 * 0.2 * 0.2, 1e-12);
+  EXPECT_EQ(e.total(), e.bond);
+  t.urey_bradley = std::move(t.bonds);
+  t.bonds.clear();
+  EXPECT_NEAR(evaluate(t, {{0, 0, 0}, {0, 0, 1.7}}).energy.urey_bradley, 12.0, 1e-12);
+  expect_forces_are_minus_gradient(t, {{0.1, -0.2, 0.3}, {1.2, 0.4, 0.9}});
+}
+
+TEST(MolecularTerms, AngleIsKTimesAngleDifferenceSquared) {
+  Topology t = bare(3);
+  t.angles = {{0, 1, 2, 50.0, 109.5 * pi / 180}};
+  const auto e = evaluate(t, {{1, 0, 0}, {0, 0, 0}, {0, 2, 0}}).energy;  // 90 degrees
+  EXPECT_NEAR(e.angle, 50.0 * std::pow(19.5 * pi / 180, 2), 1e-12);
+  expect_forces_are_minus_gradient(t, jiggled({{1, 0, 0}, {0, 0, 0}, {0, 2, 0}}, 3));
+  expect_forces_are_minus_gradient(t, {{1.2, 0.1, 0}, {0, 0, 0}, {-1.0, 0.05, 0.02}});  // nearly linear
+}
+
+TEST(MolecularTerms, DihedralFollowsIupacSignAndEveryPeriodicity) {
+  Topology t = bare(4);
+  // A phase of 90 degrees tells phi from -phi: cos(phi - 90) = sin(phi).
+  t.dihedrals = {{0, 1, 2, 3, 1, 2.0, pi / 2}};
+  EXPECT_NEAR(evaluate(t, dihedral_at(pi / 3)).energy.dihedral, 2.0 * (1 + std::sin(pi / 3)), 1e-12);
+  EXPECT_NEAR(evaluate(t, dihedral_at(-pi / 3)).energy.dihedral, 2.0 * (1 - std::sin(pi / 3)), 1e-12);
+  for (int n = 0; n <= 6; ++n) {
+    t.dihedrals = {{0, 1, 2, 3, n, 1.3, 0.4}, {0, 1, 2, 3, n + 1, 0.7, pi}};
+    for (double phi : {-2.9, -1.0, 0.2, 1.7, 3.1})
+      EXPECT_NEAR(evaluate(t, dihedral_at(phi)).energy.dihedral,
+                  1.3 * (1 + std::cos(n * phi - 0.4)) + 0.7 * (1 + std::cos((n + 1) * phi - pi)), 1e-12);
+    expect_forces_are_minus_gradient(t, jiggled(dihedral_at(1.1), 10 + n));
+  }
+  t.periodic_impropers = std::move(t.dihedrals);
+  t.dihedrals.clear();
+  const auto e = evaluate(t, dihedral_at(2.0)).energy;
+  EXPECT_GT(e.improper, 0);
+  EXPECT_EQ(e.dihedral, 0);
+}
+
+TEST(MolecularTerms, HarmonicImproperWrapsAroundPi) {
+  Topology t = bare(4);
+  t.harmonic_impropers = {{0, 1, 2, 3, 40.0, pi - 0.05}};
+  // psi = -pi + 0.05 is 0.1 away from psi0 = pi - 0.05 across the wrap, not 2 pi - 0.1.
+  EXPECT_NEAR(evaluate(t, dihedral_at(-pi + 0.05)).energy.improper, 40.0 * 0.01, 1e-10);
+  expect_forces_are_minus_gradient(t, jiggled(dihedral_at(pi - 0.02), 4, 0.05));
+  t.harmonic_impropers = {{0, 1, 2, 3, 40.0, 0.0}};
+  expect_forces_are_minus_gradient(t, jiggled(dihedral_at(0.3), 5));
+}
+
+// Two charged atoms of one type, 1-4 or ordinary.
+Topology pair_of_atoms(double q1, double q2) {
+  Topology t = bare(2);
+  t.charge = {q1, q2};
+  t.c12 = {4 * 0.2 * std::pow(3.0, 12)}, t.c6 = {4 * 0.2 * std::pow(3.0, 6)};  // eps 0.2, sigma 3
+  return t;
+}
+
+TEST(MolecularTerms, NonbondedPairByHandInEveryMethod) {
+  const Topology t = pair_of_atoms(0.5, -0.4);
+  const double r = 4.0, k = units::coulomb_constant_kcal;
+  const std::vector<Vec3> x{{1, 1, 1}, {1 + r, 1, 1}};
+  const double lj = 4 * 0.2 * (std::pow(3 / r, 12) - std::pow(3 / r, 6));
+  auto e = evaluate(t, x).energy;
+  EXPECT_NEAR(e.lennard_jones, lj, 1e-12);
+  EXPECT_NEAR(e.coulomb, k * 0.5 * -0.4 / r, 1e-10);
+  // The reaction field, eps_rf 78.3, rc 9: zero at the cutoff.
+  NonbondedSettings s;
+  s.method = Method::cutoff_non_periodic, s.cutoff = 9;
+  const double krf = (78.3 - 1) / ((2 * 78.3 + 1) * 729), crf = 1.0 / 9 + krf * 81;
+  e = evaluate(t, x, s).energy;
+  EXPECT_NEAR(e.coulomb, k * 0.5 * -0.4 * (1 / r + krf * r * r - crf), 1e-10);
+  EXPECT_NEAR(e.lennard_jones, lj, 1e-12);
+  // Switched from 3.5 A: x = 0.5/5.5 of the way.
+  s.switch_distance = 3.5;
+  const double u = 0.5 / 5.5, switched = 1 - 10 * std::pow(u, 3) + 15 * std::pow(u, 4) - 6 * std::pow(u, 5);
+  EXPECT_NEAR(evaluate(t, x, s).energy.lennard_jones, lj * switched, 1e-12);
+  // Beyond the cutoff: nothing; across a periodic face: the minimum image.
+  EXPECT_EQ(evaluate(t, {{0, 0, 0}, {9.5, 0, 0}}, s).energy.total(), 0);
+  s.method = Method::cutoff_periodic;
+  const PeriodicBox box = PeriodicBox::from_edges({20, 20, 20});
+  const auto across = evaluate(t, {{1, 1, 1}, {21 - r, 1, 1}}, s, Backend::reference, box).energy;
+  const auto inside = evaluate(t, x, s, Backend::reference, box).energy;
+  EXPECT_NEAR(across.lennard_jones, inside.lennard_jones, 1e-12);
+  EXPECT_NEAR(across.coulomb, inside.coulomb, 1e-10);
+}
+
+TEST(MolecularTerms, ExcludedPairsGetNothingAndOneFourPairsTheirOwn) {
+  Topology t = pair_of_atoms(0.5, -0.4);
+  t.exclusions = {{0, 1}};
+  const std::vector<Vec3> x{{0, 0, 0}, {3.5, 0, 0}};
+  EXPECT_EQ(evaluate(t, x).energy.total(), 0);
+  t.pairs14 = {{0, 1, 1 / 1.2, t.c12[0] / 2, t.c6[0] / 2}};  // AMBER's SCEE 1.2, SCNB 2
+  NonbondedSettings s;
+  s.method = Method::cutoff_non_periodic, s.cutoff = 3.0;  // 1-4 pairs are never cut off
+  const auto e = evaluate(t, x, s).energy;
+  EXPECT_NEAR(e.coulomb_14, units::coulomb_constant_kcal * 0.5 * -0.4 / 3.5 / 1.2, 1e-10);
+  EXPECT_NEAR(e.lennard_jones_14, 0.5 * 4 * 0.2 * (std::pow(3 / 3.5, 12) - std::pow(3 / 3.5, 6)), 1e-12);
+  EXPECT_EQ(e.coulomb, 0);
+  EXPECT_EQ(e.lennard_jones, 0);
+  expect_forces_are_minus_gradient(t, x, s);
+}
+
+// A molecule-like random system: chains of 5 atoms (bonds, angles, dihedrals, impropers, 1-4
+// pairs, exclusions) of three Lennard-Jones types with charges, in a periodic box.
+Topology chains(int molecules, unsigned seed, std::vector<Vec3>& x, double edge) {
+  const int n = 5 * molecules;
+  Topology t = bare(static_cast<std::size_t>(n));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  t.lj_types = 3;
+  t.c12.resize(9), t.c6.resize(9);
+  const double eps[3] = {0.15, 0.1, 0.02}, sigma[3] = {3.2, 3.0, 1.2};
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b) {
+      const double e = std::sqrt(eps[a] * eps[b]), s = 0.5 * (sigma[a] + sigma[b]);
+      t.c12[a * 3 + b] = 4 * e * std::pow(s, 12), t.c6[a * 3 + b] = 4 * e * std::pow(s, 6);
+    }
+  x.clear();
+  for (int m = 0; m < molecules; ++m) {
+    const Vec3 start{edge * u(rng), edge * u(rng), edge * u(rng)};
+    double q_sum = 0;
+    for (int a = 0; a < 5; ++a) {
+      const int i = 5 * m + a;
+      x.push_back(start + Vec3{1.5 * a + 0.3 * u(rng), 0.8 * (a % 2) + 0.3 * u(rng), 0.3 * u(rng)});
+      t.lj_type[i] = a % 3;
+      t.charge[i] = a < 4 ? 0.6 * u(rng) - 0.3 : -q_sum;
+      q_sum += t.charge[i];
+      if (a >= 1) t.bonds.push_back({i - 1, i, 300, 1.5}), t.exclusions.push_back({i - 1, i});
+      if (a >= 2) t.angles.push_back({i - 2, i - 1, i, 60, 2.0}), t.exclusions.push_back({i - 2, i});
+      if (a >= 3) {
+        t.dihedrals.push_back({i - 3, i - 2, i - 1, i, 3, 0.2, 0});
+        t.dihedrals.push_back({i - 3, i - 2, i - 1, i, 1, 0.5, pi});
+        t.exclusions.push_back({i - 3, i});
+        const std::int64_t p = static_cast<std::int64_t>(t.lj_type[i - 3]) * 3 + t.lj_type[i];
+        t.pairs14.push_back({i - 3, i, 1 / 1.2, t.c12[p] / 2, t.c6[p] / 2});
+      }
+    }
+    t.harmonic_impropers.push_back({5 * m + 1, 5 * m, 5 * m + 2, 5 * m + 3, 20, 0.1});
+    t.periodic_impropers.push_back({5 * m + 2, 5 * m + 1, 5 * m + 3, 5 * m + 4, 2, 1.1, pi});
+  }
+  return t;
+}
+
+TEST(MolecularTerms, EveryTermTogetherIsMinusTheGradient) {
+  std::vector<Vec3> x;
+  const Topology t = chains(4, 7, x, 12.0);
+  expect_forces_are_minus_gradient(t, x);
+  NonbondedSettings s;
+  s.method = Method::cutoff_non_periodic, s.cutoff = 7, s.switch_distance = 5.5;
+  expect_forces_are_minus_gradient(t, x, s);
+  s.method = Method::cutoff_periodic;
+  expect_forces_are_minus_gradient(t, x, s, PeriodicBox::from_edges({14.5, 15, 16}));
+}
+
+// The CPU backend (cell list, threads) against the reference (every pair, one thread): the same
+// pairs, summed in another order, so the same energies to rounding (1e-10 relative of the
+// largest term's size) and forces to 1e-9 of the largest.
+TEST(MolecularTerms, CpuMatchesReferenceInEveryMethod) {
+  std::vector<Vec3> x;
+  const double edge = 31.0;
+  const Topology t = chains(150, 11, x, edge);  // 750 atoms at ~2.5 per 100 A^3
+  const PeriodicBox box = PeriodicBox::from_edges({edge, edge + 1, edge + 2});
+  for (Method method : {Method::no_cutoff, Method::cutoff_non_periodic, Method::cutoff_periodic}) {
+    NonbondedSettings s;
+    s.method = method, s.cutoff = 9.0;
+    if (method == Method::cutoff_non_periodic) s.switch_distance = 7.0;
+    const auto reference = evaluate(t, x, s, Backend::reference, box);
+    for (int threads : {1, 3}) {
+      const auto cpu = md::molecular_forces(t, x, box, s, Backend::cpu, threads);
+      const auto ours = cpu.energy.named(), theirs = reference.energy.named();
+      for (std::size_t k = 0; k < ours.size(); ++k)
+        EXPECT_NEAR(ours[k].second, theirs[k].second, 1e-10 * (1 + std::abs(theirs[k].second)))
+            << md::to_string(method) << " " << ours[k].first;
+      double largest = 0;
+      for (const Vec3& f : reference.force) largest = std::max(largest, norm(f));
+      for (std::size_t i = 0; i < x.size(); ++i) EXPECT_LT(norm(cpu.force[i] - reference.force[i]), 1e-9 * largest);
+    }
+  }
+}
+
+TEST(MolecularTerms, RefusesWhatItCannotComputeRight) {
+  Topology t = pair_of_atoms(0.5, -0.5);
+  const std::vector<Vec3> x{{0, 0, 0}, {3, 0, 0}};
+  NonbondedSettings s;
+  s.method = Method::cutoff_periodic, s.cutoff = 9;
+  EXPECT_THROW(evaluate(t, x, s), Error);  // no box
+  EXPECT_THROW(evaluate(t, x, s, Backend::reference, PeriodicBox::from_edges({17, 30, 30})), Error);  // < 2 rc
+  s.method = Method::cutoff_non_periodic, s.switch_distance = 9.5;
+  EXPECT_THROW(evaluate(t, x, s), Error);
+  EXPECT_THROW(evaluate(t, {{0, 0, 0}}), Error);  // one position for two atoms
+  EXPECT_THROW(evaluate(t, {{0, 0, 0}, {NAN, 0, 0}}), Error);
+  EXPECT_THROW(evaluate(t, {{0, 0, 0}, {0, 0, 0}}), Error);  // overlapping: not finite
+  t.bonds = {{0, 2, 1, 1}};
+  EXPECT_THROW(evaluate(t, x), Error);  // atom 3 of 2
+  t.bonds.clear();
+  t.lj_type[1] = 1;
+  EXPECT_THROW(evaluate(t, x), Error);
+  t.lj_type[1] = 0;
+  EXPECT_THROW(evaluate(t, x, {}, Backend::cuda), Error);
+}
+
+}  // namespace
+}  // namespace nbkit::test
