@@ -10,8 +10,10 @@
 
 #include "command.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbkit/core/units.hpp"
 #include "nbkit/io/amber.hpp"
 #include "nbkit/io/atomic_file.hpp"
+#include "nbkit/io/lammps_data.hpp"
 #include "nbkit/io/structure.hpp"
 #include "nbkit/md/molecular_forces.hpp"
 #include "options.hpp"
@@ -24,7 +26,7 @@ constexpr double kKilojoulePerKcal = 4.184;
 
 struct EnergyArguments {
   std::string topology, coordinates, forces;
-  std::string method = "auto";
+  std::string method = "auto", style = "openmm";
   double cutoff = 10, reaction_field_dielectric = 78.3, switch_distance = 0;
   RunOptions run;
 };
@@ -35,11 +37,41 @@ std::string lower_extension(const std::string& path) {
   return e;
 }
 
-md::Topology read_topology(const std::string& path) {
+// A LAMMPS data file by its name: data.NAME, NAME.data or NAME.lmp.
+bool is_lammps_data(const std::string& path) {
   const std::string e = lower_extension(path);
-  if (e == ".prmtop" || e == ".parm7")
-    return io::read_prmtop(path);
-  throw Error(path + ": unknown topology format (expected an AMBER .prmtop or .parm7)");
+  return e == ".data" || e == ".lmp" || std::filesystem::path(path).filename().string().rfind("data.", 0) == 0;
+}
+
+// The topology, and the coordinates from their own file or (LAMMPS) from the topology's.
+struct Inputs {
+  md::Topology topology;
+  md::Coordinates coordinates;
+  bool lammps = false;
+};
+
+md::Coordinates read_coordinates(const std::string& path, std::size_t atoms);
+
+Inputs read_inputs(const std::string& topology, const std::string& coordinates) {
+  Inputs in;
+  const std::string e = lower_extension(topology);
+  if (is_lammps_data(topology)) {
+    if (!coordinates.empty())
+      throw Error(coordinates + ": a LAMMPS data file holds its own coordinates: give the data file alone");
+    const io::LammpsData data = io::read_lammps_data(topology, md::Units::real);
+    in.topology = io::molecular_topology(data, topology);
+    const md::System& s = data.system;
+    for (std::size_t i = 0; i < s.size(); ++i) in.coordinates.positions.push_back({s.x[i], s.y[i], s.z[i]});
+    in.coordinates.box = s.box;
+    in.lammps = true;
+    return in;
+  }
+  if (e != ".prmtop" && e != ".parm7")
+    throw Error(topology + ": unknown topology format (expected an AMBER .prmtop or .parm7, or a LAMMPS data file)");
+  if (coordinates.empty()) throw Error(topology + ": an AMBER prmtop needs a coordinate file (inpcrd, rst7 or PDB)");
+  in.topology = io::read_prmtop(topology);
+  in.coordinates = read_coordinates(coordinates, in.topology.size());
+  return in;
 }
 
 md::Coordinates read_coordinates(const std::string& path, std::size_t atoms) {
@@ -69,9 +101,11 @@ void write_forces(const std::string& path, const md::MolecularForces& result, co
   });
 }
 
-md::NonbondedSettings settings_of(const EnergyArguments& args, const std::optional<PeriodicBox>& box,
+md::NonbondedSettings settings_of(const EnergyArguments& args, const std::optional<PeriodicBox>& box, bool lammps,
                                   std::string& notice_text) {
   md::NonbondedSettings s;
+  if (lammps) s.coulomb_constant = units::lammps_real::qqr2e;  // the program the file comes from
+  s.style = md::parse_cutoff_style(args.style);
   if (args.method == "auto") {
     s.method = box ? md::NonbondedSettings::Method::cutoff_periodic : md::NonbondedSettings::Method::no_cutoff;
     if (box)
@@ -84,6 +118,9 @@ md::NonbondedSettings settings_of(const EnergyArguments& args, const std::option
   refuse_if_given(args.run.given, "--cutoff", cut, "no-cutoff sums every pair");
   refuse_if_given(args.run.given, "--switch-distance", cut, "no-cutoff sums every pair");
   refuse_if_given(args.run.given, "--reaction-field-dielectric", cut, "no-cutoff has no reaction field");
+  refuse_if_given(args.run.given, "--cutoff-style", cut, "no-cutoff sums every pair");
+  refuse_if_given(args.run.given, "--reaction-field-dielectric",
+                  s.style == md::NonbondedSettings::CutoffStyle::openmm, "the charmm style has no reaction field");
   s.cutoff = args.cutoff;
   s.reaction_field_dielectric = args.reaction_field_dielectric;
   if (args.run.given.count("--switch-distance")) s.switch_distance = args.switch_distance;
@@ -101,11 +138,12 @@ int run_energy(const EnergyArguments& args) {
                            {{args.forces, "--forces"}, {args.run.report, "--report"}});
   for (const std::string& out : {args.forces, args.run.report})
     if (!out.empty()) io::check_writable(out);
-  const md::Topology topology = read_topology(args.topology);
-  const md::Coordinates coordinates = read_coordinates(args.coordinates, topology.size());
+  const Inputs in = read_inputs(args.topology, args.coordinates);
+  const md::Topology& topology = in.topology;
+  const md::Coordinates& coordinates = in.coordinates;
   const std::optional<PeriodicBox> box = coordinates.box ? coordinates.box : topology.box;
   std::string notice_text;
-  const md::NonbondedSettings settings = settings_of(args, box, notice_text);
+  const md::NonbondedSettings settings = settings_of(args, box, in.lammps, notice_text);
   notice(notice_text, args.run.quiet);
   const int threads = threads_option(args.run.threads, args.run.quiet);
   const Backend used = backend == Backend::reference ? Backend::reference : Backend::cpu;
@@ -125,7 +163,9 @@ int run_energy(const EnergyArguments& args) {
     report["nonbonded"]["cutoff"] = settings.cutoff;
     report["nonbonded"]["reaction_field_dielectric"] = settings.reaction_field_dielectric;
     if (settings.switch_distance) report["nonbonded"]["switch_distance"] = *settings.switch_distance;
+    report["nonbonded"]["cutoff_style"] = md::to_string(settings.style);
   }
+  report["nonbonded"]["coulomb_constant"] = settings.coulomb_constant;
   nlohmann::json kcal, kj;
   for (const auto& [name, value] : result.energy.named()) kcal[name] = value, kj[name] = value * kKilojoulePerKcal;
   kcal["total"] = result.energy.total(), kj["total"] = result.energy.total() * kKilojoulePerKcal;
@@ -154,9 +194,13 @@ Action setup_energy(CLI::App& app) {
       "Lennard-Jones, Coulomb, 1-4 Lennard-Jones, 1-4 Coulomb) in kcal/mol and kJ/mol, and its forces, as OpenMM's "
       "Reference platform computes them.\n"
       "Example: nbkit energy protein.prmtop protein.inpcrd --nonbonded no-cutoff --forces forces.txt");
-  app.add_option("topology", args->topology, "AMBER prmtop (.prmtop, .parm7)")->required()->check(CLI::ExistingFile);
-  app.add_option("coordinates", args->coordinates, "AMBER inpcrd/rst7 (with the box, if any) or PDB, in the topology's atom order")
+  app.add_option("topology", args->topology,
+                 "AMBER prmtop (.prmtop, .parm7), or a LAMMPS data file of atom style full or molecular (data.NAME, "
+                 "NAME.data: coordinates and box inside; LAMMPS's Coulomb constant)")
       ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("coordinates", args->coordinates,
+                 "AMBER inpcrd/rst7 (with the box, if any) or PDB, in the topology's atom order (not with a LAMMPS data file)")
       ->check(CLI::ExistingFile);
   app.add_option("--nonbonded", args->method,
                  "no-cutoff (every pair), cutoff (reaction field, no box), cutoff-periodic (reaction field, minimum "
@@ -165,6 +209,10 @@ Action setup_energy(CLI::App& app) {
   app.add_option("--cutoff", args->cutoff, "nonbonded cutoff (Angstrom)")->capture_default_str();
   app.add_option("--switch-distance", args->switch_distance,
                  "switch Lennard-Jones off from this distance to the cutoff (Angstrom; OpenMM's switching function)");
+  app.add_option("--cutoff-style", args->style,
+                 "openmm (Coulomb with a reaction field, Lennard-Jones cut or switched by OpenMM's function) or charmm "
+                 "(CHARMM's switch on Lennard-Jones and Coulomb from --switch-distance: LAMMPS's lj/charmm/coul/charmm)")
+      ->capture_default_str();
   app.add_option("--reaction-field-dielectric", args->reaction_field_dielectric,
                  "the dielectric beyond the cutoff (the reaction field)")
       ->capture_default_str();

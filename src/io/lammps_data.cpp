@@ -28,7 +28,10 @@ std::string_view strip_comment(std::string_view line, std::string_view* comment 
 std::string trimmed(std::string_view s) {
   const auto fields = split_whitespace(s);
   std::string out;
-  for (const auto& f : fields) out += (out.empty() ? "" : " ") + std::string(f);
+  for (const auto& f : fields) {
+    if (!out.empty()) out += ' ';
+    out.append(f);
+  }
   return out;
 }
 
@@ -45,7 +48,12 @@ LammpsData parse_lammps_data(std::string_view text, const std::string& path, md:
   md::System& s = data.system;
   s.units = units;
   std::int64_t atoms = -1, types = -1;
+  // Bonds, angles, dihedrals, impropers: their counts and type counts.
+  std::array<std::int64_t, 4> terms{0, 0, 0, 0}, term_types{0, 0, 0, 0};
+  const std::array<std::string, 4> term_names{"bonds", "angles", "dihedrals", "impropers"};
+  const std::array<std::string, 4> term_type_names{"bond", "angle", "dihedral", "improper"};
   bool box[3] = {false, false, false};
+  LammpsMolecular& mol = data.molecular;
   // Header: counts and box until the first section keyword.
   Lines raw(text);
   std::string_view raw_line;
@@ -79,12 +87,22 @@ LammpsData parse_lammps_data(std::string_view text, const std::string& path, md:
     }
     return false;
   };
-  auto is_section = [](const std::string& name) {
+  // The molecular sections: "Bonds" (term 0) .. "Impropers" (3), "Bond Coeffs" .. "Improper Coeffs".
+  const std::array<std::string, 4> term_sections{"Bonds", "Angles", "Dihedrals", "Impropers"};
+  const std::array<std::string, 4> coeff_sections{"Bond Coeffs", "Angle Coeffs", "Dihedral Coeffs", "Improper Coeffs"};
+  auto term_of = [&](const std::string& name, const std::array<std::string, 4>& names) {
+    for (int k = 0; k < 4; ++k)
+      if (name == names[k]) return k;
+    return -1;
+  };
+  auto is_section = [&](const std::string& name) {
     return name == "Masses" || name == "Atoms" || name == "Velocities" || name == "Pair Coeffs" ||
-           name == "PairIJ Coeffs";
+           name == "PairIJ Coeffs" || term_of(name, term_sections) >= 0 || term_of(name, coeff_sections) >= 0;
   };
   std::string section;
   std::string section_style;
+  // Each molecular section's atom IDs with their lines, resolved once the Atoms are read.
+  std::array<std::vector<std::pair<std::int64_t, std::array<std::int64_t, 4>>>, 4> pending_ids;
   while (next_content()) {
     const std::string joined = trimmed(content);
     if (is_section(joined)) {
@@ -104,11 +122,10 @@ LammpsData parse_lammps_data(std::string_view text, const std::string& path, md:
       box[a] = true;
     } else if (f.size() == 6 && f[3] == "xy") {
       fail_at(line_number, "a triclinic box (xy xz yz): this version takes orthorhombic boxes only");
-    } else if ((f.size() == 2 || f.size() == 3) && (f.back() == "bonds" || f.back() == "angles" ||
-                                                    f.back() == "dihedrals" || f.back() == "impropers" ||
-                                                    (f.size() == 3 && f.back() == "types"))) {
-      if (integer_at(line_number, f[0], "count") != 0)
-        fail_at(line_number, "'" + joined + "': bonded terms are not in this version (atoms and velocities only)");
+    } else if (f.size() == 2 && term_of(std::string(f[1]), term_names) >= 0) {
+      terms[term_of(std::string(f[1]), term_names)] = integer_at(line_number, f[0], "count");
+    } else if (f.size() == 3 && f[2] == "types" && term_of(std::string(f[1]), term_type_names) >= 0) {
+      term_types[term_of(std::string(f[1]), term_type_names)] = integer_at(line_number, f[0], "type count");
     } else {
       fail_at(line_number, "unknown header line '" + joined + "' (expected counts, box bounds or a section)");
     }
@@ -122,6 +139,10 @@ LammpsData parse_lammps_data(std::string_view text, const std::string& path, md:
     throw Error(fmt::format("{}: the header gives {} atoms and {} atom types, but the file has only {} lines (one a "
                             "line is needed)",
                             path, atoms, types, file_lines));
+  for (int k = 0; k < 4; ++k)
+    if (terms[k] < 0 || terms[k] > file_lines || term_types[k] < 0 || term_types[k] > file_lines)
+      throw Error(fmt::format("{}: the header gives {} {} of {} types: negative, or more than the file's {} lines", path,
+                              terms[k], term_names[k], term_types[k], file_lines));
   for (int a = 0; a < 3; ++a)
     if (!box[a]) throw Error(fmt::format("{}: the header lacks the box bounds '{}lo {}hi'", path, "xyz"[a], "xyz"[a]));
   s.resize(static_cast<std::size_t>(atoms));
@@ -131,8 +152,11 @@ LammpsData parse_lammps_data(std::string_view text, const std::string& path, md:
   // Sections: each holds a known number of data lines.
   while (!section.empty()) {
     const std::int64_t header_line = line_number;
+    const int term = term_of(section, term_sections), coeffs = term_of(section, coeff_sections);
     const std::int64_t rows = section == "Masses" || section == "Pair Coeffs" ? types
                               : section == "PairIJ Coeffs"                   ? types * (types + 1) / 2
+                              : term >= 0                                    ? terms[term]
+                              : coeffs >= 0                                  ? term_types[coeffs]
                                                                              : atoms;
     std::vector<std::pair<std::int64_t, std::vector<std::string_view>>> lines;
     std::string next_section, next_style;
@@ -142,7 +166,7 @@ LammpsData parse_lammps_data(std::string_view text, const std::string& path, md:
         next_style = trimmed(c);
         if (!is_section(next_section))
           fail_at(line_number, "'" + next_section + "': expected a section (Masses, Pair Coeffs, PairIJ Coeffs, Atoms, "
-                                   "Velocities) after " +
+                                   "Velocities, Bonds, Angles, Dihedrals, Impropers or their Coeffs) after " +
                                    std::to_string(rows) + " lines of " + section);
         break;
       }
@@ -163,17 +187,28 @@ LammpsData parse_lammps_data(std::string_view text, const std::string& path, md:
       }
     } else if (section == "Pair Coeffs") {
       if (!data.pair_ij.empty()) fail_at(header_line, "Pair Coeffs after PairIJ Coeffs: give one of the two");
-      if (!section_style.empty() && section_style != "lj/cut" && section_style != "lj/cut/coul/dsf")
+      // lj/cut: type epsilon sigma; lj/charmm/...: type epsilon sigma epsilon14 sigma14.
+      const bool charmm_style = section_style.rfind("lj/charmm/", 0) == 0;
+      if (!section_style.empty() && section_style != "lj/cut" && section_style != "lj/cut/coul/dsf" && !charmm_style)
         fail_at(header_line, "Pair Coeffs # " + section_style +
-                                 ": only lj/cut and lj/cut/coul/dsf coefficients (epsilon sigma) are read");
+                                 ": only lj/cut, lj/cut/coul/dsf and lj/charmm/* coefficients are read");
+      const std::size_t columns = lines.empty() ? 3 : lines.front().second.size();
+      const bool charmm = charmm_style || (section_style.empty() && columns == 5);
       data.pair_epsilon.assign(types, 0.0);
       data.pair_sigma.assign(types, 0.0);
+      if (charmm) mol.pair_epsilon14.assign(types, 0.0), mol.pair_sigma14.assign(types, 0.0);
       for (const auto& [number, f] : lines) {
-        if (f.size() != 3) fail_at(number, "Pair Coeffs: expected 'type epsilon sigma'");
+        if (!charmm && f.size() != 3) fail_at(number, "Pair Coeffs: expected 'type epsilon sigma'");
+        if (charmm && f.size() != 5 && f.size() != 3)
+          fail_at(number, "Pair Coeffs (lj/charmm): expected 'type epsilon sigma [epsilon14 sigma14]'");
         const std::int64_t t = integer_at(number, f[0], "atom type");
         if (t < 1 || t > types) fail_at(number, fmt::format("atom type {} outside 1..{}", t, types));
         data.pair_epsilon[t - 1] = number_at(number, f[1], "epsilon");
         data.pair_sigma[t - 1] = number_at(number, f[2], "sigma");
+        if (charmm) {  // the 1-4 pair's own, or the ordinary ones when not given (LAMMPS's rule)
+          mol.pair_epsilon14[t - 1] = f.size() == 5 ? number_at(number, f[3], "epsilon14") : data.pair_epsilon[t - 1];
+          mol.pair_sigma14[t - 1] = f.size() == 5 ? number_at(number, f[4], "sigma14") : data.pair_sigma[t - 1];
+        }
       }
     } else if (section == "PairIJ Coeffs") {
       if (!section_style.empty() && section_style != "lj/cut" && section_style != "lj/cut/coul/dsf")
@@ -202,20 +237,32 @@ LammpsData parse_lammps_data(std::string_view text, const std::string& path, md:
       }
     } else if (section == "Atoms") {
       const std::size_t columns = lines.empty() ? 0 : lines.front().second.size();
-      bool charged = section_style == "charge";
-      if (section_style.empty()) charged = columns == 6 || columns == 9;
-      else if (section_style != "atomic" && section_style != "charge")
-        fail_at(header_line, "Atoms # " + section_style + ": only the atomic and charge styles are read");
+      // The style from the section's comment, else from the columns: with bonded terms in the
+      // header, full (7 or 10) or molecular (6 or 9); without, charge (6 or 9) or atomic.
+      std::string style = section_style;
+      if (style.empty()) {
+        const bool bonded = terms[0] + terms[1] + terms[2] + terms[3] > 0;
+        style = bonded ? (columns == 7 || columns == 10 ? "full" : "molecular")
+                       : (columns == 6 || columns == 9 ? "charge" : "atomic");
+      } else if (style != "atomic" && style != "charge" && style != "molecular" && style != "full") {
+        fail_at(header_line, "Atoms # " + style + ": only the atomic, charge, molecular and full styles are read");
+      }
+      const bool charged = style == "charge" || style == "full";
+      const bool molecular = style == "molecular" || style == "full";
       s.has_charges = charged;
-      const std::size_t base = charged ? 6 : 5;
+      if (molecular) mol.atom_style = style, mol.molecule.assign(static_cast<std::size_t>(atoms), 0);
+      const std::size_t base = 5 + (charged ? 1 : 0) + (molecular ? 1 : 0);
+      const char* layout = style == "full" ? "id mol type q x y z" : style == "molecular" ? "id mol type x y z"
+                           : charged         ? "id type q x y z"
+                                             : "id type x y z";
       std::vector<std::int64_t> ids(lines.size());
       std::vector<std::size_t> index(lines.size());
       std::iota(index.begin(), index.end(), 0);
       for (std::size_t k = 0; k < lines.size(); ++k) {
         const auto& [number, f] = lines[k];
         if (f.size() != base && f.size() != base + 3)
-          fail_at(number, fmt::format("Atoms ({}): expected {} or {} columns (id type {}x y z [ix iy iz]), got {}",
-                                      charged ? "charge" : "atomic", base, base + 3, charged ? "q " : "", f.size()));
+          fail_at(number, fmt::format("Atoms ({}): expected {} or {} columns ({} [ix iy iz]), got {}", style, base,
+                                      base + 3, layout, f.size()));
         ids[k] = integer_at(number, f[0], "atom ID");
         if (ids[k] < 1) fail_at(number, "atom ID: expected a positive integer");
       }
@@ -223,17 +270,50 @@ LammpsData parse_lammps_data(std::string_view text, const std::string& path, md:
       for (std::size_t k = 0; k < index.size(); ++k) {
         const auto& [number, f] = lines[index[k]];
         if (k > 0 && ids[index[k]] == ids[index[k - 1]]) fail_at(number, fmt::format("atom ID {} appears twice", ids[index[k]]));
-        const std::int64_t t = integer_at(number, f[1], "atom type");
+        const std::size_t shift = molecular ? 1 : 0;  // the molecule ID's column
+        if (molecular) mol.molecule[k] = integer_at(number, f[1], "molecule ID");
+        const std::int64_t t = integer_at(number, f[1 + shift], "atom type");
         if (t < 1 || t > types) fail_at(number, fmt::format("atom type {} outside 1..{}", t, types));
         s.id[k] = ids[index[k]];
         s.type[k] = static_cast<int>(t - 1);
-        const std::size_t c = charged ? 3 : 2;
-        s.charge[k] = charged ? number_at(number, f[2], "charge") : 0.0;
+        const std::size_t c = (charged ? 3 : 2) + shift;
+        s.charge[k] = charged ? number_at(number, f[2 + shift], "charge") : 0.0;
         s.x[k] = number_at(number, f[c], "x");
         s.y[k] = number_at(number, f[c + 1], "y");
         s.z[k] = number_at(number, f[c + 2], "z");
       }
       have_atoms = true;
+    } else if (term >= 0) {
+      // "id type atom1 atom2 [atom3 [atom4]]": atom IDs resolved to indices after every section.
+      const std::size_t count = term == 0 ? 2 : term == 1 ? 3 : 4;
+      std::vector<LammpsTerm>& list = term == 0 ? mol.bonds : term == 1 ? mol.angles : term == 2 ? mol.dihedrals : mol.impropers;
+      std::vector<std::pair<std::int64_t, std::array<std::int64_t, 4>>>& pending = pending_ids[term];
+      for (const auto& [number, f] : lines) {
+        if (f.size() != count + 2)
+          fail_at(number, fmt::format("{}: expected 'id type' and {} atom IDs, got {} fields", section, count, f.size()));
+        const std::int64_t t = integer_at(number, f[1], "type");
+        if (t < 1 || t > term_types[term])
+          fail_at(number, fmt::format("{} type {} outside 1..{}", term_type_names[term], t, term_types[term]));
+        std::array<std::int64_t, 4> id{0, 0, 0, 0};
+        for (std::size_t a = 0; a < count; ++a) id[a] = integer_at(number, f[2 + a], "atom ID");
+        list.push_back({static_cast<int>(t - 1), {}});
+        pending.emplace_back(number, id);
+      }
+    } else if (coeffs >= 0) {
+      std::vector<std::vector<double>>& table = coeffs == 0 ? mol.bond_coeffs : coeffs == 1 ? mol.angle_coeffs
+                                                : coeffs == 2                ? mol.dihedral_coeffs
+                                                                             : mol.improper_coeffs;
+      (coeffs == 0 ? mol.bond_style : coeffs == 1 ? mol.angle_style : coeffs == 2 ? mol.dihedral_style
+                                                                                  : mol.improper_style) = section_style;
+      table.assign(static_cast<std::size_t>(term_types[coeffs]), {});
+      for (const auto& [number, f] : lines) {
+        const std::int64_t t = integer_at(number, f[0], "type");
+        if (t < 1 || t > term_types[coeffs])
+          fail_at(number, fmt::format("{} type {} outside 1..{}", term_type_names[coeffs], t, term_types[coeffs]));
+        if (!table[t - 1].empty()) fail_at(number, fmt::format("{}: type {} appears twice", section, t));
+        if (f.size() < 2) fail_at(number, section + ": expected a type and its coefficients");
+        for (std::size_t k = 1; k < f.size(); ++k) table[t - 1].push_back(number_at(number, f[k], "coefficient"));
+      }
     } else if (section == "Velocities") {
       if (!have_atoms) fail_at(header_line, "Velocities before Atoms: this reader needs the Atoms section first");
       for (const auto& [number, f] : lines) {
@@ -251,6 +331,32 @@ LammpsData parse_lammps_data(std::string_view text, const std::string& path, md:
     section_style = next_style;
   }
   if (!have_atoms && atoms > 0) throw Error(path + ": no Atoms section");
+  for (int k = 0; k < 4; ++k) {
+    std::vector<LammpsTerm>& list = k == 0 ? mol.bonds : k == 1 ? mol.angles : k == 2 ? mol.dihedrals : mol.impropers;
+    if (terms[k] > 0 && list.empty())
+      throw Error(fmt::format("{}: the header gives {} {} but the file has no {} section", path, terms[k], term_names[k],
+                              term_sections[k]));
+    if (!list.empty() && mol.atom_style.empty())
+      throw Error(fmt::format("{}: {} need the molecular or full atom style (id mol type ...)", path, term_sections[k]));
+    const std::vector<std::vector<double>>& table = k == 0 ? mol.bond_coeffs : k == 1 ? mol.angle_coeffs
+                                                    : k == 2                ? mol.dihedral_coeffs
+                                                                            : mol.improper_coeffs;
+    if (!list.empty() && static_cast<std::int64_t>(table.size()) != term_types[k])
+      throw Error(fmt::format("{}: no {} section for the {}", path, coeff_sections[k], term_names[k]));
+    const std::size_t count = k == 0 ? 2 : k == 1 ? 3 : 4;
+    for (std::size_t n = 0; n < list.size(); ++n) {
+      const auto& [number, id] = pending_ids[k][n];
+      for (std::size_t a = 0; a < count; ++a) {
+        const auto it = std::lower_bound(s.id.begin(), s.id.end(), id[a]);
+        if (it == s.id.end() || *it != id[a])
+          fail_at(number, fmt::format("{}: atom ID {} is not in Atoms", term_sections[k], id[a]));
+        list[n].atoms[a] = static_cast<std::int32_t>(it - s.id.begin());
+        for (std::size_t b = 0; b < a; ++b)
+          if (list[n].atoms[b] == list[n].atoms[a])
+            fail_at(number, fmt::format("{}: atom ID {} appears twice in one term", term_sections[k], id[a]));
+      }
+    }
+  }
   for (std::int64_t t = 0; t < types; ++t)
     if (!mass_set[t]) throw Error(fmt::format("{}: no mass for atom type {} (a Masses section sets it)", path, t + 1));
   return data;

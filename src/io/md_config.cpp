@@ -152,6 +152,10 @@ void read_system(const Config& c, md::Units units, const std::string& base, MdCo
     if (c.find("system.lattice")) c.fail(c.find("system.lattice"), "system.lattice", "give data or lattice, not both");
     run.data_file = (std::filesystem::path(base) / c.text("system.data", std::nullopt)).string();
     file = read_lammps_data(run.data_file, units);
+    const LammpsMolecular& m = file.molecular;
+    if (!m.bonds.empty() || !m.angles.empty() || !m.dihedrals.empty() || !m.impropers.empty())
+      c.fail(c.find("system.data"), "system.data",
+             "the data file has bonded terms: nbkit md runs Lennard-Jones systems (nbkit energy evaluates this one)");
     run.system = std::move(file.system);
   } else {
     const std::string lattice = c.text("system.lattice", "fcc");

@@ -27,6 +27,16 @@ NonbondedSettings::Method parse_nonbonded_method(const std::string& name) {
   throw Error("unknown nonbonded method '" + name + "' (expected no-cutoff, cutoff or cutoff-periodic)");
 }
 
+NonbondedSettings::CutoffStyle parse_cutoff_style(const std::string& name) {
+  if (name == "openmm") return NonbondedSettings::CutoffStyle::openmm;
+  if (name == "charmm") return NonbondedSettings::CutoffStyle::charmm;
+  throw Error("unknown cutoff style '" + name + "' (expected openmm or charmm)");
+}
+
+std::string to_string(NonbondedSettings::CutoffStyle style) {
+  return style == NonbondedSettings::CutoffStyle::openmm ? "openmm" : "charmm";
+}
+
 std::string to_string(NonbondedSettings::Method method) {
   switch (method) {
     case NonbondedSettings::Method::no_cutoff: return "no-cutoff";
@@ -126,12 +136,12 @@ void add_bonded_terms(const Topology& t, const Images& im, std::vector<V3>& f, E
 
 // The 1-4 pairs: plain Coulomb scaled, their own Lennard-Jones, never cut off.
 void add_pairs14(const Topology& t, const Images& im, double coulomb_k, std::vector<V3>& f, EnergyTerms& e) {
-  const MolecularPairConstants<double> plain{0, 0, 0, 0, 0};
+  const MolecularPairConstants<double> plain{0, 0, 0, 0, 0, 0, 0};
   for (const Pair14& p : t.pairs14) {
     const V3 d = im.separation(im.at(p.i) - im.at(p.j));
     const double r2 = dot(d, d);
     double lj, lj_f, coulomb, coulomb_f;
-    molecular_pair<false>(im.math, r2, p.c12, p.c6, p.coulomb_scale * coulomb_k * t.charge[p.i] * t.charge[p.j],
+    molecular_pair<PairSwitch::none>(im.math, r2, p.c12, p.c6, p.coulomb_scale * coulomb_k * t.charge[p.i] * t.charge[p.j],
                           plain, lj, lj_f, coulomb, coulomb_f);
     e.lennard_jones_14 += lj, e.coulomb_14 += coulomb;
     add(f, p.i, (lj_f + coulomb_f) * d), add(f, p.j, -(lj_f + coulomb_f) * d);
@@ -158,7 +168,8 @@ struct PairSum {
   const Topology& t;
   const Images& im;
   double coulomb_k, cutoff2;
-  bool cut, switched;
+  bool cut;
+  PairSwitch switched;
   MolecularPairConstants<double> k;
 
   // Adds pair (i, j) (i's force to fi, j's to fj) when within the cutoff.
@@ -169,10 +180,12 @@ struct PairSum {
     const std::int64_t type = static_cast<std::int64_t>(t.lj_type[i]) * t.lj_types + t.lj_type[j];
     const double qq = coulomb_k * t.charge[i] * t.charge[j];
     double lj, lj_f, coulomb, coulomb_f;
-    if (switched)
-      molecular_pair<true>(im.math, r2, t.c12[type], t.c6[type], qq, k, lj, lj_f, coulomb, coulomb_f);
+    if (switched == PairSwitch::openmm)
+      molecular_pair<PairSwitch::openmm>(im.math, r2, t.c12[type], t.c6[type], qq, k, lj, lj_f, coulomb, coulomb_f);
+    else if (switched == PairSwitch::charmm)
+      molecular_pair<PairSwitch::charmm>(im.math, r2, t.c12[type], t.c6[type], qq, k, lj, lj_f, coulomb, coulomb_f);
     else
-      molecular_pair<false>(im.math, r2, t.c12[type], t.c6[type], qq, k, lj, lj_f, coulomb, coulomb_f);
+      molecular_pair<PairSwitch::none>(im.math, r2, t.c12[type], t.c6[type], qq, k, lj, lj_f, coulomb, coulomb_f);
     lj_sum += lj, coulomb_sum += coulomb;
     const V3 force = (lj_f + coulomb_f) * d;
     fi = fi + force;
@@ -275,6 +288,11 @@ void check_inputs(const Topology& t, const std::vector<Vec3>& x, const std::opti
     if (!std::isfinite(x[i].x) || !std::isfinite(x[i].y) || !std::isfinite(x[i].z))
       throw Error(fmt::format("atom {} has a position that is not a finite number", i + 1));
   if (!(s.dielectric > 0) || !std::isfinite(s.dielectric)) throw Error("the dielectric constant must be positive");
+  if (!(s.coulomb_constant > 0) || !std::isfinite(s.coulomb_constant)) throw Error("Coulomb's constant must be positive");
+  if (s.style == NonbondedSettings::CutoffStyle::charmm && s.method == Method::no_cutoff)
+    throw Error("the charmm cutoff style switches pairs off before a cutoff: give a cutoff method");
+  if (s.style == NonbondedSettings::CutoffStyle::charmm && !s.switch_distance)
+    throw Error("the charmm cutoff style needs a switch distance (LAMMPS's inner cutoff)");
   if (s.method == Method::no_cutoff) return;
   if (!(s.cutoff > 0) || !std::isfinite(s.cutoff)) throw Error("the nonbonded cutoff must be a positive length");
   if (!(s.reaction_field_dielectric >= 1) || !std::isfinite(s.reaction_field_dielectric))
@@ -301,22 +319,27 @@ MolecularForces molecular_forces(const Topology& t, const std::vector<Vec3>& x, 
     im.periodic = true;
     for (int a = 0; a < 3; ++a) im.length[a] = box->length(a), im.inverse[a] = 1 / im.length[a];
   }
-  const double coulomb_k = units::coulomb_constant_kcal / s.dielectric;
+  const double coulomb_k = s.coulomb_constant / s.dielectric;
   std::vector<V3> f(t.size(), V3{0, 0, 0});
   MolecularForces out;
   add_bonded_terms(t, im, f, out.energy);
   add_pairs14(t, im, coulomb_k, f, out.energy);
 
-  PairSum pair{t, im, coulomb_k, s.cutoff * s.cutoff, s.method != Method::no_cutoff, false, {0, 0, 0, 0, 0}};
+  PairSum pair{t, im, coulomb_k, s.cutoff * s.cutoff, s.method != Method::no_cutoff, PairSwitch::none, {}};
   if (pair.cut) {
-    const double eps = s.reaction_field_dielectric, rc = s.cutoff;
-    pair.k.k_rf = (eps - 1) / ((2 * eps + 1) * rc * rc * rc);
-    pair.k.c_rf = 1 / rc + pair.k.k_rf * rc * rc;
+    const double rc = s.cutoff;
+    if (s.style == NonbondedSettings::CutoffStyle::openmm) {
+      const double eps = s.reaction_field_dielectric;
+      pair.k.k_rf = (eps - 1) / ((2 * eps + 1) * rc * rc * rc);
+      pair.k.c_rf = 1 / rc + pair.k.k_rf * rc * rc;
+    }
     if (s.switch_distance) {
-      pair.switched = true;
-      pair.k.switch_distance = *s.switch_distance;
-      pair.k.switch_distance2 = *s.switch_distance * *s.switch_distance;
-      pair.k.inverse_switch_width = 1 / (rc - *s.switch_distance);
+      const double rs = *s.switch_distance;
+      pair.switched = s.style == NonbondedSettings::CutoffStyle::openmm ? PairSwitch::openmm : PairSwitch::charmm;
+      pair.k.switch_distance = rs, pair.k.switch_distance2 = rs * rs;
+      pair.k.inverse_switch_width = 1 / (rc - rs);
+      pair.k.cutoff2 = rc * rc;
+      pair.k.charmm_inverse_denominator = 1 / std::pow(rc * rc - rs * rs, 3);
     }
   }
   if (backend == Backend::reference)

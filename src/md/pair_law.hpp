@@ -42,13 +42,19 @@ struct PairCutoffs {
 };
 
 // The biomolecular nonbonded law's constants (md/molecular_forces.hpp): the reaction field's
-// k_rf and c_rf (both 0: plain Coulomb) and Lennard-Jones switching from switch_distance to the
-// cutoff (OpenMM's polynomial; switch_distance2 at or beyond the cutoff's square: none).
+// k_rf and c_rf (both 0: plain Coulomb) and the switching from switch_distance to the cutoff
+// (OpenMM's polynomial in r: inverse_switch_width = 1 / (rc - rs); CHARMM's in r^2:
+// charmm_inverse_denominator = 1 / (rc^2 - rs^2)^3).
 template <class V>
 struct MolecularPairConstants {
   V k_rf, c_rf;
   V switch_distance, switch_distance2, inverse_switch_width;
+  V cutoff2, charmm_inverse_denominator;
 };
+
+// Which switching molecular_pair applies: none; OpenMM's, to Lennard-Jones; CHARMM's, to
+// Lennard-Jones and Coulomb both (LAMMPS's lj/charmm/coul/charmm).
+enum class PairSwitch { none, openmm, charmm };
 
 // Host and CUDA scalar arithmetic (float or double).
 template <class Real>

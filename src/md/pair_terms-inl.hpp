@@ -69,13 +69,34 @@ NBKIT_HOST_DEVICE void switch_pair(const M& math, V r2, const MolecularPairConst
   energy = s * energy;
 }
 
+// CHARMM's switch (Brooks et al., J. Comput. Chem. 4, 187 (1983); LAMMPS's lj/charmm/coul/charmm)
+// between rs and rc, on r^2: S = (rc^2 - r^2)^2 (rc^2 + 2 r^2 - 3 rs^2) / (rc^2 - rs^2)^3, so
+// E becomes E S and force / r becomes S F/r - 2 E dS/d(r^2) = S F/r + 12 E (rc^2 - r^2)
+// (r^2 - rs^2) / (rc^2 - rs^2)^3. Below rs nothing changes.
+template <class M, class V>
+NBKIT_HOST_DEVICE void charmm_switch(const M& math, V r2, const MolecularPairConstants<V>& k, V& energy,
+                                     V& force_over_r) {
+  const V outside = k.cutoff2 - r2, inside = r2 - k.switch_distance2;
+  const V s = outside * outside * (k.cutoff2 + math.set(2.0) * r2 - math.set(3.0) * k.switch_distance2) *
+              k.charmm_inverse_denominator;
+  const V ds = math.set(12.0) * outside * inside * k.charmm_inverse_denominator;
+  const V switched_force = s * force_over_r + energy * ds;
+  const V switched_energy = s * energy;
+  force_over_r = force_over_r + math.below(k.switch_distance2, r2, switched_force - force_over_r);
+  energy = energy + math.below(k.switch_distance2, r2, switched_energy - energy);
+}
+
 // One biomolecular pair within the cutoff (or any pair without one), Lennard-Jones (c12/r^12 -
-// c6/r^6, switched when `Switched`) and Coulomb (qq: k q_i q_j / eps) kept apart, as the
-// energy report names them.
-template <bool Switched, class M, class V>
+// c6/r^6) and Coulomb (qq: k q_i q_j / eps) kept apart, as the energy report names them,
+// switched as `Switch` says.
+template <PairSwitch Switch, class M, class V>
 NBKIT_HOST_DEVICE void molecular_pair(const M& math, V r2, V c12, V c6, V qq, const MolecularPairConstants<V>& k,
                                       V& lj_energy, V& lj_force_over_r, V& coulomb_energy, V& coulomb_force_over_r) {
   lennard_jones(math, math.set(1.0) / r2, c12, c6, lj_energy, lj_force_over_r);
-  if constexpr (Switched) switch_pair(math, r2, k, lj_energy, lj_force_over_r);
   reaction_field_coulomb(math, r2, qq, k.k_rf, k.c_rf, coulomb_energy, coulomb_force_over_r);
+  if constexpr (Switch == PairSwitch::openmm) switch_pair(math, r2, k, lj_energy, lj_force_over_r);
+  if constexpr (Switch == PairSwitch::charmm) {
+    charmm_switch(math, r2, k, lj_energy, lj_force_over_r);
+    charmm_switch(math, r2, k, coulomb_energy, coulomb_force_over_r);
+  }
 }

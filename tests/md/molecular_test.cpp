@@ -149,6 +149,14 @@ TEST(MolecularTerms, NonbondedPairByHandInEveryMethod) {
   s.switch_distance = 3.5;
   const double u = 0.5 / 5.5, switched = 1 - 10 * std::pow(u, 3) + 15 * std::pow(u, 4) - 6 * std::pow(u, 5);
   EXPECT_NEAR(evaluate(t, x, s).energy.lennard_jones, lj * switched, 1e-12);
+  // CHARMM's switch from 3.5 A on both, plain Coulomb: S(r^2) of LAMMPS's lj/charmm/coul/charmm.
+  s.style = NonbondedSettings::CutoffStyle::charmm;
+  const double c = 81, i = 3.5 * 3.5, u2 = r * r;
+  const double charmm = (c - u2) * (c - u2) * (c + 2 * u2 - 3 * i) / std::pow(c - i, 3);
+  e = evaluate(t, x, s).energy;
+  EXPECT_NEAR(e.lennard_jones, lj * charmm, 1e-12);
+  EXPECT_NEAR(e.coulomb, k * 0.5 * -0.4 / r * charmm, 1e-10);
+  s.style = NonbondedSettings::CutoffStyle::openmm;
   // Beyond the cutoff: nothing; across a periodic face: the minimum image.
   EXPECT_EQ(evaluate(t, {{0, 0, 0}, {9.5, 0, 0}}, s).energy.total(), 0);
   s.method = Method::cutoff_periodic;
@@ -225,6 +233,8 @@ TEST(MolecularTerms, EveryTermTogetherIsMinusTheGradient) {
   expect_forces_are_minus_gradient(t, x, s);
   s.method = Method::cutoff_periodic;
   expect_forces_are_minus_gradient(t, x, s, PeriodicBox::from_edges({14.5, 15, 16}));
+  s.style = NonbondedSettings::CutoffStyle::charmm;  // CHARMM's switch on Lennard-Jones and Coulomb
+  expect_forces_are_minus_gradient(t, x, s, PeriodicBox::from_edges({14.5, 15, 16}));
 }
 
 // The CPU backend (cell list, threads) against the reference (every pair, one thread): the same
@@ -239,6 +249,7 @@ TEST(MolecularTerms, CpuMatchesReferenceInEveryMethod) {
     NonbondedSettings s;
     s.method = method, s.cutoff = 9.0;
     if (method == Method::cutoff_non_periodic) s.switch_distance = 7.0;
+    if (method == Method::cutoff_periodic) s.switch_distance = 7.5, s.style = NonbondedSettings::CutoffStyle::charmm;
     const auto reference = evaluate(t, x, s, Backend::reference, box);
     for (int threads : {1, 3}) {
       const auto cpu = md::molecular_forces(t, x, box, s, Backend::cpu, threads);
@@ -262,6 +273,9 @@ TEST(MolecularTerms, RefusesWhatItCannotComputeRight) {
   EXPECT_THROW(evaluate(t, x, s, Backend::reference, PeriodicBox::from_edges({17, 30, 30})), Error);  // < 2 rc
   s.method = Method::cutoff_non_periodic, s.switch_distance = 9.5;
   EXPECT_THROW(evaluate(t, x, s), Error);
+  s.switch_distance.reset(), s.style = NonbondedSettings::CutoffStyle::charmm;
+  EXPECT_THROW(evaluate(t, x, s), Error);  // charmm without a switch distance
+  s.style = NonbondedSettings::CutoffStyle::openmm;
   EXPECT_THROW(evaluate(t, {{0, 0, 0}}), Error);  // one position for two atoms
   EXPECT_THROW(evaluate(t, {{0, 0, 0}, {NAN, 0, 0}}), Error);
   EXPECT_THROW(evaluate(t, {{0, 0, 0}, {0, 0, 0}}), Error);  // overlapping: not finite

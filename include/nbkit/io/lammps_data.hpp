@@ -1,14 +1,19 @@
 #pragma once
 // LAMMPS data files (read_data / write_data): the header counts and box, Masses, Pair Coeffs
-// (lj/cut: epsilon sigma per type) or PairIJ Coeffs (i j epsilon sigma per pair), Atoms in the `atomic` (id type x y z) or `charge` (id type
-// q x y z) style with optional image flags, and Velocities. Files with bonds, angles and the
-// like are refused with an error naming the line (part 1 has no bonded terms).
+// (lj/cut: epsilon sigma per type; lj/charmm: epsilon sigma epsilon14 sigma14) or PairIJ Coeffs
+// (i j epsilon sigma per pair), Atoms in the `atomic` (id type x y z), `charge` (id type q x y
+// z), `molecular` (id mol type x y z) or `full` (id mol type q x y z) style with optional image
+// flags, Velocities, and the molecular sections: Bonds, Angles, Dihedrals, Impropers and their
+// Coeffs (kept as numbers here; io/lammps_topology.hpp reads them by style). Anything else is
+// refused with an error naming the line.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "nbkit/md.hpp"
+#include "nbkit/md/topology.hpp"
 
 namespace nbkit::io {
 
@@ -19,8 +24,30 @@ struct PairCoefficient {
   double cutoff = 0;  // the pair's own cutoff when the file gives one (LAMMPS's write_data does); 0: none
 };
 
+// A bonded term of a data file's Bonds, Angles, Dihedrals or Impropers section: its type
+// (0-based) and its atoms (indices into LammpsData::system, which is sorted by ID; 2 to 4 used).
+struct LammpsTerm {
+  int type = 0;
+  std::array<std::int32_t, 4> atoms{};
+};
+
+// The molecular part of a data file (atom styles `molecular`: id mol type x y z, and `full`: id
+// mol type q x y z), as the file gives it; io/lammps_topology.hpp turns it into an md::Topology.
+struct LammpsMolecular {
+  std::string atom_style;              // "molecular" or "full"; empty for atomic and charge files
+  std::vector<std::int64_t> molecule;  // per atom (system order)
+  std::vector<LammpsTerm> bonds, angles, dihedrals, impropers;
+  // Each type's coefficients (the numbers after the type), and the sections' "# style"
+  // comments (empty when the file has none, as LAMMPS's own examples).
+  std::vector<std::vector<double>> bond_coeffs, angle_coeffs, dihedral_coeffs, improper_coeffs;
+  std::string bond_style, angle_style, dihedral_style, improper_style;
+  // lj/charmm Pair Coeffs' third and fourth columns (the 1-4 epsilon and sigma); empty otherwise.
+  std::vector<double> pair_epsilon14, pair_sigma14;
+};
+
 struct LammpsData {
   md::System system;                              // atoms sorted by ID
+  LammpsMolecular molecular;
   std::vector<double> pair_epsilon, pair_sigma;   // per type from Pair Coeffs (or PairIJ's i = j); empty when absent
   // Every pair i <= j from PairIJ Coeffs (what LAMMPS's write_data emits when pairs were set
   // apart from mixing); empty when the file has Pair Coeffs or none.
@@ -28,6 +55,17 @@ struct LammpsData {
 };
 
 LammpsData read_lammps_data(const std::string& path, md::Units units);
+
+// The biomolecular system of a `full` or `molecular` data file in `real` units, as LAMMPS
+// computes it with the styles of its peptide example: bond_style harmonic (K r0), angle_style
+// harmonic (K theta0) or charmm (K theta0 K_ub r_ub), dihedral_style charmm (K n d w: the 1-4
+// pair weighted by w, with the lj/charmm Pair Coeffs' epsilon14 and sigma14 and plain Coulomb),
+// improper_style harmonic (K chi0, chi0 0 or 180: LAMMPS's angle is unsigned), and pair
+// coefficients mixed as LAMMPS mixes them (arithmetic for lj/charmm, geometric for lj/cut).
+// Styles come from the Coeffs sections' "# style" comments, else from the coefficient counts.
+// special_bonds lj/coul 0 0 0 (LAMMPS's default and CHARMM's): the pairs 1, 2 and 3 bonds apart
+// are excluded from the pair style. Throws nbkit::Error naming the file for any other style.
+md::Topology molecular_topology(const LammpsData& data, const std::string& source);
 // The same for a text; `source` names it in error messages ("file:line: ...").
 LammpsData parse_lammps_data(std::string_view text, const std::string& source, md::Units units);
 

@@ -23,18 +23,30 @@
 #include <vector>
 
 #include "nbkit/core/backend.hpp"
+#include "nbkit/core/units.hpp"
 #include "nbkit/md/topology.hpp"
 
 namespace nbkit::md {
 
 struct NonbondedSettings {
   enum class Method { no_cutoff, cutoff_non_periodic, cutoff_periodic };
+  // How pairs within a cutoff are summed: OpenMM's (Coulomb with a reaction field; Lennard-Jones
+  // cut, or switched by OpenMM's polynomial from switch_distance), or CHARMM's switch on both
+  // Lennard-Jones and plain Coulomb from switch_distance (LAMMPS's lj/charmm/coul/charmm; the
+  // header of pair_terms-inl.hpp's charmm_switch has the formula).
+  enum class CutoffStyle { openmm, charmm };
   Method method = Method::no_cutoff;
+  CutoffStyle style = CutoffStyle::openmm;
   double cutoff = 10;                      // Angstrom (the cutoff methods)
   double reaction_field_dielectric = 78.3;  // OpenMM's default (water)
-  std::optional<double> switch_distance;   // Lennard-Jones switching from here to the cutoff
+  std::optional<double> switch_distance;   // switching from here to the cutoff (required by charmm)
   double dielectric = 1;                    // the medium between all charges (AMBER's and OpenMM's 1)
+  // k in E = k q_i q_j / r (kcal/mol A / e^2): CODATA 2018's by default (OpenMM's differs by
+  // 3e-9); LAMMPS's rounded 332.06371 when comparing with LAMMPS (units::lammps_real::qqr2e).
+  double coulomb_constant = units::coulomb_constant_kcal;
 };
+NonbondedSettings::CutoffStyle parse_cutoff_style(const std::string& name);  // "openmm", "charmm"
+std::string to_string(NonbondedSettings::CutoffStyle style);
 NonbondedSettings::Method parse_nonbonded_method(const std::string& name);  // "no-cutoff", "cutoff", "cutoff-periodic"
 std::string to_string(NonbondedSettings::Method method);
 

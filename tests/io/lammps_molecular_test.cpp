@@ -1,0 +1,161 @@
+// LAMMPS data files with molecular topology (io/lammps_data.hpp): the full style's sections
+// read into an md::Topology as LAMMPS's peptide styles define them, and the refusals. The
+// comparison with LAMMPS itself on its peptide is tests/clients/check_energy_lammps.py.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "nbkit/core/error.hpp"
+#include "nbkit/io/lammps_data.hpp"
+
+namespace nbkit::test {
+namespace {
+
+// A chain C1-C2-C3-C4 and a lone atom 5 (molecule 2), two types, in the peptide's styles.
+const std::string kChain = R"(chain
+
+5 atoms
+3 bonds
+2 angles
+1 dihedrals
+1 impropers
+2 atom types
+1 bond types
+1 angle types
+1 dihedral types
+1 improper types
+
+0 30 xlo xhi
+0 31 ylo yhi
+0 32 zlo zhi
+
+Masses
+
+1 12.011
+2 1.008
+
+Pair Coeffs
+
+1 0.1 3.5 0.05 3.2
+2 0.02 2.0 0.02 2.0
+
+Bond Coeffs
+
+1 300.0 1.5
+
+Angle Coeffs
+
+1 40.0 110.0 20.0 2.5
+
+Dihedral Coeffs
+
+1 0.2 3 180 0.5
+
+Improper Coeffs
+
+1 50.0 0.0
+
+Atoms
+
+1 1 1 -0.1 1.0 1.0 1.0
+2 1 1 0.1 2.5 1.0 1.0
+3 1 1 0.2 3.0 2.4 1.0
+4 1 1 -0.2 4.5 2.4 1.3
+5 2 2 0.0 10.0 10.0 10.0 0 0 0
+
+Bonds
+
+1 1 1 2
+2 1 2 3
+3 1 3 4
+
+Angles
+
+1 1 1 2 3
+2 1 2 3 4
+
+Dihedrals
+
+1 1 1 2 3 4
+
+Impropers
+
+1 1 2 1 3 4
+)";
+
+md::Topology chain(const std::string& text) {
+  return io::molecular_topology(io::parse_lammps_data(text, "chain.data", md::Units::real), "chain.data");
+}
+
+TEST(LammpsMolecular, ReadsTheFullStyleAndThePeptideStyles) {
+  const md::Topology t = chain(kChain);
+  ASSERT_EQ(t.size(), 5u);
+  EXPECT_EQ(t.residue_number[4], 2);
+  EXPECT_EQ(t.charge[3], -0.2);
+  EXPECT_EQ(t.mass[4], 1.008);
+  ASSERT_EQ(t.bonds.size(), 3u);
+  EXPECT_EQ(t.bonds[2].i, 2);
+  EXPECT_EQ(t.bonds[2].k, 300.0);
+  ASSERT_EQ(t.angles.size(), 2u);
+  EXPECT_NEAR(t.angles[0].theta0, 110.0 * std::numbers::pi / 180, 1e-15);
+  ASSERT_EQ(t.urey_bradley.size(), 2u);  // charmm angles: K theta0 K_ub r_ub
+  EXPECT_EQ(t.urey_bradley[1].i, 1);
+  EXPECT_EQ(t.urey_bradley[1].j, 3);
+  EXPECT_EQ(t.urey_bradley[1].r0, 2.5);
+  ASSERT_EQ(t.dihedrals.size(), 1u);
+  EXPECT_EQ(t.dihedrals[0].periodicity, 3);
+  EXPECT_NEAR(t.dihedrals[0].phase, std::numbers::pi, 1e-15);
+  // The 1-4 pair weighted by w = 0.5, from epsilon14 and sigma14 mixed arithmetically (type 1 with itself).
+  ASSERT_EQ(t.pairs14.size(), 1u);
+  EXPECT_EQ(t.pairs14[0].coulomb_scale, 0.5);
+  EXPECT_NEAR(t.pairs14[0].c6, 0.5 * 4 * 0.05 * std::pow(3.2, 6), 1e-9);
+  // Arithmetic mixing of sigma for lj/charmm: types 1 and 2 meet at (3.5 + 2.0) / 2.
+  EXPECT_NEAR(t.c6[1], 4 * std::sqrt(0.1 * 0.02) * std::pow(2.75, 6), 1e-9);
+  ASSERT_EQ(t.harmonic_impropers.size(), 1u);
+  EXPECT_EQ(t.harmonic_impropers[0].i, 1);
+  // Exclusions: 1-2, 1-3 and 1-4 along the bonds (special_bonds 0 0 0): 3 + 2 + 1.
+  EXPECT_EQ(t.exclusions.size(), 6u);
+  ASSERT_TRUE(t.box);
+  EXPECT_EQ(t.box->length(2), 32.0);
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    chain(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+TEST(LammpsMolecular, RefusesWithFileAndLine) {
+  EXPECT_NE(error_of(replaced(kChain, "3 1 3 4\n", "3 1 3 9\n")).find("chain.data:56: Bonds: atom ID 9 is not in Atoms"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(kChain, "2 1 2 3 4\n", "2 2 2 3 4\n")).find("chain.data:61: angle type 2 outside 1..1"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(kChain, "1 1 2 1 3 4\n", "1 1 2 1 3\n")).find("Impropers: expected 'id type' and 4 atom IDs"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(kChain, "1 0.2 3 180 0.5", "1 0.2 3 180")).find("Dihedral Coeffs: 3 coefficients per type"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(kChain, "1 0.2 3 180 0.5", "1 0.2 3.5 180 0.5")).find("charmm expects"), std::string::npos);
+  EXPECT_NE(error_of(replaced(kChain, "1 50.0 0.0", "1 50.0 35.0")).find("chi0 35"), std::string::npos);
+  EXPECT_NE(error_of(replaced(kChain, "Angle Coeffs\n\n1 40.0 110.0 20.0 2.5\n\n", "")).find("no Angle Coeffs section"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(kChain, "Bond Coeffs", "Bond Coeffs # morse")).find("Bond Coeffs # morse"), std::string::npos);
+  EXPECT_NE(error_of(replaced(kChain, "1 1 1 2 3 4\n", "1 1 1 2 3 3\n")).find("appears twice in one term"),
+            std::string::npos);
+  // Bonds in a file whose atoms have no molecule column (atom style charge).
+  EXPECT_NE(error_of(replaced(kChain, "Atoms\n", "Atoms # charge\n")).find("Atoms (charge): expected 6 or 9 columns"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace nbkit::test
