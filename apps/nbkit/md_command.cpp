@@ -11,6 +11,7 @@
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/progress.hpp"
 #include "nbkit/core/resources.hpp"
+#include "nbkit/io/amber.hpp"
 #include "nbkit/io/atomic_file.hpp"
 #include "nbkit/io/dcd.hpp"
 #include "nbkit/io/lammps_data.hpp"
@@ -41,7 +42,10 @@ struct MdPaths {
 // The run's output files, checked before it starts: none replaces an input, the disk holds
 // them. (md::Simulation checks the memory of the run itself.)
 void check_outputs(const MdArguments& args, const io::MdConfig& config, const MdPaths& paths) {
-  io::check_distinct_files({{args.config, "the TOML file"}, {config.data_file, "[system] data"}},
+  io::check_distinct_files({{args.config, "the TOML file"},
+                            {config.data_file, "[system] data"},
+                            {config.topology_file, "[system] prmtop"},
+                            {config.coordinates_file, "[system] coordinates"}},
                            {{paths.thermo, "thermo.csv"},
                             {paths.dcd, "trajectory.dcd"},
                             {paths.data, "[output] data"},
@@ -55,35 +59,42 @@ void check_outputs(const MdArguments& args, const io::MdConfig& config, const Md
     plan.memory(12 * static_cast<std::uint64_t>(atoms), "a trajectory frame");
   }
   plan.disk(paths.thermo, static_cast<std::uint64_t>(config.steps / config.thermo_every + 2) * 96, "the thermo table");
-  plan.disk(paths.data, io::lammps_data_file_bytes(config.system.size()), "the final data file");
+  plan.disk(paths.data, io::lammps_data_file_bytes(config.system.size()),
+            config.molecular ? "the final restart" : "the final data file");
   plan.check();
 }
 
 md::Simulation make_simulation(io::MdConfig& config, const RunOptions& run) {
-  md::Integrator integrator;
-  integrator.timestep = config.timestep;
-  if (config.langevin)
-    integrator.langevin = md::Integrator::LangevinSettings{config.langevin->temperature, config.langevin->damping,
-                                                           config.langevin->seed};
   md::SimulationOptions options;
   options.backend = run.backend_requested();
   options.precision = run.precision_given();
   options.threads = threads_option(run.threads, run.quiet);
   options.gpus = run.gpu_list();
   options.skin = config.skin;
+  md::Integrator integrator;
+  integrator.timestep = config.timestep;
+  if (config.langevin)
+    integrator.langevin = md::Integrator::LangevinSettings{config.langevin->temperature, config.langevin->damping,
+                                                           config.langevin->seed};
+  if (config.molecular) return md::Simulation(std::move(config.system), std::move(*config.molecular), integrator, options);
   return md::Simulation(std::move(config.system), config.field, integrator, options);
 }
 
 // The thermo table (thermo.csv, and LAMMPS-style rows on a terminal) and the DCD trajectory
 // grow as the run goes, each row and frame on the disk when it is made, so a crash or
 // Ctrl-C keeps everything up to that step.
-md::Reporters reporters(const io::MdConfig& config, std::int64_t atoms, const MdPaths& paths, bool terminal,
-                        io::LineLog& csv, std::unique_ptr<io::DcdWriter>& dcd, ProgressBar& bar) {
+// Biomolecular runs add each force term's energy to the table's row (kcal/mol).
+md::Reporters reporters(const io::MdConfig& config, const md::Simulation& simulation, std::int64_t atoms,
+                        const MdPaths& paths, bool terminal, io::LineLog& csv, std::unique_ptr<io::DcdWriter>& dcd,
+                        ProgressBar& bar) {
   md::Reporters r;
   r.thermo_every = config.thermo_every;
-  r.thermo = [&csv, &bar, terminal](const md::Thermo& t) {
-    csv.write(fmt::format("{},{:.12g},{:.12g},{:.12g},{:.12g},{:.12g}\n", t.step, t.temperature, t.potential,
-                          t.kinetic, t.total, t.pressure));
+  r.thermo = [&csv, &bar, &simulation, terminal](const md::Thermo& t) {
+    std::string terms;
+    if (const auto energy = simulation.energy_terms())
+      for (const auto& [name, value] : energy->named()) terms += fmt::format(",{:.12g}", value);
+    csv.write(fmt::format("{},{:.12g},{:.12g},{:.12g},{:.12g},{:.12g}{}\n", t.step, t.temperature, t.potential,
+                          t.kinetic, t.total, t.pressure, terms));
     bar.clear();
     if (terminal)
       fmt::print("{:>10} {:>14.8f} {:>14.8f} {:>14.8f} {:>14.8f} {:>14.8f}\n", t.step, t.temperature, t.potential,
@@ -110,27 +121,44 @@ int run_md(const MdArguments& args) {
   const MdPaths paths(directory, config);
   check_outputs(args, config, paths);
   const std::int64_t steps = config.steps;
+  const std::size_t atoms = config.system.size();
   md::Simulation simulation = make_simulation(config, args.run);
   notice(simulation.notice(), args.run.quiet);
   std::filesystem::create_directories(directory);
   io::LineLog csv(paths.thermo);
-  const md::ForceField& field = simulation.force_field();
   const md::System& system = simulation.state();
-  csv.write(fmt::format("# nbkit md: {} atoms, units {}, {}, cutoff {}, skin {}, dt {}\n", system.size(),
-                        to_string(system.units),
-                        config.langevin ? fmt::format("Langevin T {}", config.langevin->temperature) : std::string("NVE"),
-                        field.cutoff, config.skin, config.timestep));
-  csv.write("step,temperature,potential,kinetic,total,pressure\n");
+  const std::string ensemble =
+      config.langevin ? fmt::format("Langevin T {}", config.langevin->temperature) : std::string("NVE");
+  std::string term_columns;
+  if (const md::MolecularForceField* molecular = simulation.molecular_field()) {
+    const md::NonbondedSettings& nb = molecular->nonbonded;
+    csv.write(fmt::format("# nbkit md: {} atoms, {}, units real, {}, nonbonded {}{}, dt {} fs; energies kcal/mol\n",
+                          atoms, molecular->topology.source, ensemble, md::to_string(nb.method),
+                          nb.method == md::NonbondedSettings::Method::no_cutoff
+                              ? std::string()
+                              : fmt::format(" cutoff {} ({})", nb.cutoff, md::to_string(nb.style)),
+                          config.timestep));
+    for (const auto& [name, value] : md::EnergyTerms{}.named()) term_columns += std::string(",") + name;
+  } else {
+    csv.write(fmt::format("# nbkit md: {} atoms, units {}, {}, cutoff {}, skin {}, dt {}\n", atoms,
+                          to_string(system.units), ensemble, simulation.force_field().cutoff, config.skin,
+                          config.timestep));
+  }
+  csv.write("step,temperature,potential,kinetic,total,pressure" + term_columns + "\n");
   const bool terminal = !args.run.quiet;
   if (terminal) fmt::print("{:>10} {:>14} {:>14} {:>14} {:>14} {:>14}\n", "Step", "Temp", "PotEng", "KinEng", "TotEng", "Press");
   ProgressBar bar("md", terminal);  // on stderr between the thermo rows (terminals only)
   std::unique_ptr<io::DcdWriter> dcd;
-  const md::RunSummary summary = simulation.run(
-      steps, reporters(config, static_cast<std::int64_t>(system.size()), paths, terminal, csv, dcd, bar));
+  const md::RunSummary summary =
+      simulation.run(steps, reporters(config, simulation, static_cast<std::int64_t>(atoms), paths, terminal, csv, dcd, bar));
   bar.finish();
   if (dcd) dcd->close();
-  io::write_lammps_data(paths.data, simulation.state(), config.type_epsilon, config.type_sigma,
-                        fmt::format("nbkit md after {} steps", steps), config.pair_style, config.pair_ij);
+  if (simulation.molecular_field())
+    io::write_rst7(paths.data, simulation.state(), fmt::format("nbkit md after {} steps", steps),
+                   1e-3 * config.timestep * static_cast<double>(steps));
+  else
+    io::write_lammps_data(paths.data, simulation.state(), config.type_epsilon, config.type_sigma,
+                          fmt::format("nbkit md after {} steps", steps), config.pair_style, config.pair_ij);
   nlohmann::json report = run_report("md", args.run, simulation.backend(), simulation.description(), simulation.notice());
   report["input"] = {{"file", args.config}, {"atoms", summary.atoms}, {"units", to_string(system.units)}};
   report["run"] = {{"steps", steps}, {"timestep", config.timestep}, {"list_builds", simulation.list_builds()}};
@@ -139,6 +167,12 @@ int run_md(const MdArguments& args) {
   const md::Thermo last = simulation.thermo();
   report["final_thermo"] = {{"step", last.step}, {"temperature", last.temperature}, {"potential", last.potential},
                             {"kinetic", last.kinetic}, {"total", last.total}, {"pressure", last.pressure}};
+  if (const auto terms = simulation.energy_terms()) {
+    nlohmann::json energy;
+    for (const auto& [name, value] : terms->named()) energy[name] = value;
+    energy["total"] = terms->total();
+    report["final_energy_kcal_per_mol"] = energy;
+  }
   report["outputs"] = {{"thermo", paths.thermo}, {"data", paths.data}};
   if (dcd) report["outputs"]["trajectory"] = paths.dcd;
   write_report(args.run.report, report);

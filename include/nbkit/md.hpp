@@ -34,8 +34,11 @@ struct System {
   std::vector<int> type;
   std::vector<std::int64_t> id;  // LAMMPS atom IDs, kept for the files
   std::vector<double> type_mass;  // mass of each type
+  // Each atom's own mass (AMBER's and CHARMM's systems); empty: the type's (LAMMPS's).
+  std::vector<double> atom_mass;
   bool has_charges = false;      // LAMMPS atom style `charge` rather than `atomic`
   std::size_t size() const { return x.size(); }
+  double mass(std::size_t i) const { return atom_mass.empty() ? type_mass[type[i]] : atom_mass[i]; }
   int types() const { return static_cast<int>(type_mass.size()); }
   void resize(std::size_t n);
 };

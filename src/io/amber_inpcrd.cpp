@@ -6,10 +6,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
+#include <memory>
 
 #include "io/text.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/amber.hpp"
+#include "nbkit/io/atomic_file.hpp"
 
 namespace nbkit::io {
 
@@ -78,6 +81,32 @@ md::Coordinates parse_inpcrd(std::string_view text, const std::string& source, s
     c.box = PeriodicBox::from_edges({values[b].second, values[b + 1].second, values[b + 2].second});
   }
   return c;
+}
+
+void write_rst7(const std::string& path, const md::System& s, const std::string& title, double time_ps) {
+  write_atomically(path, [&](const std::string& temporary) {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(temporary.c_str(), "w"), &std::fclose);
+    if (!f) throw Error(path + ": cannot write");
+    fmt::print(f.get(), "{}\n{:6d}{:15.7e}\n", title.substr(0, 80), s.size(), time_ps);
+    std::size_t field = 0;
+    auto put = [&](double v) {
+      if (!(std::abs(v) < 1e4)) throw Error(fmt::format("{}: {} does not fit the rst7 format's 12 columns", path, v));
+      fmt::print(f.get(), "{:12.7f}", v);
+      if (++field % 6 == 0) fmt::print(f.get(), "\n");
+    };
+    auto end_block = [&] {
+      if (field % 6 != 0) fmt::print(f.get(), "\n");
+      field = 0;
+    };
+    for (std::size_t i = 0; i < s.size(); ++i) put(s.x[i]), put(s.y[i]), put(s.z[i]);
+    end_block();
+    for (std::size_t i = 0; i < s.size(); ++i)
+      for (double v : {s.vx[i], s.vy[i], s.vz[i]}) put(v / kAmberVelocityToAngstromPerFs);
+    end_block();
+    for (double v : {s.box.length(0), s.box.length(1), s.box.length(2), 90.0, 90.0, 90.0}) put(v);
+    end_block();
+    if (std::fflush(f.get()) != 0 || std::ferror(f.get())) throw Error(path + ": write failed");
+  });
 }
 
 md::Coordinates read_inpcrd(const std::string& path, std::size_t atoms) {

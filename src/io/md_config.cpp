@@ -12,6 +12,8 @@
 
 #include "io/text.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbkit/core/units.hpp"
+#include "nbkit/io/amber.hpp"
 
 namespace nbkit::io {
 
@@ -146,17 +148,42 @@ class Config {
   toml::table root_;
 };
 
-// [system]: a LAMMPS data file, or an fcc lattice as in.lj builds it; velocities.
+// [system]: a LAMMPS data file, an AMBER prmtop with its coordinates, or an fcc lattice as
+// in.lj builds it; velocities.
 void read_system(const Config& c, md::Units units, const std::string& base, MdConfig& run, LammpsData& file) {
-  if (c.find("system.data")) {
+  if (c.find("system.prmtop")) {
+    for (const char* key : {"system.data", "system.lattice"})
+      if (c.find(key)) c.fail(c.find(key), key, "give one system: prmtop (with coordinates), data or lattice");
+    if (!c.find("system.coordinates"))
+      c.fail(c.find("system.prmtop"), "system.prmtop", "a prmtop needs system.coordinates (an inpcrd or rst7 file)");
+    run.topology_file = (std::filesystem::path(base) / c.text("system.prmtop", std::nullopt)).string();
+    run.coordinates_file = (std::filesystem::path(base) / c.text("system.coordinates", std::nullopt)).string();
+    md::Topology topology = read_prmtop(run.topology_file);
+    const md::Coordinates coordinates = read_inpcrd(run.coordinates_file, topology.size());
+    run.system = md::molecular_system(topology, coordinates);
+    run.molecular = md::MolecularForceField{std::move(topology), {}};
+  } else if (c.find("system.coordinates")) {
+    c.fail(c.find("system.coordinates"), "system.coordinates", "coordinates go with system.prmtop");
+  } else if (c.find("system.data")) {
     if (c.find("system.lattice")) c.fail(c.find("system.lattice"), "system.lattice", "give data or lattice, not both");
     run.data_file = (std::filesystem::path(base) / c.text("system.data", std::nullopt)).string();
     file = read_lammps_data(run.data_file, units);
-    const LammpsMolecular& m = file.molecular;
-    if (!m.bonds.empty() || !m.angles.empty() || !m.dihedrals.empty() || !m.impropers.empty())
-      c.fail(c.find("system.data"), "system.data",
-             "the data file has bonded terms: nbkit md runs Lennard-Jones systems (nbkit energy evaluates this one)");
-    run.system = std::move(file.system);
+    if (!file.molecular.atom_style.empty()) {  // full or molecular: a biomolecular system
+      if (units != md::Units::real) c.fail(c.find("units"), "units", "a molecular data file runs in real units");
+      md::Topology topology = molecular_topology(file, run.data_file);
+      md::Coordinates coordinates;
+      const md::System& s = file.system;
+      for (std::size_t i = 0; i < s.size(); ++i) {
+        coordinates.positions.push_back({s.x[i], s.y[i], s.z[i]});
+        coordinates.velocities.push_back({s.vx[i], s.vy[i], s.vz[i]});
+      }
+      coordinates.box = s.box;
+      run.system = md::molecular_system(topology, coordinates);
+      run.molecular = md::MolecularForceField{std::move(topology), {}};
+      run.molecular->nonbonded.coulomb_constant = units::lammps_real::qqr2e;  // the program the file is from
+    } else {
+      run.system = std::move(file.system);
+    }
   } else {
     const std::string lattice = c.text("system.lattice", "fcc");
     if (lattice != "fcc") c.fail(c.find("system.lattice"), "system.lattice", "only fcc in this version");
@@ -293,19 +320,49 @@ void read_pair(const Config& c, MdConfig& run, const LammpsData& file) {
 
 }  // namespace
 
+// [nonbonded] of a biomolecular system (md::NonbondedSettings; `nbkit energy`'s options).
+void read_nonbonded(const Config& c, MdConfig& run) {
+  md::NonbondedSettings& s = run.molecular->nonbonded;
+  if (c.find("pair")) c.fail(c.find("pair"), "pair", "a biomolecular system takes [nonbonded], not [pair]");
+  if (c.find("neighbor.skin"))
+    c.fail(c.find("neighbor.skin"), "neighbor.skin", "biomolecular runs rebuild their cell list at every step (no skin)");
+  const bool box = run.molecular->topology.box || !run.data_file.empty();
+  try {
+    s.method = md::parse_nonbonded_method(c.text("nonbonded.method", box ? "cutoff-periodic" : "no-cutoff"));
+    s.style = md::parse_cutoff_style(c.text("nonbonded.cutoff_style", "openmm"));
+  } catch (const Error& e) {
+    c.fail(c.find("nonbonded"), "nonbonded", e.what());
+  }
+  const bool cut = s.method != md::NonbondedSettings::Method::no_cutoff;
+  for (const char* key : {"nonbonded.cutoff", "nonbonded.switch_distance", "nonbonded.cutoff_style",
+                          "nonbonded.reaction_field_dielectric"})
+    if (!cut && c.find(key)) c.fail(c.find(key), key, "no-cutoff sums every pair: no cutoff settings");
+  s.cutoff = c.number("nonbonded.cutoff", 10.0, true);
+  s.reaction_field_dielectric = c.number("nonbonded.reaction_field_dielectric", 78.3, true);
+  if (c.find("nonbonded.switch_distance")) s.switch_distance = c.number("nonbonded.switch_distance", std::nullopt, true);
+}
+
 MdConfig parse_md_config(std::string_view text, const std::string& source, const std::string& base) {
   const Config c(text, source);
-  c.check_keys("", {"units", "system", "pair", "neighbor", "run", "output"});
-  c.check_keys("system", {"data", "lattice", "density", "cells", "temperature", "seed"});
+  c.check_keys("", {"units", "system", "pair", "nonbonded", "neighbor", "run", "output"});
+  c.check_keys("system", {"data", "lattice", "density", "cells", "temperature", "seed", "prmtop", "coordinates"});
+  c.check_keys("nonbonded", {"method", "cutoff", "switch_distance", "cutoff_style", "reaction_field_dielectric"});
   c.check_keys("pair", {"style", "cutoff", "shift", "mixing", "coeffs", "exclusions", "coulomb_cutoff", "dielectric"});
   c.check_keys("neighbor", {"skin"});
   c.check_keys("run", {"timestep", "steps", "thermo", "ensemble", "temperature", "damping", "seed"});
   c.check_keys("output", {"directory", "dcd_every", "data"});
-  const md::Units units = md::parse_units(c.text("units", "lj"));
+  // AMBER systems run in real units (the default with a prmtop).
+  const md::Units units = md::parse_units(c.text("units", c.find("system.prmtop") ? "real" : "lj"));
+  if (c.find("system.prmtop") && units != md::Units::real) c.fail(c.find("units"), "units", "a prmtop runs in real units");
   MdConfig run;
   LammpsData file;
   read_system(c, units, base, run, file);
-  read_pair(c, run, file);
+  if (run.molecular) {
+    read_nonbonded(c, run);
+  } else {
+    if (c.find("nonbonded")) c.fail(c.find("nonbonded"), "nonbonded", "[nonbonded] is for biomolecular systems: use [pair]");
+    read_pair(c, run, file);
+  }
   run.timestep = c.number("run.timestep", units == md::Units::lj ? 0.005 : 1.0, true);
   run.steps = c.integer("run.steps", std::nullopt, 0);
   run.thermo_every = c.integer("run.thermo", 100, 1);
@@ -322,7 +379,7 @@ MdConfig parse_md_config(std::string_view text, const std::string& source, const
   if (!(run.skin >= 0)) c.fail(c.find("neighbor.skin"), "neighbor.skin", "expected zero or a positive length");
   run.directory = c.text("output.directory", "md-out");
   run.dcd_every = c.integer("output.dcd_every", 0, 0);
-  run.final_data = c.text("output.data", "final.data");
+  run.final_data = c.text("output.data", run.molecular ? "final.rst7" : "final.data");
   if (run.final_data.empty() || run.final_data.find('/') != std::string::npos)
     c.fail(c.find("output.data"), "output.data", "a file name in the output directory (no '/')");
   return run;

@@ -5,9 +5,11 @@
 // this and are chosen in simulation.cpp. Internal to the library.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "nbkit/md.hpp"
+#include "nbkit/md/molecular_forces.hpp"
 
 namespace nbkit::md {
 
@@ -26,6 +28,9 @@ class Engine {
   virtual void forces(Forces& out) const = 0;
   virtual std::int64_t builds() const = 0;
   virtual std::string description() const = 0;
+  // Each term's energy at the last evaluation with energies, for engines of biomolecular
+  // systems (empty for the Lennard-Jones engines).
+  virtual std::optional<EnergyTerms> energy_terms() const { return std::nullopt; }
 };
 
 // Each engine evaluates the first forces (with energies) when built. `system` must outlive it.
@@ -33,5 +38,9 @@ std::unique_ptr<Engine> make_reference_engine(System& system, const ForceField& 
 std::unique_ptr<Engine> make_cpu_engine(System& system, const ForceField& field, double skin, int threads);
 std::unique_ptr<Engine> make_gpu_engine(System& system, const ForceField& field, double skin,
                                         const GpuEngine::Options& options);
+// A biomolecular system (md/molecular_engine.cpp): molecular_forces on the reference or cpu
+// backend every step.
+std::unique_ptr<Engine> make_molecular_engine(System& system, const MolecularForceField& field, Backend backend,
+                                              int threads);
 
 }  // namespace nbkit::md

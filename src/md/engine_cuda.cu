@@ -176,6 +176,7 @@ class Engine final : public EngineBase {
     host_sums_ = cuda::PinnedBuffer<double>(3);
 
     // Per-type tables: force -> acceleration, masses, pair coefficients.
+    if (!s.atom_mass.empty()) throw Error("the GPU engine takes masses per atom type, not per atom");
     const UnitConstants u = unit_constants(s.units);
     std::vector<double> acceleration(s.types()), mass(s.type_mass);
     for (int t = 0; t < s.types(); ++t) acceleration[t] = u.force_to_acceleration / s.type_mass[t];

@@ -45,6 +45,8 @@ void check_force_field(const System& s, const ForceField& f) {
                 std::to_string(s.types()));
   for (int axis = 0; axis < 3; ++axis)
     if (!(s.box.length(axis) > 0)) throw Error("the box must have a positive length along every axis");
+  if (!s.atom_mass.empty() && s.atom_mass.size() != s.size())
+    throw Error("the per-atom masses must number the atoms");
 }
 
 }  // namespace nbkit::md

@@ -40,7 +40,7 @@ void Langevin::apply(const System& s, Forces& forces, double dt) {
   for (std::int64_t i = 0; i < n; ++i) {
     const double velocity[3] = {s.vx[i], s.vy[i], s.vz[i]};
     double force[3] = {forces.fx[i], forces.fy[i], forces.fz[i]};
-    add_langevin_force(draw, static_cast<std::uint32_t>(i), s.type_mass[s.type[i]], velocity, force);
+    add_langevin_force(draw, static_cast<std::uint32_t>(i), s.mass(i), velocity, force);
     forces.fx[i] = force[0], forces.fy[i] = force[1], forces.fz[i] = force[2];
   }
 }
@@ -52,7 +52,7 @@ void half_kick(System& s, const Forces& forces, double dt, int threads) {
   // Atom by atom, so threads change nothing in the numbers.
 #pragma omp parallel for num_threads(resolve_threads(threads)) if (n > 65536)
   for (std::int64_t i = 0; i < n; ++i) {
-    const double scale = half / s.type_mass[s.type[i]];
+    const double scale = half / s.mass(i);
     s.vx[i] += scale * forces.fx[i], s.vy[i] += scale * forces.fy[i], s.vz[i] += scale * forces.fz[i];
   }
 }

@@ -89,22 +89,24 @@ struct Images {
 
 void add(std::vector<V3>& f, std::int32_t i, V3 v) { f[i] = f[i] + v; }
 
-void add_bonded_terms(const Topology& t, const Images& im, std::vector<V3>& f, EnergyTerms& e) {
+void add_bonded_terms(const Topology& t, const Images& im, std::vector<V3>& f, EnergyTerms& e, double& virial) {
   auto bonds = [&](const std::vector<HarmonicBond>& list, double& energy) {
     for (const HarmonicBond& b : list) {
-      const V3 xi = im.at(b.i);
+      const V3 xi = im.at(b.i), xj = im.near(xi, b.j);
       V3 fi;
-      energy += harmonic_bond(xi, im.near(xi, b.j), b.k, b.r0, fi);
+      energy += harmonic_bond(xi, xj, b.k, b.r0, fi);
       add(f, b.i, fi), add(f, b.j, -1.0 * fi);
+      virial += dot(xi - xj, fi);
     }
   };
   bonds(t.bonds, e.bond);
   bonds(t.urey_bradley, e.urey_bradley);
   for (const HarmonicAngle& a : t.angles) {
-    const V3 xj = im.at(a.j);
+    const V3 xj = im.at(a.j), xi = im.near(xj, a.i), xk = im.near(xj, a.k);
     V3 fi, fk;
-    e.angle += harmonic_angle(im.near(xj, a.i), xj, im.near(xj, a.k), a.k_theta, a.theta0, fi, fk);
+    e.angle += harmonic_angle(xi, xj, xk, a.k_theta, a.theta0, fi, fk);
     add(f, a.i, fi), add(f, a.k, fk), add(f, a.j, -1.0 * (fi + fk));
+    virial += dot(xi - xj, fi) + dot(xk - xj, fk);
   }
   auto dihedral = [&](std::int32_t i, std::int32_t j, std::int32_t k, std::int32_t l) {
     const V3 xj = im.at(j), xk = im.near(xj, k);
@@ -115,6 +117,8 @@ void add_bonded_terms(const Topology& t, const Images& im, std::vector<V3>& f, E
     V3 four[4];
     dihedral_forces(g, de, four);
     add(f, i, four[0]), add(f, j, four[1]), add(f, k, four[2]), add(f, l, four[3]);
+    // x_a - x_j for a = i, k, l: r_ij, r_kj and r_kj - r_kl (Sum F = 0 leaves x_j out).
+    virial += dot(g.r_ij, four[0]) + dot(g.r_kj, four[2]) + dot(g.r_kj - g.r_kl, four[3]);
   };
   auto torsions = [&](const std::vector<PeriodicTorsion>& list, double& energy) {
     for (const PeriodicTorsion& d : list) {
@@ -135,7 +139,8 @@ void add_bonded_terms(const Topology& t, const Images& im, std::vector<V3>& f, E
 }
 
 // The 1-4 pairs: plain Coulomb scaled, their own Lennard-Jones, never cut off.
-void add_pairs14(const Topology& t, const Images& im, double coulomb_k, std::vector<V3>& f, EnergyTerms& e) {
+void add_pairs14(const Topology& t, const Images& im, double coulomb_k, std::vector<V3>& f, EnergyTerms& e,
+                 double& virial) {
   const MolecularPairConstants<double> plain{0, 0, 0, 0, 0, 0, 0};
   for (const Pair14& p : t.pairs14) {
     const V3 d = im.separation(im.at(p.i) - im.at(p.j));
@@ -145,6 +150,7 @@ void add_pairs14(const Topology& t, const Images& im, double coulomb_k, std::vec
                           plain, lj, lj_f, coulomb, coulomb_f);
     e.lennard_jones_14 += lj, e.coulomb_14 += coulomb;
     add(f, p.i, (lj_f + coulomb_f) * d), add(f, p.j, -(lj_f + coulomb_f) * d);
+    virial += (lj_f + coulomb_f) * r2;
   }
 }
 
@@ -173,7 +179,8 @@ struct PairSum {
   MolecularPairConstants<double> k;
 
   // Adds pair (i, j) (i's force to fi, j's to fj) when within the cutoff.
-  void operator()(std::int32_t i, std::int32_t j, V3& fi, V3* fj, double& lj_sum, double& coulomb_sum) const {
+  void operator()(std::int32_t i, std::int32_t j, V3& fi, V3* fj, double& lj_sum, double& coulomb_sum,
+                  double& virial) const {
     const V3 d = im.separation(im.at(i) - im.at(j));
     const double r2 = dot(d, d);
     if (cut && !(r2 < cutoff2)) return;
@@ -186,7 +193,7 @@ struct PairSum {
       molecular_pair<PairSwitch::charmm>(im.math, r2, t.c12[type], t.c6[type], qq, k, lj, lj_f, coulomb, coulomb_f);
     else
       molecular_pair<PairSwitch::none>(im.math, r2, t.c12[type], t.c6[type], qq, k, lj, lj_f, coulomb, coulomb_f);
-    lj_sum += lj, coulomb_sum += coulomb;
+    lj_sum += lj, coulomb_sum += coulomb, virial += (lj_f + coulomb_f) * r2;
     const V3 force = (lj_f + coulomb_f) * d;
     fi = fi + force;
     *fj = *fj - force;
@@ -197,19 +204,20 @@ struct PairSum {
 // the same thread count).
 struct ThreadSums {
   std::vector<std::vector<V3>> force;
-  std::vector<double> lj, coulomb;
+  std::vector<double> lj, coulomb, virial;
   ThreadSums(int threads, std::size_t n)
-      : force(threads, std::vector<V3>(n, V3{0, 0, 0})), lj(threads, 0.0), coulomb(threads, 0.0) {}
-  void add_to(std::vector<V3>& f, EnergyTerms& e) const {
+      : force(threads, std::vector<V3>(n, V3{0, 0, 0})), lj(threads, 0.0), coulomb(threads, 0.0), virial(threads, 0.0) {}
+  void add_to(std::vector<V3>& f, EnergyTerms& e, double& total_virial) const {
     for (std::size_t t = 0; t < force.size(); ++t) {
       for (std::size_t i = 0; i < f.size(); ++i) f[i] = f[i] + force[t][i];
-      e.lennard_jones += lj[t], e.coulomb += coulomb[t];
+      e.lennard_jones += lj[t], e.coulomb += coulomb[t], total_virial += virial[t];
     }
   }
 };
 
 // Every pair i < j that is not excluded, rows dealt to `threads` threads.
-void add_all_pairs(const Topology& t, const PairSum& pair, int threads, std::vector<V3>& f, EnergyTerms& e) {
+void add_all_pairs(const Topology& t, const PairSum& pair, int threads, std::vector<V3>& f, EnergyTerms& e,
+                   double& virial) {
   const ExcludedAbove excluded(t);
   const std::int64_t n = static_cast<std::int64_t>(t.size());
   ThreadSums sums(threads, t.size());
@@ -217,7 +225,7 @@ void add_all_pairs(const Topology& t, const PairSum& pair, int threads, std::vec
   {
     const int me = omp_get_thread_num();
     std::vector<V3>& force = sums.force[me];
-    double lj = 0, coulomb = 0;
+    double lj = 0, coulomb = 0, pair_virial = 0;
 #pragma omp for schedule(dynamic, 16)
     for (std::int64_t i = 0; i < n; ++i) {
       std::int64_t skip = excluded.first[i];
@@ -225,20 +233,20 @@ void add_all_pairs(const Topology& t, const PairSum& pair, int threads, std::vec
       for (std::int64_t j = i + 1; j < n; ++j) {
         while (skip < excluded.first[i + 1] && excluded.partner[skip] < j) ++skip;  // (duplicates too)
         if (skip < excluded.first[i + 1] && excluded.partner[skip] == j) continue;
-        pair(static_cast<std::int32_t>(i), static_cast<std::int32_t>(j), fi, &force[j], lj, coulomb);
+        pair(static_cast<std::int32_t>(i), static_cast<std::int32_t>(j), fi, &force[j], lj, coulomb, pair_virial);
       }
       force[i] = force[i] + fi;
     }
-    sums.lj[me] = lj, sums.coulomb[me] = coulomb;
+    sums.lj[me] = lj, sums.coulomb[me] = coulomb, sums.virial[me] = pair_virial;
   }
-  sums.add_to(f, e);
+  sums.add_to(f, e, virial);
 }
 
 // The pairs within the cutoff through a cell list (NeighborList, no skin). Without a periodic
 // box, the atoms are put in one whose every edge exceeds their extent by twice the cutoff, so
 // no image of one atom comes within the cutoff of another.
 void add_listed_pairs(const Topology& t, const std::vector<Vec3>& x, const std::optional<PeriodicBox>& box,
-                      const PairSum& pair, int threads, std::vector<V3>& f, EnergyTerms& e) {
+                      const PairSum& pair, int threads, std::vector<V3>& f, EnergyTerms& e, double& virial) {
   System atoms;
   atoms.resize(t.size());
   for (std::size_t i = 0; i < t.size(); ++i) atoms.x[i] = x[i].x, atoms.y[i] = x[i].y, atoms.z[i] = x[i].z;
@@ -263,20 +271,20 @@ void add_listed_pairs(const Topology& t, const std::vector<Vec3>& x, const std::
   {
     const int me = omp_get_thread_num();
     std::vector<V3>& force = sums.force[me];
-    double lj = 0, coulomb = 0;
+    double lj = 0, coulomb = 0, pair_virial = 0;
 #pragma omp for schedule(static, 256)
     for (std::int64_t p = 0; p < n; ++p) {
       const auto i = static_cast<std::int32_t>(list.order_[p]);
       V3 fi{0, 0, 0};
       for (std::int64_t k = list.first_[p]; k < list.first_[p + 1]; ++k) {
         const auto j = static_cast<std::int32_t>(list.order_[list.neighbors_[k]]);
-        pair(i, j, fi, &force[j], lj, coulomb);
+        pair(i, j, fi, &force[j], lj, coulomb, pair_virial);
       }
       force[i] = force[i] + fi;
     }
-    sums.lj[me] = lj, sums.coulomb[me] = coulomb;
+    sums.lj[me] = lj, sums.coulomb[me] = coulomb, sums.virial[me] = pair_virial;
   }
-  sums.add_to(f, e);
+  sums.add_to(f, e, virial);
 }
 
 void check_inputs(const Topology& t, const std::vector<Vec3>& x, const std::optional<PeriodicBox>& box,
@@ -322,8 +330,8 @@ MolecularForces molecular_forces(const Topology& t, const std::vector<Vec3>& x, 
   const double coulomb_k = s.coulomb_constant / s.dielectric;
   std::vector<V3> f(t.size(), V3{0, 0, 0});
   MolecularForces out;
-  add_bonded_terms(t, im, f, out.energy);
-  add_pairs14(t, im, coulomb_k, f, out.energy);
+  add_bonded_terms(t, im, f, out.energy, out.virial);
+  add_pairs14(t, im, coulomb_k, f, out.energy, out.virial);
 
   PairSum pair{t, im, coulomb_k, s.cutoff * s.cutoff, s.method != Method::no_cutoff, PairSwitch::none, {}};
   if (pair.cut) {
@@ -343,13 +351,13 @@ MolecularForces molecular_forces(const Topology& t, const std::vector<Vec3>& x, 
     }
   }
   if (backend == Backend::reference)
-    add_all_pairs(t, pair, 1, f, out.energy);
+    add_all_pairs(t, pair, 1, f, out.energy, out.virial);
   else if (backend == Backend::cpu || backend == Backend::automatic) {
     const int team = resolve_threads(threads);
     if (pair.cut)
-      add_listed_pairs(t, x, box, pair, team, f, out.energy);
+      add_listed_pairs(t, x, box, pair, team, f, out.energy, out.virial);
     else
-      add_all_pairs(t, pair, team, f, out.energy);
+      add_all_pairs(t, pair, team, f, out.energy, out.virial);
   } else {
     throw Error("nbkit energy runs on the reference and cpu backends (the GPU's bonded terms are not written yet)");
   }

@@ -61,20 +61,52 @@ double RunSummary::atom_steps_per_second() const {
   return seconds > 0 ? static_cast<double>(atoms) * static_cast<double>(steps) / seconds : 0.0;
 }
 
+void Simulation::check_integrator() const {
+  if (!(integrator_.timestep > 0) || !std::isfinite(integrator_.timestep))
+    throw Error(fmt::format("the time step must be positive, got {}", integrator_.timestep));
+}
+
+// The thermostat, and its forces added to the engine's first evaluation (as LAMMPS's setup).
+void Simulation::start_thermostat() {
+  if (!integrator_.langevin) return;
+  thermostat_ = std::make_unique<Langevin>(integrator_.langevin->temperature, integrator_.langevin->damping,
+                                           integrator_.langevin->seed);
+  engine_->apply_thermostat(*thermostat_, integrator_.timestep);
+}
+
+Simulation::Simulation(System system, MolecularForceField field, Integrator integrator, SimulationOptions options)
+    : system_(std::move(system)),
+      molecular_(std::make_unique<MolecularForceField>(std::move(field))),
+      integrator_(integrator) {
+  check_integrator();
+  if (options.backend == Backend::cuda)
+    throw Error("the GPU engine for biomolecular systems is not written yet: --backend cpu or reference");
+  if (!options.gpus.empty()) throw Error("--gpus: biomolecular systems run on the CPU in this version");
+  if (options.precision == Precision::single && options.backend != Backend::automatic)
+    throw Error("--precision single: the CPU engines compute in double");
+  backend_ = options.backend == Backend::reference ? Backend::reference : Backend::cpu;
+  const int threads = resolve_threads(options.threads);
+  // The system, the topology's terms, each thread's force array, the cell list (~2 x 300 pairs of
+  // 4 bytes per atom at a 10 A cutoff in water).
+  const auto n = static_cast<std::uint64_t>(system_.size());
+  check_memory(n * (200 + 24 * static_cast<std::uint64_t>(threads) + 2400),
+               fmt::format("an MD run of {} atoms ({})", system_.size(), molecular_->topology.source));
+  engine_ = make_molecular_engine(system_, *molecular_, backend_, threads);
+  start_thermostat();
+}
+
+std::optional<EnergyTerms> Simulation::energy_terms() const { return engine_->energy_terms(); }
+
 Simulation::Simulation(System system, ForceField field, Integrator integrator, SimulationOptions options)
     : system_(std::move(system)), field_(std::move(field)), integrator_(integrator) {
   check_force_field(system_, field_);
-  if (!(integrator_.timestep > 0) || !std::isfinite(integrator_.timestep))
-    throw Error(fmt::format("the time step must be positive, got {}", integrator_.timestep));
+  check_integrator();
   if (!(options.skin >= 0) || !std::isfinite(options.skin))
     throw Error(fmt::format("the neighbour skin must not be negative, got {}", options.skin));
   backend_ = choose_backend(system_, field_, options, &notice_);
   const int threads = resolve_threads(options.threads);
   check_memory(run_memory_bytes(system_, field_, options.skin, backend_ == Backend::cpu ? threads : 1),
                fmt::format("an MD run of {} atoms{}", system_.size(), backend_ == Backend::cuda ? " (host copy)" : ""));
-  if (integrator_.langevin)
-    thermostat_ = std::make_unique<Langevin>(integrator_.langevin->temperature, integrator_.langevin->damping,
-                                             integrator_.langevin->seed);
   switch (backend_) {
     case Backend::reference: engine_ = make_reference_engine(system_, field_); break;
     case Backend::cuda: {
@@ -87,7 +119,7 @@ Simulation::Simulation(System system, ForceField field, Integrator integrator, S
     }
     default: engine_ = make_cpu_engine(system_, field_, options.skin, threads); break;
   }
-  if (thermostat_) engine_->apply_thermostat(*thermostat_, integrator_.timestep);
+  start_thermostat();
 }
 
 Simulation::~Simulation() = default;

@@ -85,7 +85,7 @@ void assign_velocities(System& s, double temperature, std::uint64_t seed) {
   std::normal_distribution<double> gaussian(0.0, 1.0);
   double momentum[3] = {0, 0, 0}, mass = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double m = s.type_mass[s.type[i]];
+    const double m = s.mass(i);
     const double scale = std::sqrt(u.boltzmann * temperature / (m * u.mv2_to_energy));
     s.vx[i] = scale * gaussian(rng), s.vy[i] = scale * gaussian(rng), s.vz[i] = scale * gaussian(rng);
     momentum[0] += m * s.vx[i], momentum[1] += m * s.vy[i], momentum[2] += m * s.vz[i];
@@ -126,7 +126,7 @@ Thermo thermo_from_sums(Units units, std::size_t n, double volume, double mv2, d
 Thermo thermo(const System& s, const Forces& forces, std::int64_t step) {
   double mv2 = 0;
   for (std::size_t i = 0; i < s.size(); ++i)
-    mv2 += s.type_mass[s.type[i]] * (s.vx[i] * s.vx[i] + s.vy[i] * s.vy[i] + s.vz[i] * s.vz[i]);
+    mv2 += s.mass(i) * (s.vx[i] * s.vx[i] + s.vy[i] * s.vy[i] + s.vz[i] * s.vz[i]);
   return thermo_from_sums(s.units, s.size(), s.box.volume(), mv2, forces.potential, forces.virial, step);
 }
 

@@ -1,13 +1,16 @@
 // md::Topology's checks (nbkit/md/topology.hpp): what a reader or a hand-built topology got
-// wrong, said before any force loop indexes with it.
+// wrong, said before any force loop indexes with it; and the md::System of a topology's atoms.
 #include "nbkit/md/topology.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 
 #include "nbkit/core/error.hpp"
+#include "nbkit/md.hpp"
+#include "nbkit/md/molecular_forces.hpp"
 
 namespace nbkit::md {
 
@@ -75,6 +78,41 @@ void Topology::check() const {
     if (exclusions[k].first == exclusions[k].second)
       throw Error(fmt::format("{}: exclusion {} joins atom {} to itself", source, k + 1, exclusions[k].first + 1));
   }
+}
+
+System molecular_system(const Topology& t, const Coordinates& c) {
+  t.check();
+  const std::size_t n = t.size();
+  if (c.positions.size() != n)
+    throw Error(fmt::format("{} positions for the {} atoms of {}", c.positions.size(), n, t.source));
+  if (!c.velocities.empty() && c.velocities.size() != n)
+    throw Error(fmt::format("{} velocities for the {} atoms of {}", c.velocities.size(), n, t.source));
+  System s;
+  s.units = Units::real;
+  s.resize(n);
+  s.atom_mass = t.mass;
+  s.has_charges = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(t.mass[i] > 0)) throw Error(fmt::format("{}: atom {} has mass {}: dynamics needs positive masses", t.source, i + 1, t.mass[i]));
+    s.x[i] = c.positions[i].x, s.y[i] = c.positions[i].y, s.z[i] = c.positions[i].z;
+    if (!c.velocities.empty()) s.vx[i] = c.velocities[i].x, s.vy[i] = c.velocities[i].y, s.vz[i] = c.velocities[i].z;
+    s.charge[i] = t.charge[i];
+    s.type[i] = t.lj_type[i];
+    s.id[i] = static_cast<std::int64_t>(i) + 1;
+  }
+  s.type_mass.assign(static_cast<std::size_t>(t.lj_types), 0.0);  // unused: each atom has its own mass
+  if (c.box) {
+    s.box = *c.box;
+  } else if (t.box) {
+    s.box = *t.box;
+  } else {
+    for (int a = 0; a < 3; ++a) {
+      double lo = c.positions.empty() ? 0 : c.positions[0][a], hi = lo;
+      for (const Vec3& p : c.positions) lo = std::min(lo, p[a]), hi = std::max(hi, p[a]);
+      s.box.lo[a] = lo - 10, s.box.hi[a] = hi + 10;
+    }
+  }
+  return s;
 }
 
 }  // namespace nbkit::md

@@ -237,6 +237,28 @@ TEST(MolecularTerms, EveryTermTogetherIsMinusTheGradient) {
   expect_forces_are_minus_gradient(t, x, s, PeriodicBox::from_edges({14.5, 15, 16}));
 }
 
+// The virial (the pressure's) is -dU/dlambda for every position and the box scaled by lambda:
+// each pair's and each bonded term's r . f, checked by central differences in every method.
+TEST(MolecularTerms, VirialIsMinusTheDerivativeOfUniformScaling) {
+  std::vector<Vec3> x;
+  const Topology t = chains(6, 13, x, 14.0);
+  const PeriodicBox box = PeriodicBox::from_edges({16.5, 17, 18});
+  for (const auto style : {NonbondedSettings::CutoffStyle::openmm, NonbondedSettings::CutoffStyle::charmm}) {
+    NonbondedSettings s;
+    s.method = Method::cutoff_periodic, s.cutoff = 8, s.switch_distance = 6.5, s.style = style;
+    auto energy_at = [&](double lambda) {
+      std::vector<Vec3> scaled = x;
+      for (Vec3& p : scaled) p = lambda * p;
+      return evaluate(t, scaled, s, Backend::reference, PeriodicBox::from_edges(lambda * box.edges())).energy.total();
+    };
+    const double h = 1e-6;
+    const double derivative = (energy_at(1 + h) - energy_at(1 - h)) / (2 * h);
+    const MolecularForces at = evaluate(t, x, s, Backend::reference, box);
+    EXPECT_NEAR(at.virial, -derivative, 1e-6 * (1 + std::abs(derivative))) << md::to_string(style);
+    EXPECT_NEAR(md::molecular_forces(t, x, box, s, Backend::cpu, 3).virial, at.virial, 1e-9 * (1 + std::abs(at.virial)));
+  }
+}
+
 // The CPU backend (cell list, threads) against the reference (every pair, one thread): the same
 // pairs, summed in another order, so the same energies to rounding (1e-10 relative of the
 // largest term's size) and forces to 1e-9 of the largest.

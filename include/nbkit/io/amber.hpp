@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "nbkit/md.hpp"
 #include "nbkit/md/topology.hpp"
 
 namespace nbkit::io {
@@ -28,5 +29,10 @@ md::Topology parse_prmtop(std::string_view text, const std::string& source);
 // right angles are accepted). NetCDF restarts are refused by name.
 md::Coordinates read_inpcrd(const std::string& path, std::size_t atoms);
 md::Coordinates parse_inpcrd(std::string_view text, const std::string& source, std::size_t atoms);
+
+// An ASCII rst7 restart of `system` (positions, velocities in AMBER's unit, the box; %12.7f as
+// LEaP and sander write it), atomically. Throws nbkit::Error for a coordinate the format's 12
+// columns cannot hold (|x| >= 10^4 A).
+void write_rst7(const std::string& path, const md::System& system, const std::string& title, double time_ps = 0);
 
 }  // namespace nbkit::io

@@ -1,7 +1,8 @@
 #pragma once
 // The TOML file that describes an `nbkit md` run (README.md, "Molecular dynamics";
-// examples/in.lj.toml): units, the system (a LAMMPS data file or an fcc lattice), the pair
-// style and its coefficients, the neighbour skin, the run and the outputs. Every key is read
+// examples/in.lj.toml, examples/peptide.toml): units, the system (a LAMMPS data file, an fcc
+// lattice, or an AMBER prmtop with its coordinates), the pair style and its coefficients (or
+// the biomolecular [nonbonded] settings), the neighbour skin, the run and the outputs. Every key is read
 // or refused: an unknown key is an error naming its line, as is a value of the wrong kind.
 #include <cstdint>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "nbkit/io/lammps_data.hpp"
 #include "nbkit/md.hpp"
+#include "nbkit/md/molecular_forces.hpp"
 
 namespace nbkit::io {
 
@@ -31,6 +33,11 @@ struct MdConfig {
   std::int64_t dcd_every = 0;                  // 0: no trajectory
   std::string final_data = "final.data";
   std::string data_file;                       // [system] data, resolved against the TOML's folder; empty: a lattice
+  // A biomolecular system: [system] prmtop and coordinates (AMBER), or a data file with bonded
+  // terms (LAMMPS), summed as [nonbonded] says; `system` holds its atoms (md::molecular_system).
+  // Empty: a Lennard-Jones system ([pair]).
+  std::optional<md::MolecularForceField> molecular;
+  std::string topology_file, coordinates_file;  // [system] prmtop and coordinates, resolved
 };
 
 MdConfig read_md_config(const std::string& path);

@@ -62,7 +62,23 @@ struct EnergyTerms {
 struct MolecularForces {
   std::vector<Vec3> force;  // kcal/mol/Angstrom, one per atom
   EnergyTerms energy;
+  // sum over pairs of r_ij . f_ij and over bonded terms of x_a . F_a (their atoms' nearest
+  // images): the virial of the pressure, kcal/mol.
+  double virial = 0;
 };
+
+// A biomolecular system's force field: its topology (every term's parameters) and how its
+// nonbonded pairs are summed. md::Simulation runs dynamics with it.
+struct MolecularForceField {
+  Topology topology;
+  NonbondedSettings nonbonded;
+};
+
+// The md::System of a topology's atoms at `coordinates` (real units, each atom's own mass,
+// the charges; velocities when the coordinates have them; the box of the coordinates, else the
+// topology's, else the atoms' bounding box grown by 10 A, which only the periodic method uses).
+struct System;
+System molecular_system(const Topology& topology, const Coordinates& coordinates);
 
 // The energy and forces. `box`: the periodic box for cutoff_periodic (every edge at least twice
 // the cutoff: one image per pair); ignored by the other methods. `backend`: reference (every

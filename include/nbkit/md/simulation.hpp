@@ -15,6 +15,7 @@
 
 #include "nbkit/core/backend.hpp"
 #include "nbkit/md.hpp"
+#include "nbkit/md/molecular_forces.hpp"
 
 namespace nbkit::md {
 
@@ -68,6 +69,10 @@ class Simulation {
   // run holds, builds the engine and evaluates the first forces (with the thermostat's, as
   // LAMMPS's setup does). Throws nbkit::Error for anything it cannot run.
   Simulation(System system, ForceField field, Integrator integrator, SimulationOptions options);
+  // A biomolecular system (md/molecular_forces.hpp; `system` made from the same topology by
+  // md::molecular_system) on the reference or CPU backend (automatic: the CPU; the GPU's
+  // molecular engine is not written yet, and cuda is refused).
+  Simulation(System system, MolecularForceField field, Integrator integrator, SimulationOptions options);
   ~Simulation();
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
@@ -91,12 +96,19 @@ class Simulation {
   // Why --backend auto chose the CPU in a build with CUDA (empty otherwise): callers say it
   // before the run.
   const std::string& notice() const { return notice_; }
-  const ForceField& force_field() const { return field_; }
+  const ForceField& force_field() const { return field_; }  // the Lennard-Jones field (not molecular runs)
+  const MolecularForceField* molecular_field() const { return molecular_.get(); }  // null for Lennard-Jones runs
+  // Each term's energy at the last evaluation with energies (molecular runs; empty otherwise).
+  std::optional<EnergyTerms> energy_terms() const;
   const Integrator& integrator() const { return integrator_; }
 
  private:
+  void check_integrator() const;
+  void start_thermostat();
+
   System system_;
   ForceField field_;
+  std::unique_ptr<MolecularForceField> molecular_;
   Integrator integrator_;
   std::unique_ptr<Langevin> thermostat_;
   std::unique_ptr<Engine> engine_;
