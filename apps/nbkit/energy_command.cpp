@@ -172,7 +172,9 @@ int run_energy(const EnergyArguments& args) {
   report["energy_kcal_per_mol"] = kcal;
   report["energy_kj_per_mol"] = kj;
   report["timing_seconds"] = {{"evaluation", seconds}};
-  if (!args.forces.empty()) report["outputs"] = {{"forces", args.forces}};
+  report["rates"] = {{"evaluations_per_second", seconds > 0 ? 1 / seconds : 0.0}};
+  report["outputs"] = nlohmann::json::object();
+  if (!args.forces.empty()) report["outputs"]["forces"] = args.forces;
   write_report(args.run.report, report);
   if (!args.run.quiet) {
     fmt::print("{:<18} {:>20} {:>20}\n", "term", "kcal/mol", "kJ/mol");

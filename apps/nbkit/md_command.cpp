@@ -122,6 +122,13 @@ int run_md(const MdArguments& args) {
   check_outputs(args, config, paths);
   const std::int64_t steps = config.steps;
   const std::size_t atoms = config.system.size();
+  if (config.molecular && config.molecular->nonbonded.style == md::NonbondedSettings::CutoffStyle::charmm &&
+      config.molecular->nonbonded.method != md::NonbondedSettings::Method::no_cutoff)
+    notice("cutoff_style charmm switches the Coulomb energy: its gradient puts large forces on charges between the "
+           "switch distance and the cutoff and heats water (Steinbach & Brooks, J. Comput. Chem. 15, 667 (1994)); "
+           "LAMMPS's lj/charmm/coul/charmm switches the force alone, which does not conserve energy. For dynamics "
+           "cutoff_style openmm (a reaction field) is the sound choice",
+           args.run.quiet);
   md::Simulation simulation = make_simulation(config, args.run);
   notice(simulation.notice(), args.run.quiet);
   std::filesystem::create_directories(directory);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nbkit/core/backend.hpp"
+#include "nbkit/io/amber.hpp"
 #include "nbkit/io/dcd.hpp"
 #include "nbkit/io/map_files.hpp"
 #include "nbkit/io/pqr.hpp"
@@ -447,6 +448,7 @@ TEST(Cli, EveryCommandTakesTheRunOptionsAndWritesOneReportShape) {
       {"ionize", "ionize " + data("1a63.pqr") + " --cations 1 --spacing 2 -o " + dir.file("i.pqr")},
       {"nbody", "nbody --plummer 64 --steps 3 -o " + dir.file("nb")},
       {"md", "md " + dir.file("lj.toml") + " -o " + dir.file("md")},
+      {"energy", "energy " + nbkit::test::test_data_file("chain.data") + " --nonbonded cutoff-periodic --cutoff 9"},
   };
   for (const auto& [name, command] : commands) {
     const std::string report = dir.file(name + ".json");
@@ -471,4 +473,54 @@ TEST(Cli, EveryCommandTakesTheRunOptionsAndWritesOneReportShape) {
   // md: the reference engine runs too (every periodic image, float64).
   const Result reference = run_nbkit("md " + dir.file("lj.toml") + " --backend reference -q -o " + dir.file("ref"));
   EXPECT_EQ(reference.status, 0) << reference.output;
+}
+
+// A biomolecular system from a LAMMPS data file: nbkit energy prints every term and writes the
+// forces; nbkit md runs it with per-term thermo columns and an rst7 restart AMBER reads.
+TEST(Cli, EnergyAndMdOfAMolecularDataFile) {
+  nbkit::test::ScratchDir dir;
+  const std::string chain = nbkit::test::test_data_file("chain.data");
+  const Result energy = run_nbkit("energy " + chain + " --nonbonded cutoff-periodic --cutoff 9 --switch-distance 7 "
+                                  "--cutoff-style charmm --forces " + dir.file("f.txt") + " --report " +
+                                  dir.file("e.json"));
+  ASSERT_EQ(energy.status, 0) << energy.output;
+  for (const char* term : {"bond", "urey_bradley", "dihedral", "improper", "lennard_jones_14", "coulomb_14", "total"})
+    EXPECT_TRUE(contains(energy.output, term)) << energy.output;
+  const auto json = nlohmann::json::parse(std::ifstream(dir.file("e.json")));
+  EXPECT_EQ(json["nonbonded"]["cutoff_style"], "charmm");
+  EXPECT_DOUBLE_EQ(json["nonbonded"]["coulomb_constant"].get<double>(), 332.06371);  // LAMMPS's, for its files
+  EXPECT_NEAR(json["energy_kj_per_mol"]["total"].get<double>(),
+              4.184 * json["energy_kcal_per_mol"]["total"].get<double>(), 1e-9);
+  std::ifstream forces(dir.file("f.txt"));
+  std::string line;
+  int rows = 0;
+  while (std::getline(forces, line))
+    if (!line.empty() && line[0] != '#') ++rows;
+  EXPECT_EQ(rows, 5);
+  // Options that the method would ignore are refused.
+  const Result ignored = run_nbkit("energy " + chain + " --nonbonded no-cutoff --cutoff 9");
+  EXPECT_NE(ignored.status, 0);
+  EXPECT_TRUE(contains(ignored.output, "--cutoff")) << ignored.output;
+  const Result cuda = run_nbkit("energy " + chain + " --backend cuda");
+  EXPECT_NE(cuda.status, 0);
+
+  write_text(dir.file("chain.toml"), "units = \"real\"\n[system]\ndata = \"" + chain +
+                                         "\"\ntemperature = 300\n[nonbonded]\nmethod = \"cutoff-periodic\"\n"
+                                         "cutoff = 9.0\n[run]\ntimestep = 0.5\nsteps = 20\nthermo = 10\n");
+  const Result md = run_nbkit("md " + dir.file("chain.toml") + " -q -o " + dir.file("out"));
+  ASSERT_EQ(md.status, 0) << md.output;
+  std::ifstream thermo(dir.file("out/thermo.csv"));
+  std::getline(thermo, line);  // the comment
+  std::getline(thermo, line);
+  EXPECT_EQ(line, "step,temperature,potential,kinetic,total,pressure,bond,angle,urey_bradley,dihedral,improper,cmap,"
+                  "lennard_jones,coulomb,lennard_jones_14,coulomb_14");
+  const nbkit::md::Coordinates restart = nbkit::io::read_inpcrd(dir.file("out/final.rst7"), 5);
+  EXPECT_EQ(restart.velocities.size(), 5u);
+  ASSERT_TRUE(restart.box);
+  EXPECT_EQ(restart.box->length(1), 31.0);
+  // [pair] is for Lennard-Jones systems.
+  write_text(dir.file("bad.toml"), "units = \"real\"\n[system]\ndata = \"" + chain + "\"\n[pair]\ncutoff = 9.0\n");
+  const Result bad = run_nbkit("md " + dir.file("bad.toml") + " -q -o " + dir.file("bad"));
+  EXPECT_NE(bad.status, 0);
+  EXPECT_TRUE(contains(bad.output, "takes [nonbonded], not [pair]")) << bad.output;
 }

@@ -4,86 +4,25 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <numbers>
 #include <string>
 
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/lammps_data.hpp"
+#include "test_support.hpp"
 
 namespace nbkit::test {
 namespace {
 
-// A chain C1-C2-C3-C4 and a lone atom 5 (molecule 2), two types, in the peptide's styles.
-const std::string kChain = R"(chain
-
-5 atoms
-3 bonds
-2 angles
-1 dihedrals
-1 impropers
-2 atom types
-1 bond types
-1 angle types
-1 dihedral types
-1 improper types
-
-0 30 xlo xhi
-0 31 ylo yhi
-0 32 zlo zhi
-
-Masses
-
-1 12.011
-2 1.008
-
-Pair Coeffs
-
-1 0.1 3.5 0.05 3.2
-2 0.02 2.0 0.02 2.0
-
-Bond Coeffs
-
-1 300.0 1.5
-
-Angle Coeffs
-
-1 40.0 110.0 20.0 2.5
-
-Dihedral Coeffs
-
-1 0.2 3 180 0.5
-
-Improper Coeffs
-
-1 50.0 0.0
-
-Atoms
-
-1 1 1 -0.1 1.0 1.0 1.0
-2 1 1 0.1 2.5 1.0 1.0
-3 1 1 0.2 3.0 2.4 1.0
-4 1 1 -0.2 4.5 2.4 1.3
-5 2 2 0.0 10.0 10.0 10.0 0 0 0
-
-Bonds
-
-1 1 1 2
-2 1 2 3
-3 1 3 4
-
-Angles
-
-1 1 1 2 3
-2 1 2 3 4
-
-Dihedrals
-
-1 1 1 2 3 4
-
-Impropers
-
-1 1 2 1 3 4
-)";
+// tests/data/chain.data: a chain C1-C2-C3-C4 and a lone atom 5 (molecule 2), two types, in the
+// peptide's styles (lj/charmm Pair Coeffs, charmm angles and dihedrals, harmonic impropers).
+std::string chain_text() {
+  std::ifstream in(test_data_file("chain.data"));
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+const std::string kChain = chain_text();
 
 md::Topology chain(const std::string& text) {
   return io::molecular_topology(io::parse_lammps_data(text, "chain.data", md::Units::real), "chain.data");

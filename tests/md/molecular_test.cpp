@@ -11,25 +11,16 @@
 
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/units.hpp"
+#include "md/molecular_test_support.hpp"
 #include "nbkit/md/molecular_forces.hpp"
 
 namespace nbkit::test {
 namespace {
 
 using md::EnergyTerms, md::MolecularForces, md::NonbondedSettings, md::Topology;
+using test::bare, test::chains;
 using Method = NonbondedSettings::Method;
 constexpr double pi = std::numbers::pi;
-
-// `n` neutral atoms of one Lennard-Jones type whose parameters are zero: each test adds the
-// one term it checks.
-Topology bare(std::size_t n) {
-  Topology t;
-  t.source = "test topology";
-  t.atom_name.assign(n, "X"), t.residue_name.assign(n, "RES"), t.residue_number.assign(n, 1);
-  t.mass.assign(n, 12.0), t.charge.assign(n, 0.0), t.lj_type.assign(n, 0);
-  t.lj_types = 1, t.c12 = {0.0}, t.c6 = {0.0};
-  return t;
-}
 
 MolecularForces evaluate(const Topology& t, const std::vector<Vec3>& x, const NonbondedSettings& s = {},
                          Backend backend = Backend::reference, const std::optional<PeriodicBox>& box = {}) {
@@ -181,47 +172,6 @@ TEST(MolecularTerms, ExcludedPairsGetNothingAndOneFourPairsTheirOwn) {
   EXPECT_EQ(e.coulomb, 0);
   EXPECT_EQ(e.lennard_jones, 0);
   expect_forces_are_minus_gradient(t, x, s);
-}
-
-// A molecule-like random system: chains of 5 atoms (bonds, angles, dihedrals, impropers, 1-4
-// pairs, exclusions) of three Lennard-Jones types with charges, in a periodic box.
-Topology chains(int molecules, unsigned seed, std::vector<Vec3>& x, double edge) {
-  const int n = 5 * molecules;
-  Topology t = bare(static_cast<std::size_t>(n));
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  t.lj_types = 3;
-  t.c12.resize(9), t.c6.resize(9);
-  const double eps[3] = {0.15, 0.1, 0.02}, sigma[3] = {3.2, 3.0, 1.2};
-  for (int a = 0; a < 3; ++a)
-    for (int b = 0; b < 3; ++b) {
-      const double e = std::sqrt(eps[a] * eps[b]), s = 0.5 * (sigma[a] + sigma[b]);
-      t.c12[a * 3 + b] = 4 * e * std::pow(s, 12), t.c6[a * 3 + b] = 4 * e * std::pow(s, 6);
-    }
-  x.clear();
-  for (int m = 0; m < molecules; ++m) {
-    const Vec3 start{edge * u(rng), edge * u(rng), edge * u(rng)};
-    double q_sum = 0;
-    for (int a = 0; a < 5; ++a) {
-      const int i = 5 * m + a;
-      x.push_back(start + Vec3{1.5 * a + 0.3 * u(rng), 0.8 * (a % 2) + 0.3 * u(rng), 0.3 * u(rng)});
-      t.lj_type[i] = a % 3;
-      t.charge[i] = a < 4 ? 0.6 * u(rng) - 0.3 : -q_sum;
-      q_sum += t.charge[i];
-      if (a >= 1) t.bonds.push_back({i - 1, i, 300, 1.5}), t.exclusions.push_back({i - 1, i});
-      if (a >= 2) t.angles.push_back({i - 2, i - 1, i, 60, 2.0}), t.exclusions.push_back({i - 2, i});
-      if (a >= 3) {
-        t.dihedrals.push_back({i - 3, i - 2, i - 1, i, 3, 0.2, 0});
-        t.dihedrals.push_back({i - 3, i - 2, i - 1, i, 1, 0.5, pi});
-        t.exclusions.push_back({i - 3, i});
-        const std::int64_t p = static_cast<std::int64_t>(t.lj_type[i - 3]) * 3 + t.lj_type[i];
-        t.pairs14.push_back({i - 3, i, 1 / 1.2, t.c12[p] / 2, t.c6[p] / 2});
-      }
-    }
-    t.harmonic_impropers.push_back({5 * m + 1, 5 * m, 5 * m + 2, 5 * m + 3, 20, 0.1});
-    t.periodic_impropers.push_back({5 * m + 2, 5 * m + 1, 5 * m + 3, 5 * m + 4, 2, 1.1, pi});
-  }
-  return t;
 }
 
 TEST(MolecularTerms, EveryTermTogetherIsMinusTheGradient) {
