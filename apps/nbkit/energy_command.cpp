@@ -129,10 +129,8 @@ md::NonbondedSettings settings_of(const EnergyArguments& args, const std::option
 
 int run_energy(const EnergyArguments& args) {
   const Backend backend = args.run.backend_requested();
-  if (backend == Backend::cuda)
-    throw Error("nbkit energy runs on the cpu and reference backends: the GPU's bonded terms are not written yet");
   if (args.run.precision_given() == Precision::single)
-    throw Error("nbkit energy computes in double precision (--precision single is for the GPU)");
+    throw Error("nbkit energy computes in double precision on every backend");
   args.run.refuse_gpus_on_the_cpu();
   io::check_distinct_files({{args.topology, "the topology"}, {args.coordinates, "the coordinates"}},
                            {{args.forces, "--forces"}, {args.run.report, "--report"}});
@@ -146,13 +144,19 @@ int run_energy(const EnergyArguments& args) {
   const md::NonbondedSettings settings = settings_of(args, box, in.lammps, notice_text);
   notice(notice_text, args.run.quiet);
   const int threads = threads_option(args.run.threads, args.run.quiet);
-  const Backend used = backend == Backend::reference ? Backend::reference : Backend::cpu;
+  // auto: the CPU, whose cell list beats the GPU's every-pair test for a single evaluation,
+  // unless --gpus names a GPU.
+  const Backend used = backend != Backend::automatic ? backend
+                       : args.run.given.count("--gpus") ? Backend::cuda
+                                                        : Backend::cpu;
+  const std::vector<int> gpus = used == Backend::cuda ? args.run.gpu_list() : std::vector<int>{};
   const auto start = std::chrono::steady_clock::now();
   const md::MolecularForces result =
-      md::molecular_forces(topology, coordinates.positions, box, settings, used, threads);
+      md::molecular_forces(topology, coordinates.positions, box, settings, used, threads, gpus);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string detail = used == Backend::reference ? "every pair, 1 thread, float64"
-                                                         : fmt::format("{} threads, float64", threads);
+                             : used == Backend::cuda    ? resolve_gpu(gpus).name + ", every pair, float64"
+                                                        : fmt::format("{} threads, float64", threads);
   const std::string what = fmt::format("{}, {}, {}", topology.source, count_of(static_cast<std::int64_t>(topology.size()), "atom"),
                                        md::to_string(settings.method));
   if (!args.forces.empty()) write_forces(args.forces, result, what);
@@ -220,8 +224,9 @@ Action setup_energy(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--forces", args->forces, "write every atom's force (kcal/mol/Angstrom; text: atom fx fy fz)");
   add_run_options(app, args->run,
-                  {"auto or cpu (all threads, a cell list with a cutoff), or reference (every pair, one thread)",
-                   "double (the only one: float64 throughout)", "not used (the CPU computes)",
+                  {"auto or cpu (all threads, a cell list with a cutoff), cuda (one GPU, every pair, float64), or "
+                   "reference (every pair, one thread)",
+                   "double (the only one: float64 on every backend)", "the GPU of --backend cuda (its index)",
                    "no table, no summary"});
   return [args, &app]() {
     args->run.given = given_options(app);

@@ -324,8 +324,6 @@ void read_pair(const Config& c, MdConfig& run, const LammpsData& file) {
 void read_nonbonded(const Config& c, MdConfig& run) {
   md::NonbondedSettings& s = run.molecular->nonbonded;
   if (c.find("pair")) c.fail(c.find("pair"), "pair", "a biomolecular system takes [nonbonded], not [pair]");
-  if (c.find("neighbor.skin"))
-    c.fail(c.find("neighbor.skin"), "neighbor.skin", "biomolecular runs rebuild their cell list at every step (no skin)");
   const bool box = run.molecular->topology.box || !run.data_file.empty();
   try {
     s.method = md::parse_nonbonded_method(c.text("nonbonded.method", box ? "cutoff-periodic" : "no-cutoff"));

@@ -38,9 +38,9 @@ std::unique_ptr<Engine> make_reference_engine(System& system, const ForceField& 
 std::unique_ptr<Engine> make_cpu_engine(System& system, const ForceField& field, double skin, int threads);
 std::unique_ptr<Engine> make_gpu_engine(System& system, const ForceField& field, double skin,
                                         const GpuEngine::Options& options);
-// A biomolecular system (md/molecular_engine.cpp): molecular_forces on the reference or cpu
-// backend every step.
+// A biomolecular system (md/molecular_engine.cpp): its energy and forces every step on the
+// reference or cpu backend (a cell list with `skin`), or on GPU `gpu` (backend cuda).
 std::unique_ptr<Engine> make_molecular_engine(System& system, const MolecularForceField& field, Backend backend,
-                                              int threads);
+                                              int threads, int gpu, double skin);
 
 }  // namespace nbkit::md

@@ -13,6 +13,8 @@
 #include <cmath>
 
 #include "md/bonded_law.hpp"
+#include "md/molecular_cpu.hpp"
+#include "md/molecular_gpu.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/units.hpp"
@@ -226,7 +228,7 @@ void add_all_pairs(const Topology& t, const PairSum& pair, int threads, std::vec
     const int me = omp_get_thread_num();
     std::vector<V3>& force = sums.force[me];
     double lj = 0, coulomb = 0, pair_virial = 0;
-#pragma omp for schedule(dynamic, 16)
+#pragma omp for schedule(static, 16)  // static: the same rows per thread, the same bits every run
     for (std::int64_t i = 0; i < n; ++i) {
       std::int64_t skip = excluded.first[i];
       V3 fi{0, 0, 0};
@@ -242,31 +244,11 @@ void add_all_pairs(const Topology& t, const PairSum& pair, int threads, std::vec
   sums.add_to(f, e, virial);
 }
 
-// The pairs within the cutoff through a cell list (NeighborList, no skin). Without a periodic
-// box, the atoms are put in one whose every edge exceeds their extent by twice the cutoff, so
-// no image of one atom comes within the cutoff of another.
-void add_listed_pairs(const Topology& t, const std::vector<Vec3>& x, const std::optional<PeriodicBox>& box,
-                      const PairSum& pair, int threads, std::vector<V3>& f, EnergyTerms& e, double& virial) {
-  System atoms;
-  atoms.resize(t.size());
-  for (std::size_t i = 0; i < t.size(); ++i) atoms.x[i] = x[i].x, atoms.y[i] = x[i].y, atoms.z[i] = x[i].z;
-  const double cutoff = std::sqrt(pair.cutoff2);
-  if (pair.im.periodic) {
-    atoms.box = *box;
-  } else {
-    for (int a = 0; a < 3; ++a) {
-      const std::vector<double>& c = a == 0 ? atoms.x : (a == 1 ? atoms.y : atoms.z);
-      const auto [lo, hi] = std::minmax_element(c.begin(), c.end());
-      atoms.box.lo[a] = *lo - cutoff, atoms.box.hi[a] = *hi + 1.5 * cutoff;
-    }
-  }
-  ForceField reach;
-  reach.cutoff = cutoff;
-  reach.exclusions.assign(t.exclusions.begin(), t.exclusions.end());
-  NeighborList list(cutoff, 0.0);
-  list.build(atoms, reach);
-  const std::int64_t n = static_cast<std::int64_t>(t.size());
-  ThreadSums sums(threads, t.size());
+// The pairs of a cell list (its rows in parallel, each pair once, Newton's third law).
+void add_listed_pairs(const NeighborList& list, const PairSum& pair, int threads, std::vector<V3>& f, EnergyTerms& e,
+                      double& virial) {
+  const std::int64_t n = static_cast<std::int64_t>(f.size());
+  ThreadSums sums(threads, f.size());
 #pragma omp parallel num_threads(threads)
   {
     const int me = omp_get_thread_num();
@@ -287,8 +269,10 @@ void add_listed_pairs(const Topology& t, const std::vector<Vec3>& x, const std::
   sums.add_to(f, e, virial);
 }
 
-void check_inputs(const Topology& t, const std::vector<Vec3>& x, const std::optional<PeriodicBox>& box,
-                  const NonbondedSettings& s) {
+}  // namespace
+
+void check_molecular_inputs(const Topology& t, const std::vector<Vec3>& x, const std::optional<PeriodicBox>& box,
+                            const NonbondedSettings& s) {
   t.check();
   if (x.size() != t.size())
     throw Error(fmt::format("{} positions for the {} atoms of {}", x.size(), t.size(), t.source));
@@ -317,13 +301,89 @@ void check_inputs(const Topology& t, const std::vector<Vec3>& x, const std::opti
                               box->length(0), box->length(1), box->length(2), s.cutoff));
 }
 
+namespace {
+
+// Every result checked finite: an overlap of two atoms is an error, not a number.
+void check_finite(const MolecularForces& out) {
+  for (std::size_t i = 0; i < out.force.size(); ++i) {
+    const Vec3& f = out.force[i];
+    if (!std::isfinite(f.x) || !std::isfinite(f.y) || !std::isfinite(f.z))
+      throw Error(fmt::format("the force on atom {} is not finite: do two atoms overlap?", i + 1));
+  }
+  for (const auto& [name, value] : out.energy.named())
+    if (!std::isfinite(value)) throw Error(fmt::format("the {} energy is not finite: do two atoms overlap?", name));
+}
+
 }  // namespace
 
 MolecularForces molecular_forces(const Topology& t, const std::vector<Vec3>& x, const std::optional<PeriodicBox>& box,
-                                 const NonbondedSettings& s, Backend backend, int threads) {
-  check_inputs(t, x, box, s);
+                                 const NonbondedSettings& s, Backend backend, int threads, const std::vector<int>& gpus) {
+  check_molecular_inputs(t, x, box, s);
+  if (backend == Backend::cuda) {
+    MolecularGpuForces gpu(t, s, resolve_gpu(gpus).index);
+    MolecularForces out = gpu.evaluate(x, box);
+    check_finite(out);
+    return out;
+  }
+  return MolecularCpuForces(t, s, backend == Backend::reference ? Backend::reference : Backend::cpu, threads, 0.0)
+      .evaluate(x, box);
+}
+
+MolecularCpuForces::MolecularCpuForces(const Topology& t, const NonbondedSettings& s, Backend backend, int threads,
+                                       double skin)
+    : t_(t), s_(s), backend_(backend), threads_(backend == Backend::reference ? 1 : resolve_threads(threads)),
+      skin_(skin) {
+  if (!(skin >= 0) || !std::isfinite(skin)) throw Error("the neighbour skin must not be negative");
+  reach_.cutoff = s.cutoff;
+  reach_.exclusions.assign(t.exclusions.begin(), t.exclusions.end());
+  atoms_.resize(t.size());
+}
+
+MolecularCpuForces::~MolecularCpuForces() = default;
+
+// The cell list for these positions: kept while no atom has moved half the skin (and the box is
+// the same); else rebuilt. Without a periodic box the atoms sit in one whose faces are the
+// cutoff plus the skin beyond them (1.5 cutoffs on the high side), so no image of one atom comes
+// within reach of another; with one, the skin shrinks where the box is too short for every pair
+// to be listed once (NeighborList::minimum_image).
+double MolecularCpuForces::skin_for(const std::optional<PeriodicBox>& box) const {
+  double skin = skin_;
+  if (box)
+    for (int a = 0; a < 3; ++a) skin = std::max(0.0, std::min(skin, 0.499 * (box->length(a) / 2 - s_.cutoff)));
+  return skin;
+}
+
+bool MolecularCpuForces::needs_rebuild(const std::vector<Vec3>& x, const std::optional<PeriodicBox>& box) {
+  if (backend_ == Backend::reference || s_.method == Method::no_cutoff) return false;
+  for (std::size_t i = 0; i < x.size(); ++i) atoms_.x[i] = x[i].x, atoms_.y[i] = x[i].y, atoms_.z[i] = x[i].z;
+  return !list_ || list_->needs_rebuild(atoms_) || list_->skin() != skin_for(box) ||
+         (box && (atoms_.box.lo != box->lo || atoms_.box.hi != box->hi));
+}
+
+const NeighborList& MolecularCpuForces::list_for(const std::vector<Vec3>& x, const std::optional<PeriodicBox>& box) {
+  if (!needs_rebuild(x, box)) return *list_;
+  const double skin = skin_for(box);
+  if (box) {
+    atoms_.box = *box;
+  } else {
+    for (int a = 0; a < 3; ++a) {
+      double lo = x.empty() ? 0 : x[0][a], hi = lo;
+      for (const Vec3& p : x) lo = std::min(lo, p[a]), hi = std::max(hi, p[a]);
+      atoms_.box.lo[a] = lo - s_.cutoff - skin, atoms_.box.hi[a] = hi + 1.5 * s_.cutoff + skin;
+    }
+  }
+  list_ = std::make_unique<NeighborList>(s_.cutoff, skin);
+  list_->build(atoms_, reach_);
+  ++builds_;
+  return *list_;
+}
+
+MolecularForces MolecularCpuForces::evaluate(const std::vector<Vec3>& x, const std::optional<PeriodicBox>& box) {
+  const Topology& t = t_;
+  const NonbondedSettings& s = s_;
   Images im{x, false, {0, 0, 0}, {0, 0, 0}, {}};
-  if (s.method == Method::cutoff_periodic) {
+  const bool periodic = s.method == Method::cutoff_periodic;
+  if (periodic) {
     im.periodic = true;
     for (int a = 0; a < 3; ++a) im.length[a] = box->length(a), im.inverse[a] = 1 / im.length[a];
   }
@@ -350,26 +410,14 @@ MolecularForces molecular_forces(const Topology& t, const std::vector<Vec3>& x, 
       pair.k.charmm_inverse_denominator = 1 / std::pow(rc * rc - rs * rs, 3);
     }
   }
-  if (backend == Backend::reference)
-    add_all_pairs(t, pair, 1, f, out.energy, out.virial);
-  else if (backend == Backend::cpu || backend == Backend::automatic) {
-    const int team = resolve_threads(threads);
-    if (pair.cut)
-      add_listed_pairs(t, x, box, pair, team, f, out.energy, out.virial);
-    else
-      add_all_pairs(t, pair, team, f, out.energy, out.virial);
-  } else {
-    throw Error("nbkit energy runs on the reference and cpu backends (the GPU's bonded terms are not written yet)");
-  }
+  if (backend_ == Backend::reference || !pair.cut)
+    add_all_pairs(t, pair, threads_, f, out.energy, out.virial);
+  else
+    add_listed_pairs(list_for(x, periodic ? box : std::nullopt), pair, threads_, f, out.energy, out.virial);
 
   out.force.resize(t.size());
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    out.force[i] = {f[i].x, f[i].y, f[i].z};
-    if (!std::isfinite(f[i].x) || !std::isfinite(f[i].y) || !std::isfinite(f[i].z))
-      throw Error(fmt::format("the force on atom {} is not finite: do two atoms overlap?", i + 1));
-  }
-  for (const auto& [name, value] : out.energy.named())
-    if (!std::isfinite(value)) throw Error(fmt::format("the {} energy is not finite: do two atoms overlap?", name));
+  for (std::size_t i = 0; i < t.size(); ++i) out.force[i] = {f[i].x, f[i].y, f[i].z};
+  check_finite(out);
   return out;
 }
 

@@ -108,7 +108,7 @@ void NeighborList::build(const System& s, const ForceField& field) {
     binned_image[m] = image[members[m]];
   }
 
-  const auto excluded = exclusion_set(n, field);
+  const ExclusionTable excluded = exclusion_table(n, field);
   // In boxes long enough for the minimum image the force loops take it themselves; the image
   // shifts are stored only for shorter boxes.
   const bool store_shifts = !minimum_image(s.box);
@@ -199,7 +199,7 @@ void NeighborList::build(const System& s, const ForceField& field) {
             bool within = dx * dx + dy * dy + dz * dz < reach2;
             if (!excluded.empty() && within) {
               const std::int64_t j = members[m];
-              within = j == i || !excluded.count(exclusion_key(i, j));
+              within = j == i || !excluded.excludes(i, j);
             }
             if constexpr (decltype(with_shifts)::value) {
               std::array<std::int8_t, 3> shift;

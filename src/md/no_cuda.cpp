@@ -1,5 +1,7 @@
-// Compiled only into builds without CUDA: the GPU MD engine, saying it is not there.
+// Compiled only into builds without CUDA: the GPU MD engine and the GPU's molecular forces,
+// saying they are not there.
 #include "nbkit/core/backend.hpp"
+#include "md/molecular_gpu.hpp"
 #include "nbkit/md.hpp"
 
 namespace nbkit::md {
@@ -19,5 +21,11 @@ std::int64_t GpuEngine::builds() const { return 0; }
 int GpuEngine::neighbor_capacity() const { return 0; }
 void GpuEngine::set_neighbor_capacity(int) {}
 std::string GpuEngine::description() const { return "no GPU"; }
+
+struct MolecularGpuForces::State {};
+MolecularGpuForces::MolecularGpuForces(const Topology&, const NonbondedSettings&, int) { throw_no_cuda_build(); }
+MolecularGpuForces::~MolecularGpuForces() = default;
+MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>&, const std::optional<PeriodicBox>&) { return {}; }
+std::string MolecularGpuForces::description() const { return "no GPU"; }
 
 }  // namespace nbkit::md

@@ -79,19 +79,27 @@ Simulation::Simulation(System system, MolecularForceField field, Integrator inte
       molecular_(std::make_unique<MolecularForceField>(std::move(field))),
       integrator_(integrator) {
   check_integrator();
-  if (options.backend == Backend::cuda)
-    throw Error("the GPU engine for biomolecular systems is not written yet: --backend cpu or reference");
-  if (!options.gpus.empty()) throw Error("--gpus: biomolecular systems run on the CPU in this version");
+  if (options.gpus.size() > 1)
+    throw Error(fmt::format("--gpus: MD runs on one GPU; {} were named", options.gpus.size()));
+  if (!options.gpus.empty() && (options.backend == Backend::cpu || options.backend == Backend::reference))
+    throw Error("--gpus picks GPUs for --backend auto or cuda, not " + to_string(options.backend));
   if (options.precision == Precision::single && options.backend != Backend::automatic)
-    throw Error("--precision single: the CPU engines compute in double");
-  backend_ = options.backend == Backend::reference ? Backend::reference : Backend::cpu;
+    throw Error("--precision single: the biomolecular engines compute in double");
+  // automatic: the CPU, whose cell list beats the GPU's every-pair test beyond a few thousand
+  // atoms (docs/performance.md), unless --gpus names a GPU; the GPU when asked for.
+  backend_ = options.backend == Backend::reference ? Backend::reference
+             : options.backend == Backend::cuda || !options.gpus.empty() ? Backend::cuda
+                                                                         : Backend::cpu;
+  const int gpu = backend_ == Backend::cuda ? resolve_gpu(options.gpus).index : 0;
   const int threads = resolve_threads(options.threads);
   // The system, the topology's terms, each thread's force array, the cell list (~2 x 300 pairs of
   // 4 bytes per atom at a 10 A cutoff in water).
   const auto n = static_cast<std::uint64_t>(system_.size());
   check_memory(n * (200 + 24 * static_cast<std::uint64_t>(threads) + 2400),
                fmt::format("an MD run of {} atoms ({})", system_.size(), molecular_->topology.source));
-  engine_ = make_molecular_engine(system_, *molecular_, backend_, threads);
+  if (!(options.skin >= 0) || !std::isfinite(options.skin))
+    throw Error(fmt::format("the neighbour skin must not be negative, got {}", options.skin));
+  engine_ = make_molecular_engine(system_, *molecular_, backend_, threads, gpu, options.skin);
   start_thermostat();
 }
 

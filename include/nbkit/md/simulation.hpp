@@ -70,8 +70,8 @@ class Simulation {
   // LAMMPS's setup does). Throws nbkit::Error for anything it cannot run.
   Simulation(System system, ForceField field, Integrator integrator, SimulationOptions options);
   // A biomolecular system (md/molecular_forces.hpp; `system` made from the same topology by
-  // md::molecular_system) on the reference or CPU backend (automatic: the CPU; the GPU's
-  // molecular engine is not written yet, and cuda is refused).
+  // md::molecular_system) on the reference, CPU or (asked for: cuda) GPU backend, float64;
+  // automatic means the CPU.
   Simulation(System system, MolecularForceField field, Integrator integrator, SimulationOptions options);
   ~Simulation();
   Simulation(const Simulation&) = delete;

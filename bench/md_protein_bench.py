@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Benchmark of biomolecular MD: a solvated protein with a reaction-field cutoff of 9 A.
+
+Usage: md_protein_bench.py NBKIT [--backend cpu|cuda] [--threads N] [--steps N] [--system DIR]
+                           [--write-system DIR] [--json FILE]
+
+The system: FKBP12 (APBS's examples, Debian apbs-data) with hydrogens for amber14-all.xml, in a
+TIP3P box with 1 nm of padding (~31,000 atoms), built by OpenMM 7.7 and written by ParmEd to
+prmtop and inpcrd (or read from --system DIR, where --write-system left them: the GPU machine has
+neither OpenMM nor ParmEd). The method: OpenMM's CutoffPeriodic, 9 A, reaction field (eps 78.3),
+no switching, no dispersion correction, no constraints, 1 fs, NVE.
+
+Measured in the same run on the same cores:
+  nbkit md        atom-steps/s of `--steps` steps (one force evaluation each: evaluations/s is
+                  the rate over the atoms), on --backend (cpu: --threads threads; cuda: one GPU);
+  OpenMM 7.7 CPU  its CPU platform with the same thread count: the same steps (VerletIntegrator)
+                  and force evaluations (Context.getState(getForces=True)), when OpenMM is here.
+Prints the rates and nbkit's ratio to OpenMM; --json writes them.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def build_system(directory):
+    """The solvated protein's prmtop and inpcrd in `directory` (OpenMM and ParmEd)."""
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "clients"))
+    import openmm.app as app
+    import openmm.unit as unit
+    import parmed
+    from check_energy_openmm import heavy_atom_pdb
+
+    pdb_path = os.path.join(directory, "fkbp-heavy.pdb")
+    heavy_atom_pdb(pdb_path)
+    pdb = app.PDBFile(pdb_path)
+    forcefield = app.ForceField("amber14-all.xml", "amber14/tip3p.xml")
+    modeller = app.Modeller(pdb.topology, pdb.positions)
+    modeller.addHydrogens(forcefield)
+    modeller.addSolvent(forcefield, model="tip3p", padding=1.0 * unit.nanometer)
+    system = forcefield.createSystem(modeller.topology, nonbondedMethod=app.CutoffPeriodic, constraints=None,
+                                     rigidWater=False)
+    structure = parmed.openmm.load_topology(modeller.topology, system, modeller.positions)
+    prmtop, inpcrd = os.path.join(directory, "protein.prmtop"), os.path.join(directory, "protein.inpcrd")
+    structure.save(prmtop, overwrite=True)
+    structure.save(inpcrd, overwrite=True)
+    return prmtop, inpcrd
+
+
+def nbkit_rate(nbkit, prmtop, inpcrd, backend, threads, steps, tmp):
+    toml = os.path.join(tmp, "bench.toml")
+    with open(toml, "w") as f:
+        f.write(f'[system]\nprmtop = "{prmtop}"\ncoordinates = "{inpcrd}"\ntemperature = 300\n'
+                f'[nonbonded]\nmethod = "cutoff-periodic"\ncutoff = 9.0\n'
+                f'[run]\ntimestep = 1.0\nsteps = {steps}\nthermo = {steps}\n')
+    report = os.path.join(tmp, "report.json")
+    command = [nbkit, "md", toml, "--backend", backend, "-q", "-o", os.path.join(tmp, "out"), "--report", report]
+    if backend == "cpu":
+        command += ["--threads", str(threads)]
+    subprocess.run(command, check=True)
+    with open(report) as f:
+        r = json.load(f)
+    return r["rates"]["atom_steps_per_second"], r["input"]["atoms"], r["backend"]["detail"]
+
+
+def openmm_rates(prmtop, inpcrd, threads, steps):
+    """OpenMM's CPU platform: (atom-steps/s, evaluations/s), or None without OpenMM."""
+    try:
+        import openmm
+        import openmm.app as app
+        import openmm.unit as unit
+    except ImportError:
+        return None
+    amber = app.AmberPrmtopFile(prmtop)
+    coordinates = app.AmberInpcrdFile(inpcrd)
+    system = amber.createSystem(nonbondedMethod=app.CutoffPeriodic, nonbondedCutoff=0.9 * unit.nanometer,
+                                constraints=None, rigidWater=False)
+    for force in system.getForces():
+        if isinstance(force, openmm.NonbondedForce):
+            force.setUseDispersionCorrection(False)
+    system.setDefaultPeriodicBoxVectors(*coordinates.boxVectors)
+    platform = openmm.Platform.getPlatformByName("CPU")
+    context = openmm.Context(system, openmm.VerletIntegrator(0.001), platform, {"Threads": str(threads)})
+    context.setPositions(coordinates.positions)
+    context.setVelocitiesToTemperature(300)
+    integrator = context.getIntegrator()
+    integrator.step(2)  # warm up
+    start = time.perf_counter()
+    integrator.step(steps)
+    context.getState(getEnergy=True)  # waits for the steps
+    step_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(steps):
+        context.getState(getForces=True)
+    evaluation_seconds = time.perf_counter() - start
+    atoms = system.getNumParticles()
+    return atoms * steps / step_seconds, steps / evaluation_seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("nbkit")
+    parser.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--system", help="a folder with protein.prmtop and protein.inpcrd")
+    parser.add_argument("--write-system", help="build the system into this folder and stop")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    if args.write_system:
+        os.makedirs(args.write_system, exist_ok=True)
+        print("written:", *build_system(args.write_system))
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.system:
+            prmtop, inpcrd = (os.path.join(args.system, name) for name in ("protein.prmtop", "protein.inpcrd"))
+        else:
+            prmtop, inpcrd = build_system(tmp)
+        rate, atoms, detail = nbkit_rate(args.nbkit, prmtop, inpcrd, args.backend, args.threads, args.steps, tmp)
+        peer = openmm_rates(prmtop, inpcrd, args.threads, args.steps)
+    result = {"atoms": atoms, "steps": args.steps, "nbkit": {"backend": args.backend, "detail": detail,
+                                                            "atom_steps_per_second": rate,
+                                                            "evaluations_per_second": rate / atoms}}
+    print(f"solvated FKBP12, {atoms} atoms, reaction field 9 A, {args.steps} steps of 1 fs (NVE)")
+    print(f"  nbkit md ({detail}): {rate:.3g} atom-steps/s = {rate / atoms:.3g} force evaluations/s")
+    if peer:
+        steps_rate, evaluations = peer
+        result["openmm_cpu"] = {"threads": args.threads, "atom_steps_per_second": steps_rate,
+                                "evaluations_per_second": evaluations}
+        print(f"  OpenMM 7.7 CPU platform ({args.threads} threads): {steps_rate:.3g} atom-steps/s, "
+              f"{evaluations:.3g} force evaluations/s")
+        print(f"  nbkit / OpenMM CPU: {rate / steps_rate:.2f} (steps)")
+    else:
+        print("  OpenMM not installed here: no peer measured in this run")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

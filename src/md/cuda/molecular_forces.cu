@@ -1,0 +1,407 @@
+// A biomolecular system's energy and forces on one GPU (md/molecular_gpu.hpp has the design):
+// the bonded terms of bonded_law.hpp and the pair law of pair_terms-inl.hpp, the same functions
+// the float64 reference and the CPU call, here in float64 kernels with fixed summation orders.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+
+#include "cuda/check.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/stream.hpp"
+#include "md/bonded_law.hpp"
+#include "md/molecular_gpu.hpp"
+#include "md/pair_law.hpp"
+#include "nbkit/core/backend.hpp"
+
+namespace nbkit::md {
+
+namespace {
+
+using cuda::DeviceBuffer;
+using V3 = Vector3<double>;
+constexpr int kThreads = 128;
+constexpr int kReduceThreads = 256;
+
+int blocks(std::int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
+
+// Positions and the periodic image rule (molecular_forces.cpp's Images, on the device).
+struct DeviceImages {
+  const V3* x;
+  int periodic;
+  double length[3], inverse[3];
+  __device__ V3 separation(V3 d) const {
+    if (!periodic) return d;
+    const ScalarPairMath<double> math;
+    return {minimum_image(math, d.x, length[0], inverse[0]), minimum_image(math, d.y, length[1], inverse[1]),
+            minimum_image(math, d.z, length[2], inverse[2])};
+  }
+  __device__ V3 near(V3 origin, int j) const { return origin + separation(x[j] - origin); }
+};
+
+// Each term writes its atoms' forces to its own slots, its energy and its virial to its index.
+struct TermOut {
+  V3* slot;
+  double* energy;
+  double* virial;
+};
+
+__global__ void bond_terms(int n, const HarmonicBond* term, DeviceImages im, TermOut out) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const HarmonicBond b = term[t];
+  const V3 xi = im.x[b.i], xj = im.near(xi, b.j);
+  V3 fi;
+  out.energy[t] = harmonic_bond(xi, xj, b.k, b.r0, fi);
+  out.slot[2 * t] = fi, out.slot[2 * t + 1] = -1.0 * fi;
+  out.virial[t] = dot(xi - xj, fi);
+}
+
+__global__ void angle_terms(int n, const HarmonicAngle* term, DeviceImages im, TermOut out) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const HarmonicAngle a = term[t];
+  const V3 xj = im.x[a.j], xi = im.near(xj, a.i), xk = im.near(xj, a.k);
+  V3 fi, fk;
+  out.energy[t] = harmonic_angle(xi, xj, xk, a.k_theta, a.theta0, fi, fk);
+  out.slot[3 * t] = fi, out.slot[3 * t + 1] = -1.0 * (fi + fk), out.slot[3 * t + 2] = fk;
+  out.virial[t] = dot(xi - xj, fi) + dot(xk - xj, fk);
+}
+
+__device__ DihedralGeometry<double> dihedral_of(const DeviceImages& im, int i, int j, int k, int l) {
+  const V3 xj = im.x[j], xk = im.near(xj, k);
+  return dihedral_geometry(im.near(xj, i), xj, xk, im.near(xk, l));
+}
+
+__device__ void write_dihedral(const DihedralGeometry<double>& g, double de, int t, const TermOut& out) {
+  V3 f[4];
+  dihedral_forces(g, de, f);
+  for (int a = 0; a < 4; ++a) out.slot[4 * t + a] = f[a];
+  out.virial[t] = dot(g.r_ij, f[0]) + dot(g.r_kj, f[2]) + dot(g.r_kj - g.r_kl, f[3]);
+}
+
+__global__ void periodic_torsion_terms(int n, const PeriodicTorsion* term, DeviceImages im, TermOut out) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const PeriodicTorsion d = term[t];
+  const auto g = dihedral_of(im, d.i, d.j, d.k, d.l);
+  double de;
+  out.energy[t] = periodic_torsion(g, d.periodicity, d.k_phi, d.phase, de);
+  write_dihedral(g, de, t, out);
+}
+
+__global__ void harmonic_improper_terms(int n, const HarmonicImproper* term, DeviceImages im, TermOut out) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const HarmonicImproper d = term[t];
+  const auto g = dihedral_of(im, d.i, d.j, d.k, d.l);
+  double de;
+  out.energy[t] = harmonic_improper(g, d.k_psi, d.psi0, de);
+  write_dihedral(g, de, t, out);
+}
+
+// 1-4 pairs: Lennard-Jones energies in out.energy, Coulomb's in coulomb_energy.
+__global__ void pair14_terms(int n, const Pair14* term, DeviceImages im, const double* charge, double coulomb_k,
+                             TermOut out, double* coulomb_energy) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const Pair14 p = term[t];
+  const V3 d = im.separation(im.x[p.i] - im.x[p.j]);
+  const double r2 = dot(d, d);
+  const MolecularPairConstants<double> plain{0, 0, 0, 0, 0, 0, 0};
+  double lj, lj_f, coulomb, coulomb_f;
+  molecular_pair<PairSwitch::none>(ScalarPairMath<double>{}, r2, p.c12, p.c6,
+                                   p.coulomb_scale * coulomb_k * charge[p.i] * charge[p.j], plain, lj, lj_f, coulomb,
+                                   coulomb_f);
+  out.energy[t] = lj, coulomb_energy[t] = coulomb;
+  out.slot[2 * t] = (lj_f + coulomb_f) * d, out.slot[2 * t + 1] = -(lj_f + coulomb_f) * d;
+  out.virial[t] = (lj_f + coulomb_f) * r2;
+}
+
+struct PairTable {
+  const double* charge;
+  const int* type;
+  int types;
+  const double *c12, *c6;
+  double coulomb_k, cutoff2;
+  MolecularPairConstants<double> k;
+  const int *excluded_first, *excluded;  // each atom's excluded partners, sorted (both directions)
+};
+
+// A thread per atom i sums every other atom j's pair in increasing j (the excluded ones
+// skipped by a moving pointer), so its force is one fixed-order sum; each pair's energy and
+// virial are halved (every pair is met from both ends).
+template <PairSwitch Switch, bool Cut>
+__global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, double* lj_out, double* coulomb_out,
+                                double* virial_out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const ScalarPairMath<double> math;
+  const V3 xi = im.x[i];
+  const double qi = p.coulomb_k * p.charge[i];
+  const int row = p.type[i] * p.types;
+  int skip = p.excluded_first[i];
+  const int end = p.excluded_first[i + 1];
+  V3 fi{0, 0, 0};
+  double lj_sum = 0, coulomb_sum = 0, virial = 0;
+  for (int j = 0; j < n; ++j) {
+    if (j == i) continue;
+    while (skip < end && p.excluded[skip] < j) ++skip;
+    if (skip < end && p.excluded[skip] == j) continue;
+    const V3 d = im.separation(xi - im.x[j]);
+    const double r2 = dot(d, d);
+    if (Cut && !(r2 < p.cutoff2)) continue;
+    const int pair = row + p.type[j];
+    double lj, lj_f, coulomb, coulomb_f;
+    molecular_pair<Switch>(math, r2, p.c12[pair], p.c6[pair], qi * p.charge[j], p.k, lj, lj_f, coulomb, coulomb_f);
+    fi = fi + (lj_f + coulomb_f) * d;
+    lj_sum += lj, coulomb_sum += coulomb, virial += (lj_f + coulomb_f) * r2;
+  }
+  force[i] = fi;
+  lj_out[i] = 0.5 * lj_sum, coulomb_out[i] = 0.5 * coulomb_sum, virial_out[i] = 0.5 * virial;
+}
+
+// Each atom's force: its nonbonded sum, then its bonded slots in the order the host listed them.
+__global__ void gather_forces(int n, const V3* nonbonded, const V3* slot, const int* first, const int* slots, V3* out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  V3 f = nonbonded[i];
+  for (int k = first[i]; k < first[i + 1]; ++k) f = f + slot[slots[k]];
+  out[i] = f;
+}
+
+struct Range {
+  const double* values;
+  int count;
+};
+
+// One block per range, a fixed tree: the same sum every time.
+__global__ void sum_ranges(const Range* ranges, double* out) {
+  __shared__ double partial[kReduceThreads];
+  const Range r = ranges[blockIdx.x];
+  double s = 0;
+  for (int k = threadIdx.x; k < r.count; k += blockDim.x) s += r.values[k];
+  partial[threadIdx.x] = s;
+  __syncthreads();
+  for (int width = kReduceThreads / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width) partial[threadIdx.x] += partial[threadIdx.x + width];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = partial[0];
+}
+
+template <class T>
+DeviceBuffer<T> upload(const std::vector<T>& host) {
+  DeviceBuffer<T> b(host.size());
+  if (!host.empty()) b.upload(host.data(), host.size());
+  return b;
+}
+
+// The sums read back, in this order.
+enum Sum { bond, urey_bradley, angle, dihedral, improper_periodic, improper_harmonic, lj14, coulomb14, lj, coulomb,
+           term_virial, pair_virial, kSums };
+
+}  // namespace
+
+struct MolecularGpuForces::State {
+  int device = 0;
+  std::string name;
+  NonbondedSettings settings;
+  std::int64_t n = 0;
+  // Term counts and their offsets in the energy/virial arrays and the slots.
+  std::array<std::int64_t, 7> count{}, term_offset{}, slot_offset{};
+  DeviceBuffer<V3> x, slot, nonbonded_force, force;
+  DeviceBuffer<double> charge, c12, c6, term_energy, coulomb14_energy, term_virial, atom_lj, atom_coulomb, atom_virial,
+      sums;
+  DeviceBuffer<int> type, excluded_first, excluded, gather_first, gather_slots;
+  DeviceBuffer<HarmonicBond> bonds, urey_bradley;
+  DeviceBuffer<HarmonicAngle> angles;
+  DeviceBuffer<PeriodicTorsion> dihedrals, periodic_impropers;
+  DeviceBuffer<HarmonicImproper> harmonic_impropers;
+  DeviceBuffer<Pair14> pairs14;
+  DeviceBuffer<Range> ranges;
+  int types = 0;
+  cuda::Stream stream;
+};
+
+MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSettings& settings, int device)
+    : state_(std::make_unique<State>()) {
+  t.check();
+  State& s = *state_;
+  s.device = device;
+  NBKIT_CUDA_CHECK(cudaSetDevice(device));
+  cudaDeviceProp properties{};
+  NBKIT_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+  s.name = properties.name;
+  s.settings = settings;
+  s.n = static_cast<std::int64_t>(t.size());
+  if (s.n >= (std::int64_t{1} << 30)) throw Error("the GPU's molecular forces handle fewer than 2^30 atoms");
+  s.types = t.lj_types;
+  s.charge = upload(t.charge), s.c12 = upload(t.c12), s.c6 = upload(t.c6);
+  s.type = upload(std::vector<int>(t.lj_type.begin(), t.lj_type.end()));
+  // Each atom's excluded partners, both directions, sorted.
+  std::vector<std::vector<int>> partners(t.size());
+  for (const auto& [a, b] : t.exclusions) partners[a].push_back(b), partners[b].push_back(a);
+  std::vector<int> first(t.size() + 1, 0), flat;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    std::sort(partners[i].begin(), partners[i].end());
+    flat.insert(flat.end(), partners[i].begin(), partners[i].end());
+    first[i + 1] = static_cast<int>(flat.size());
+  }
+  s.excluded_first = upload(first), s.excluded = upload(flat);
+  s.bonds = upload(t.bonds), s.urey_bradley = upload(t.urey_bradley), s.angles = upload(t.angles);
+  s.dihedrals = upload(t.dihedrals), s.periodic_impropers = upload(t.periodic_impropers);
+  s.harmonic_impropers = upload(t.harmonic_impropers), s.pairs14 = upload(t.pairs14);
+  // Kinds in order: bonds, Urey-Bradley, angles, dihedrals, periodic impropers, harmonic
+  // impropers, 1-4 pairs; their atoms as their slots are written.
+  const std::array<int, 7> atoms_per{2, 2, 3, 4, 4, 4, 2};
+  s.count = {static_cast<std::int64_t>(t.bonds.size()), static_cast<std::int64_t>(t.urey_bradley.size()),
+             static_cast<std::int64_t>(t.angles.size()), static_cast<std::int64_t>(t.dihedrals.size()),
+             static_cast<std::int64_t>(t.periodic_impropers.size()),
+             static_cast<std::int64_t>(t.harmonic_impropers.size()), static_cast<std::int64_t>(t.pairs14.size())};
+  std::vector<std::vector<int>> slots_of(t.size());
+  std::int64_t terms = 0, slots = 0;
+  auto add_slots = [&](int kind, auto&& atoms_of) {
+    s.term_offset[kind] = terms, s.slot_offset[kind] = slots;
+    for (std::int64_t k = 0; k < s.count[kind]; ++k) {
+      const std::array<int, 4> a = atoms_of(k);
+      for (int m = 0; m < atoms_per[kind]; ++m) slots_of[a[m]].push_back(static_cast<int>(slots + atoms_per[kind] * k + m));
+    }
+    terms += s.count[kind], slots += atoms_per[kind] * s.count[kind];
+  };
+  add_slots(0, [&](std::int64_t k) { return std::array<int, 4>{t.bonds[k].i, t.bonds[k].j, 0, 0}; });
+  add_slots(1, [&](std::int64_t k) { return std::array<int, 4>{t.urey_bradley[k].i, t.urey_bradley[k].j, 0, 0}; });
+  add_slots(2, [&](std::int64_t k) { return std::array<int, 4>{t.angles[k].i, t.angles[k].j, t.angles[k].k, 0}; });
+  add_slots(3, [&](std::int64_t k) {
+    const auto& d = t.dihedrals[k];
+    return std::array<int, 4>{d.i, d.j, d.k, d.l};
+  });
+  add_slots(4, [&](std::int64_t k) {
+    const auto& d = t.periodic_impropers[k];
+    return std::array<int, 4>{d.i, d.j, d.k, d.l};
+  });
+  add_slots(5, [&](std::int64_t k) {
+    const auto& d = t.harmonic_impropers[k];
+    return std::array<int, 4>{d.i, d.j, d.k, d.l};
+  });
+  add_slots(6, [&](std::int64_t k) { return std::array<int, 4>{t.pairs14[k].i, t.pairs14[k].j, 0, 0}; });
+  if (slots >= (std::int64_t{1} << 31)) throw Error("too many bonded terms for the GPU's slot indices");
+  std::vector<int> gather_first(t.size() + 1, 0), gather_slots;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    gather_slots.insert(gather_slots.end(), slots_of[i].begin(), slots_of[i].end());
+    gather_first[i + 1] = static_cast<int>(gather_slots.size());
+  }
+  s.gather_first = upload(gather_first), s.gather_slots = upload(gather_slots);
+  s.x = DeviceBuffer<V3>(s.n), s.nonbonded_force = DeviceBuffer<V3>(s.n), s.force = DeviceBuffer<V3>(s.n);
+  s.slot = DeviceBuffer<V3>(std::max<std::int64_t>(slots, 1));
+  s.term_energy = DeviceBuffer<double>(std::max<std::int64_t>(terms, 1));
+  s.term_virial = DeviceBuffer<double>(std::max<std::int64_t>(terms, 1));
+  s.coulomb14_energy = DeviceBuffer<double>(std::max<std::int64_t>(s.count[6], 1));
+  for (auto* b : {&s.atom_lj, &s.atom_coulomb, &s.atom_virial}) *b = DeviceBuffer<double>(s.n);
+  s.sums = DeviceBuffer<double>(kSums);
+  std::vector<Range> ranges(kSums);
+  for (int kind = 0; kind < 7; ++kind)
+    ranges[kind] = {s.term_energy.data() + s.term_offset[kind], static_cast<int>(s.count[kind])};
+  ranges[coulomb14] = {s.coulomb14_energy.data(), static_cast<int>(s.count[6])};
+  ranges[lj] = {s.atom_lj.data(), static_cast<int>(s.n)};
+  ranges[coulomb] = {s.atom_coulomb.data(), static_cast<int>(s.n)};
+  ranges[term_virial] = {s.term_virial.data(), static_cast<int>(terms)};
+  ranges[pair_virial] = {s.atom_virial.data(), static_cast<int>(s.n)};
+  s.ranges = upload(ranges);
+  NBKIT_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+MolecularGpuForces::~MolecularGpuForces() = default;
+
+std::string MolecularGpuForces::description() const { return state_->name + ", float64"; }
+
+MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions, const std::optional<PeriodicBox>& box) {
+  State& s = *state_;
+  NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+  if (static_cast<std::int64_t>(positions.size()) != s.n) throw Error("positions for another system");
+  static_assert(sizeof(Vec3) == sizeof(V3), "Vec3 and the device's vector share a layout");
+  s.x.upload(reinterpret_cast<const V3*>(positions.data()), positions.size(), s.stream);
+  const NonbondedSettings& settings = s.settings;
+  const bool periodic = settings.method == NonbondedSettings::Method::cutoff_periodic;
+  DeviceImages im{s.x.data(), periodic ? 1 : 0, {0, 0, 0}, {0, 0, 0}};
+  if (periodic)
+    for (int a = 0; a < 3; ++a) im.length[a] = box->length(a), im.inverse[a] = 1 / im.length[a];
+  auto out = [&](int kind) {
+    return TermOut{s.slot.data() + s.slot_offset[kind], s.term_energy.data() + s.term_offset[kind],
+                   s.term_virial.data() + s.term_offset[kind]};
+  };
+  cudaStream_t stream = s.stream;
+  auto launch = [&](int kind, auto kernel, auto* terms) {
+    if (s.count[kind] == 0) return;
+    kernel<<<blocks(s.count[kind]), kThreads, 0, stream>>>(static_cast<int>(s.count[kind]), terms, im, out(kind));
+    NBKIT_CUDA_CHECK_LAUNCH();
+  };
+  launch(0, bond_terms, s.bonds.data());
+  launch(1, bond_terms, s.urey_bradley.data());
+  launch(2, angle_terms, s.angles.data());
+  launch(3, periodic_torsion_terms, s.dihedrals.data());
+  launch(4, periodic_torsion_terms, s.periodic_impropers.data());
+  launch(5, harmonic_improper_terms, s.harmonic_impropers.data());
+  const double coulomb_k = settings.coulomb_constant / settings.dielectric;
+  if (s.count[6] > 0) {
+    pair14_terms<<<blocks(s.count[6]), kThreads, 0, stream>>>(static_cast<int>(s.count[6]), s.pairs14.data(), im,
+                                                                s.charge.data(), coulomb_k, out(6),
+                                                                s.coulomb14_energy.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+  // The nonbonded law's constants, as molecular_forces.cpp sets them.
+  PairTable table{s.charge.data(), s.type.data(), s.types, s.c12.data(), s.c6.data(), coulomb_k,
+                  settings.cutoff * settings.cutoff, {0, 0, 0, 0, 0, 0, 0}, s.excluded_first.data(), s.excluded.data()};
+  const bool cut = settings.method != NonbondedSettings::Method::no_cutoff;
+  PairSwitch switched = PairSwitch::none;
+  if (cut) {
+    const double rc = settings.cutoff;
+    if (settings.style == NonbondedSettings::CutoffStyle::openmm) {
+      const double eps = settings.reaction_field_dielectric;
+      table.k.k_rf = (eps - 1) / ((2 * eps + 1) * rc * rc * rc);
+      table.k.c_rf = 1 / rc + table.k.k_rf * rc * rc;
+    }
+    if (settings.switch_distance) {
+      const double rs = *settings.switch_distance;
+      switched = settings.style == NonbondedSettings::CutoffStyle::openmm ? PairSwitch::openmm : PairSwitch::charmm;
+      table.k.switch_distance = rs, table.k.switch_distance2 = rs * rs;
+      table.k.inverse_switch_width = 1 / (rc - rs);
+      table.k.cutoff2 = rc * rc;
+      table.k.charmm_inverse_denominator = 1 / ((rc * rc - rs * rs) * (rc * rc - rs * rs) * (rc * rc - rs * rs));
+    }
+  }
+  const int n = static_cast<int>(s.n);
+  auto pairs = [&](auto kernel) {
+    kernel<<<blocks(n), kThreads, 0, stream>>>(n, im, table, s.nonbonded_force.data(), s.atom_lj.data(),
+                                               s.atom_coulomb.data(), s.atom_virial.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  };
+  if (!cut)
+    pairs(nonbonded_pairs<PairSwitch::none, false>);
+  else if (switched == PairSwitch::openmm)
+    pairs(nonbonded_pairs<PairSwitch::openmm, true>);
+  else if (switched == PairSwitch::charmm)
+    pairs(nonbonded_pairs<PairSwitch::charmm, true>);
+  else
+    pairs(nonbonded_pairs<PairSwitch::none, true>);
+  gather_forces<<<blocks(n), kThreads, 0, stream>>>(n, s.nonbonded_force.data(), s.slot.data(), s.gather_first.data(),
+                                                    s.gather_slots.data(), s.force.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  sum_ranges<<<kSums, kReduceThreads, 0, stream>>>(s.ranges.data(), s.sums.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  MolecularForces result;
+  result.force.resize(positions.size());
+  std::array<double, kSums> sums{};
+  s.force.download(reinterpret_cast<V3*>(result.force.data()), positions.size(), stream);
+  s.sums.download(sums.data(), kSums, stream);
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  EnergyTerms& e = result.energy;
+  e.bond = sums[bond], e.urey_bradley = sums[urey_bradley], e.angle = sums[angle], e.dihedral = sums[dihedral];
+  e.improper = sums[improper_periodic] + sums[improper_harmonic];
+  e.lennard_jones_14 = sums[lj14], e.coulomb_14 = sums[coulomb14];
+  e.lennard_jones = sums[lj], e.coulomb = sums[coulomb];
+  result.virial = sums[term_virial] + sums[pair_virial];
+  return result;
+}
+
+}  // namespace nbkit::md

@@ -1,0 +1,50 @@
+#pragma once
+// The host's evaluation of a biomolecular system's energy and forces (molecular_forces.cpp),
+// kept from evaluation to evaluation by the molecular engine: the reference (every pair, one
+// thread) or the CPU (a cell list with a skin, rebuilt when an atom has moved half of it, on
+// `threads` threads). molecular_forces() builds one with no skin for a single evaluation.
+// Internal.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "nbkit/md.hpp"
+#include "nbkit/md/molecular_forces.hpp"
+
+namespace nbkit::md {
+
+// molecular_forces' checks of its inputs (the topology, the positions, the box, the settings).
+void check_molecular_inputs(const Topology& topology, const std::vector<Vec3>& positions,
+                            const std::optional<PeriodicBox>& box, const NonbondedSettings& settings);
+
+class MolecularCpuForces {
+ public:
+  // `topology` must outlive this.
+  MolecularCpuForces(const Topology& topology, const NonbondedSettings& settings, Backend backend, int threads,
+                     double skin);
+  ~MolecularCpuForces();
+  // The inputs as molecular_forces checks them (the caller checks: this runs every step).
+  MolecularForces evaluate(const std::vector<Vec3>& positions, const std::optional<PeriodicBox>& box);
+  std::int64_t builds() const { return builds_; }
+  // Whether the next evaluation at these positions rebuilds the cell list (the engine wraps
+  // atoms into the box then, and only then: a wrapped atom jumps a box length).
+  bool needs_rebuild(const std::vector<Vec3>& positions, const std::optional<PeriodicBox>& box);
+  int threads() const { return threads_; }
+
+ private:
+  const NeighborList& list_for(const std::vector<Vec3>& positions, const std::optional<PeriodicBox>& box);
+  double skin_for(const std::optional<PeriodicBox>& box) const;
+
+  const Topology& t_;
+  NonbondedSettings s_;
+  Backend backend_;
+  int threads_;
+  double skin_;
+  System atoms_;        // the positions as the list reads them
+  ForceField reach_;    // the cutoff and the exclusions, as the list reads them
+  std::unique_ptr<NeighborList> list_;
+  std::int64_t builds_ = 0;
+};
+
+}  // namespace nbkit::md
