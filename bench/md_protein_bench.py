@@ -118,7 +118,8 @@ def main():
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         if args.system:
-            prmtop, inpcrd = (os.path.join(args.system, name) for name in ("protein.prmtop", "protein.inpcrd"))
+            prmtop, inpcrd = (os.path.abspath(os.path.join(args.system, name))
+                              for name in ("protein.prmtop", "protein.inpcrd"))
         else:
             prmtop, inpcrd = build_system(tmp)
         rate, atoms, detail = nbkit_rate(args.nbkit, prmtop, inpcrd, args.backend, args.threads, args.steps, tmp)

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "md/bonded_law.hpp"
 #include "md/molecular_cpu.hpp"
@@ -171,49 +172,63 @@ struct ExcludedAbove {
   }
 };
 
-// The nonbonded pair law of one evaluation: the table, the charges, the method's constants.
+// The nonbonded pair law of one evaluation: the table, the method's constants, and the atoms'
+// positions, charges (times k / eps) and types in the order the loop visits them (atom order for
+// every pair; the cell list's order for the list, so that a row's neighbours lie close in memory).
 struct PairSum {
-  const Topology& t;
   const Images& im;
-  double coulomb_k, cutoff2;
+  const V3* x;
+  const double* scaled_charge;
+  const std::int32_t* type;
+  std::int32_t types;
+  const double *c12, *c6;
+  double cutoff2;
   bool cut;
   PairSwitch switched;
   MolecularPairConstants<double> k;
 
   // Adds pair (i, j) (i's force to fi, j's to fj) when within the cutoff.
-  void operator()(std::int32_t i, std::int32_t j, V3& fi, V3* fj, double& lj_sum, double& coulomb_sum,
-                  double& virial) const {
-    const V3 d = im.separation(im.at(i) - im.at(j));
+  template <PairSwitch Switch>
+  void add(std::int64_t i, std::int64_t j, V3& fi, V3& fj, double& lj_sum, double& coulomb_sum, double& virial) const {
+    const V3 d = im.separation(x[i] - x[j]);
     const double r2 = dot(d, d);
     if (cut && !(r2 < cutoff2)) return;
-    const std::int64_t type = static_cast<std::int64_t>(t.lj_type[i]) * t.lj_types + t.lj_type[j];
-    const double qq = coulomb_k * t.charge[i] * t.charge[j];
+    const std::int64_t pair = static_cast<std::int64_t>(type[i]) * types + type[j];
     double lj, lj_f, coulomb, coulomb_f;
-    if (switched == PairSwitch::openmm)
-      molecular_pair<PairSwitch::openmm>(im.math, r2, t.c12[type], t.c6[type], qq, k, lj, lj_f, coulomb, coulomb_f);
-    else if (switched == PairSwitch::charmm)
-      molecular_pair<PairSwitch::charmm>(im.math, r2, t.c12[type], t.c6[type], qq, k, lj, lj_f, coulomb, coulomb_f);
-    else
-      molecular_pair<PairSwitch::none>(im.math, r2, t.c12[type], t.c6[type], qq, k, lj, lj_f, coulomb, coulomb_f);
+    molecular_pair<Switch>(im.math, r2, c12[pair], c6[pair], scaled_charge[i] * scaled_charge[j], k, lj, lj_f,
+                           coulomb, coulomb_f);
     lj_sum += lj, coulomb_sum += coulomb, virial += (lj_f + coulomb_f) * r2;
     const V3 force = (lj_f + coulomb_f) * d;
     fi = fi + force;
-    *fj = *fj - force;
+    fj = fj - force;
   }
 };
 
-// Per-thread force arrays and energies, added in thread order at the end (the same bits for
-// the same thread count).
+// Calls body(std::integral_constant<PairSwitch, S>{}) for the evaluation's switch S: one
+// branch per evaluation, not per pair.
+template <class Body>
+void with_switch(PairSwitch s, Body&& body) {
+  if (s == PairSwitch::openmm) body(std::integral_constant<PairSwitch, PairSwitch::openmm>{});
+  else if (s == PairSwitch::charmm) body(std::integral_constant<PairSwitch, PairSwitch::charmm>{});
+  else body(std::integral_constant<PairSwitch, PairSwitch::none>{});
+}
+
+// Per-thread force arrays (in the loop's order) and energies, added in thread order at the end
+// (the same bits for the same thread count), scattered to atom order through `order` (or not).
 struct ThreadSums {
   std::vector<std::vector<V3>> force;
   std::vector<double> lj, coulomb, virial;
   ThreadSums(int threads, std::size_t n)
       : force(threads, std::vector<V3>(n, V3{0, 0, 0})), lj(threads, 0.0), coulomb(threads, 0.0), virial(threads, 0.0) {}
-  void add_to(std::vector<V3>& f, EnergyTerms& e, double& total_virial) const {
-    for (std::size_t t = 0; t < force.size(); ++t) {
-      for (std::size_t i = 0; i < f.size(); ++i) f[i] = f[i] + force[t][i];
-      e.lennard_jones += lj[t], e.coulomb += coulomb[t], total_virial += virial[t];
+  void add_to(std::vector<V3>& f, EnergyTerms& e, double& total_virial, const std::int64_t* order = nullptr) const {
+    const std::int64_t n = static_cast<std::int64_t>(f.size());
+    const int threads = static_cast<int>(force.size());
+#pragma omp parallel for num_threads(threads) schedule(static, 4096)
+    for (std::int64_t p = 0; p < n; ++p) {
+      V3& out = f[order ? order[p] : p];
+      for (int t = 0; t < threads; ++t) out = out + force[t][p];
     }
+    for (int t = 0; t < threads; ++t) e.lennard_jones += lj[t], e.coulomb += coulomb[t], total_virial += virial[t];
   }
 };
 
@@ -223,50 +238,62 @@ void add_all_pairs(const Topology& t, const PairSum& pair, int threads, std::vec
   const ExcludedAbove excluded(t);
   const std::int64_t n = static_cast<std::int64_t>(t.size());
   ThreadSums sums(threads, t.size());
+  with_switch(pair.switched, [&](auto s) {
 #pragma omp parallel num_threads(threads)
-  {
-    const int me = omp_get_thread_num();
-    std::vector<V3>& force = sums.force[me];
-    double lj = 0, coulomb = 0, pair_virial = 0;
+    {
+      const int me = omp_get_thread_num();
+      std::vector<V3>& force = sums.force[me];
+      double lj = 0, coulomb = 0, pair_virial = 0;
 #pragma omp for schedule(static, 16)  // static: the same rows per thread, the same bits every run
-    for (std::int64_t i = 0; i < n; ++i) {
-      std::int64_t skip = excluded.first[i];
-      V3 fi{0, 0, 0};
-      for (std::int64_t j = i + 1; j < n; ++j) {
-        while (skip < excluded.first[i + 1] && excluded.partner[skip] < j) ++skip;  // (duplicates too)
-        if (skip < excluded.first[i + 1] && excluded.partner[skip] == j) continue;
-        pair(static_cast<std::int32_t>(i), static_cast<std::int32_t>(j), fi, &force[j], lj, coulomb, pair_virial);
+      for (std::int64_t i = 0; i < n; ++i) {
+        std::int64_t skip = excluded.first[i];
+        V3 fi{0, 0, 0};
+        for (std::int64_t j = i + 1; j < n; ++j) {
+          while (skip < excluded.first[i + 1] && excluded.partner[skip] < j) ++skip;  // (duplicates too)
+          if (skip < excluded.first[i + 1] && excluded.partner[skip] == j) continue;
+          pair.template add<decltype(s)::value>(i, j, fi, force[j], lj, coulomb, pair_virial);
+        }
+        force[i] = force[i] + fi;
       }
-      force[i] = force[i] + fi;
+      sums.lj[me] = lj, sums.coulomb[me] = coulomb, sums.virial[me] = pair_virial;
     }
-    sums.lj[me] = lj, sums.coulomb[me] = coulomb, sums.virial[me] = pair_virial;
-  }
+  });
   sums.add_to(f, e, virial);
 }
 
-// The pairs of a cell list (its rows in parallel, each pair once, Newton's third law).
-void add_listed_pairs(const NeighborList& list, const PairSum& pair, int threads, std::vector<V3>& f, EnergyTerms& e,
-                      double& virial) {
+// The pairs of a cell list (its rows in parallel, each pair once, Newton's third law), with the
+// atoms gathered in the list's order first.
+void add_listed_pairs(const Topology& t, const NeighborList& list, PairSum pair, int threads, std::vector<V3>& f,
+                      EnergyTerms& e, double& virial) {
   const std::int64_t n = static_cast<std::int64_t>(f.size());
+  std::vector<V3> x(static_cast<std::size_t>(n));
+  std::vector<double> q(static_cast<std::size_t>(n));
+  std::vector<std::int32_t> type(static_cast<std::size_t>(n));
+  const std::vector<std::int64_t>& order = list.order_;
+#pragma omp parallel for num_threads(threads) schedule(static, 4096)
+  for (std::int64_t p = 0; p < n; ++p)
+    x[p] = pair.x[order[p]], q[p] = pair.scaled_charge[order[p]], type[p] = t.lj_type[order[p]];
+  pair.x = x.data(), pair.scaled_charge = q.data(), pair.type = type.data();
   ThreadSums sums(threads, f.size());
+  with_switch(pair.switched, [&](auto s) {
 #pragma omp parallel num_threads(threads)
-  {
-    const int me = omp_get_thread_num();
-    std::vector<V3>& force = sums.force[me];
-    double lj = 0, coulomb = 0, pair_virial = 0;
+    {
+      const int me = omp_get_thread_num();
+      std::vector<V3>& force = sums.force[me];
+      double lj = 0, coulomb = 0, pair_virial = 0;
 #pragma omp for schedule(static, 256)
-    for (std::int64_t p = 0; p < n; ++p) {
-      const auto i = static_cast<std::int32_t>(list.order_[p]);
-      V3 fi{0, 0, 0};
-      for (std::int64_t k = list.first_[p]; k < list.first_[p + 1]; ++k) {
-        const auto j = static_cast<std::int32_t>(list.order_[list.neighbors_[k]]);
-        pair(i, j, fi, &force[j], lj, coulomb, pair_virial);
+      for (std::int64_t p = 0; p < n; ++p) {
+        V3 fi{0, 0, 0};
+        for (std::int64_t k = list.first_[p]; k < list.first_[p + 1]; ++k) {
+          const std::int64_t m = list.neighbors_[k];
+          pair.template add<decltype(s)::value>(p, m, fi, force[m], lj, coulomb, pair_virial);
+        }
+        force[p] = force[p] + fi;
       }
-      force[i] = force[i] + fi;
+      sums.lj[me] = lj, sums.coulomb[me] = coulomb, sums.virial[me] = pair_virial;
     }
-    sums.lj[me] = lj, sums.coulomb[me] = coulomb, sums.virial[me] = pair_virial;
-  }
-  sums.add_to(f, e, virial);
+  });
+  sums.add_to(f, e, virial, order.data());
 }
 
 }  // namespace
@@ -393,7 +420,13 @@ MolecularForces MolecularCpuForces::evaluate(const std::vector<Vec3>& x, const s
   add_bonded_terms(t, im, f, out.energy, out.virial);
   add_pairs14(t, im, coulomb_k, f, out.energy, out.virial);
 
-  PairSum pair{t, im, coulomb_k, s.cutoff * s.cutoff, s.method != Method::no_cutoff, PairSwitch::none, {}};
+  // Charges times sqrt(k / eps), so that a pair's product is k q_i q_j / eps.
+  std::vector<double> scaled(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i) scaled[i] = std::sqrt(coulomb_k) * t.charge[i];
+  std::vector<V3> positions(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i) positions[i] = im.at(static_cast<std::int32_t>(i));
+  PairSum pair{im,      positions.data(),        scaled.data(), t.lj_type.data(), t.lj_types, t.c12.data(), t.c6.data(),
+               s.cutoff * s.cutoff, s.method != Method::no_cutoff, PairSwitch::none, {}};
   if (pair.cut) {
     const double rc = s.cutoff;
     if (s.style == NonbondedSettings::CutoffStyle::openmm) {
@@ -413,7 +446,7 @@ MolecularForces MolecularCpuForces::evaluate(const std::vector<Vec3>& x, const s
   if (backend_ == Backend::reference || !pair.cut)
     add_all_pairs(t, pair, threads_, f, out.energy, out.virial);
   else
-    add_listed_pairs(list_for(x, periodic ? box : std::nullopt), pair, threads_, f, out.energy, out.virial);
+    add_listed_pairs(t, list_for(x, periodic ? box : std::nullopt), pair, threads_, f, out.energy, out.virial);
 
   out.force.resize(t.size());
   for (std::size_t i = 0; i < t.size(); ++i) out.force[i] = {f[i].x, f[i].y, f[i].z};
