@@ -31,8 +31,11 @@ struct EnergyArguments {
   RunOptions run;
 };
 
+// The extension, a trailing .gz left out (the readers take gzipped files).
 std::string lower_extension(const std::string& path) {
-  std::string e = std::filesystem::path(path).extension().string();
+  std::filesystem::path p(path);
+  if (p.extension() == ".gz") p = p.stem();
+  std::string e = p.extension().string();
   for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return e;
 }
