@@ -16,6 +16,7 @@
 #include "md/bonded_law.hpp"
 #include "md/molecular_cpu.hpp"
 #include "md/molecular_gpu.hpp"
+#include "md/molecular_pair_constants.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/units.hpp"
@@ -427,22 +428,7 @@ MolecularForces MolecularCpuForces::evaluate(const std::vector<Vec3>& x, const s
   for (std::size_t i = 0; i < t.size(); ++i) positions[i] = im.at(static_cast<std::int32_t>(i));
   PairSum pair{im,      positions.data(),        scaled.data(), t.lj_type.data(), t.lj_types, t.c12.data(), t.c6.data(),
                s.cutoff * s.cutoff, s.method != Method::no_cutoff, PairSwitch::none, {}};
-  if (pair.cut) {
-    const double rc = s.cutoff;
-    if (s.style == NonbondedSettings::CutoffStyle::openmm) {
-      const double eps = s.reaction_field_dielectric;
-      pair.k.k_rf = (eps - 1) / ((2 * eps + 1) * rc * rc * rc);
-      pair.k.c_rf = 1 / rc + pair.k.k_rf * rc * rc;
-    }
-    if (s.switch_distance) {
-      const double rs = *s.switch_distance;
-      pair.switched = s.style == NonbondedSettings::CutoffStyle::openmm ? PairSwitch::openmm : PairSwitch::charmm;
-      pair.k.switch_distance = rs, pair.k.switch_distance2 = rs * rs;
-      pair.k.inverse_switch_width = 1 / (rc - rs);
-      pair.k.cutoff2 = rc * rc;
-      pair.k.charmm_inverse_denominator = 1 / std::pow(rc * rc - rs * rs, 3);
-    }
-  }
+  pair.k = molecular_pair_constants(s, pair.switched);
   if (backend_ == Backend::reference || !pair.cut)
     add_all_pairs(t, pair, threads_, f, out.energy, out.virial);
   else

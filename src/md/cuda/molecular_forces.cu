@@ -11,6 +11,7 @@
 #include "cuda/stream.hpp"
 #include "md/bonded_law.hpp"
 #include "md/molecular_gpu.hpp"
+#include "md/molecular_pair_constants.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/backend.hpp"
 
@@ -353,23 +354,8 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   PairTable table{s.charge.data(), s.type.data(), s.types, s.c12.data(), s.c6.data(), coulomb_k,
                   settings.cutoff * settings.cutoff, {0, 0, 0, 0, 0, 0, 0}, s.excluded_first.data(), s.excluded.data()};
   const bool cut = settings.method != NonbondedSettings::Method::no_cutoff;
-  PairSwitch switched = PairSwitch::none;
-  if (cut) {
-    const double rc = settings.cutoff;
-    if (settings.style == NonbondedSettings::CutoffStyle::openmm) {
-      const double eps = settings.reaction_field_dielectric;
-      table.k.k_rf = (eps - 1) / ((2 * eps + 1) * rc * rc * rc);
-      table.k.c_rf = 1 / rc + table.k.k_rf * rc * rc;
-    }
-    if (settings.switch_distance) {
-      const double rs = *settings.switch_distance;
-      switched = settings.style == NonbondedSettings::CutoffStyle::openmm ? PairSwitch::openmm : PairSwitch::charmm;
-      table.k.switch_distance = rs, table.k.switch_distance2 = rs * rs;
-      table.k.inverse_switch_width = 1 / (rc - rs);
-      table.k.cutoff2 = rc * rc;
-      table.k.charmm_inverse_denominator = 1 / ((rc * rc - rs * rs) * (rc * rc - rs * rs) * (rc * rc - rs * rs));
-    }
-  }
+  PairSwitch switched;
+  table.k = molecular_pair_constants(settings, switched);
   const int n = static_cast<int>(s.n);
   auto pairs = [&](auto kernel) {
     kernel<<<blocks(n), kThreads, 0, stream>>>(n, im, table, s.nonbonded_force.data(), s.atom_lj.data(),
