@@ -24,51 +24,6 @@
 
 namespace nbkit::md {
 
-NonbondedSettings::Method parse_nonbonded_method(const std::string& name) {
-  if (name == "no-cutoff") return NonbondedSettings::Method::no_cutoff;
-  if (name == "cutoff") return NonbondedSettings::Method::cutoff_non_periodic;
-  if (name == "cutoff-periodic") return NonbondedSettings::Method::cutoff_periodic;
-  throw Error("unknown nonbonded method '" + name + "' (expected no-cutoff, cutoff or cutoff-periodic)");
-}
-
-NonbondedSettings::CutoffStyle parse_cutoff_style(const std::string& name) {
-  if (name == "openmm") return NonbondedSettings::CutoffStyle::openmm;
-  if (name == "charmm") return NonbondedSettings::CutoffStyle::charmm;
-  throw Error("unknown cutoff style '" + name + "' (expected openmm or charmm)");
-}
-
-std::string to_string(NonbondedSettings::CutoffStyle style) {
-  return style == NonbondedSettings::CutoffStyle::openmm ? "openmm" : "charmm";
-}
-
-std::string to_string(NonbondedSettings::Method method) {
-  switch (method) {
-    case NonbondedSettings::Method::no_cutoff: return "no-cutoff";
-    case NonbondedSettings::Method::cutoff_non_periodic: return "cutoff";
-    case NonbondedSettings::Method::cutoff_periodic: return "cutoff-periodic";
-  }
-  return "?";
-}
-
-double EnergyTerms::total() const {
-  double sum = 0;
-  for (const auto& [name, value] : named()) sum += value;
-  return sum;
-}
-
-std::array<std::pair<const char*, double>, 10> EnergyTerms::named() const {
-  return {{{"bond", bond},
-           {"angle", angle},
-           {"urey_bradley", urey_bradley},
-           {"dihedral", dihedral},
-           {"improper", improper},
-           {"cmap", cmap},
-           {"lennard_jones", lennard_jones},
-           {"coulomb", coulomb},
-           {"lennard_jones_14", lennard_jones_14},
-           {"coulomb_14", coulomb_14}}};
-}
-
 namespace {
 
 using V3 = Vector3<double>;
