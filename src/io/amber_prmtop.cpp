@@ -190,8 +190,8 @@ void refuse_unsupported(const Prmtop& p, const std::vector<std::int64_t>& ptr) {
   if (p.has("CTITLE") || p.has("CHARMM_UREY_BRADLEY"))
     p.fail("CTITLE", 0, "a CHAMBER prmtop (a CHARMM force field converted by chamber) is not read: use the psf and "
                         "CHARMM parameter files, or a prmtop of an AMBER force field");
-  for (const char* cmap : {"CMAP_COUNT", "CHARMM_CMAP_COUNT"})
-    if (p.has(cmap)) p.fail(cmap, 0, "CMAP cross-terms (ff19SB and CHARMM) are not evaluated yet: refused rather than left out");
+  if (p.has("CHARMM_CMAP_COUNT"))
+    p.fail("CHARMM_CMAP_COUNT", 0, "CHARMM's CMAP sections belong to CHAMBER prmtops, which are not read");
   if (ptr[IFPERT] != 0) p.fail("POINTERS", IFPERT + 1, "IFPERT: perturbation topologies are not supported");
   if (ptr[IFCAP] != 0) p.fail("POINTERS", IFCAP + 1, "IFCAP: solvent caps are not supported");
   if (ptr[NUMEXTRA] != 0)
@@ -335,6 +335,36 @@ void read_exclusions(const Prmtop& p, const std::vector<std::int64_t>& ptr, md::
   t.exclusions.assign(pairs.begin(), pairs.end());
 }
 
+// ff19SB's CMAP (as ParmEd and OpenMM read it): CMAP_COUNT holds the number of terms and of
+// maps; CMAP_RESOLUTION each map's side; CMAP_PARAMETER_01, _02, ... each map's side^2 energies
+// (kcal/mol, phi major, both angles from -180 degrees: md::CmapGrid's layout); CMAP_INDEX five
+// atoms i j k l m (1-based, not AMBER's 3 (i - 1)) and a map (1-based) per term, phi being i-j-k-l
+// and psi j-k-l-m.
+void read_cmap(const Prmtop& p, const std::vector<std::int64_t>& ptr, md::Topology& t) {
+  if (!p.has("CMAP_COUNT")) return;
+  const auto count = p.integers("CMAP_COUNT", 2);
+  if (count[0] < 0 || count[1] < 1 || count[1] > 99)
+    p.fail("CMAP_COUNT", 1, fmt::format("{} terms on {} maps: expected some terms on 1..99 maps", count[0], count[1]));
+  const auto side = p.integers("CMAP_RESOLUTION", count[1]);
+  for (std::int64_t m = 0; m < count[1]; ++m) {
+    if (side[m] < 4 || side[m] > 360) p.fail("CMAP_RESOLUTION", m + 1, fmt::format("a side of {} (expected 4..360)", side[m]));
+    const std::string name = fmt::format("CMAP_PARAMETER_{:02d}", m + 1);
+    t.cmap_grids.push_back({static_cast<std::int32_t>(side[m]), p.reals(name, side[m] * side[m])});
+  }
+  const std::int64_t n = ptr[NATOM];
+  const auto v = p.integers("CMAP_INDEX", 6 * count[0]);
+  for (std::size_t e = 0; e < v.size(); e += 6) {
+    std::int32_t a[5];
+    for (int k = 0; k < 5; ++k) {
+      if (v[e + k] < 1 || v[e + k] > n)
+        p.fail("CMAP_INDEX", static_cast<std::int64_t>(e) + k + 1, fmt::format("atom {} outside 1..{}", v[e + k], n));
+      a[k] = static_cast<std::int32_t>(v[e + k] - 1);
+    }
+    const std::int64_t map = type_of(p, "CMAP_INDEX", static_cast<std::int64_t>(e) + 6, v[e + 5], count[1]);
+    t.cmaps.push_back({{a[0], a[1], a[2], a[3]}, {a[1], a[2], a[3], a[4]}, static_cast<std::int32_t>(map)});
+  }
+}
+
 void read_box(const Prmtop& p, const std::vector<std::int64_t>& ptr, md::Topology& t) {
   if (ptr[IFBOX] == 0) return;
   if (ptr[IFBOX] != 1)
@@ -367,6 +397,7 @@ md::Topology parse_prmtop(std::string_view text, const std::string& source) {
   read_bonds_and_angles(p, ptr, t);
   read_dihedrals(p, ptr, t);
   read_exclusions(p, ptr, t);
+  read_cmap(p, ptr, t);
   read_box(p, ptr, t);
   t.check();
   return t;

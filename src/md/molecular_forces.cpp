@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "md/bonded_law.hpp"
+#include "md/cmap.hpp"
 #include "md/molecular_cpu.hpp"
 #include "md/molecular_gpu.hpp"
 #include "md/molecular_pair_constants.hpp"
@@ -94,6 +95,17 @@ void add_bonded_terms(const Topology& t, const Images& im, std::vector<V3>& f, E
     double de;
     e.improper += harmonic_improper(g, d.k_psi, d.psi0, de);
     add4(d.i, d.j, d.k, d.l, g, de);
+  }
+  if (t.cmaps.empty()) return;
+  std::vector<std::vector<double>> cells;
+  for (const CmapGrid& grid : t.cmap_grids) cells.push_back(cmap_coefficients(grid.size, grid.energy));
+  for (const CmapTorsion& c : t.cmaps) {
+    const auto phi = dihedral(c.phi[0], c.phi[1], c.phi[2], c.phi[3]);
+    const auto psi = dihedral(c.psi[0], c.psi[1], c.psi[2], c.psi[3]);
+    double de_dphi, de_dpsi;
+    e.cmap += cmap_energy(cells[c.map].data(), t.cmap_grids[c.map].size, phi.phi, psi.phi, de_dphi, de_dpsi);
+    add4(c.phi[0], c.phi[1], c.phi[2], c.phi[3], phi, de_dphi);
+    add4(c.psi[0], c.psi[1], c.psi[2], c.psi[3], psi, de_dpsi);
   }
 }
 

@@ -68,6 +68,22 @@ void Topology::check() const {
     const HarmonicImproper& d = harmonic_impropers[k];
     c.index("improper", k, {d.i, d.j, d.k, d.l}), c.finite("improper", k, {d.k_psi, d.psi0});
   }
+  for (std::size_t m = 0; m < cmap_grids.size(); ++m) {
+    const CmapGrid& g = cmap_grids[m];
+    // At least 4 points a side: the periodic spline through them needs 3, and a coarser map
+    // than CHARMM's 24 (15 degrees) is a mistake in practice.
+    if (g.size < 4 || g.size > 360 || g.energy.size() != static_cast<std::size_t>(g.size) * g.size)
+      throw Error(fmt::format("{}: CMAP grid {} has {} values for a side of {} (expected a side of 4..360, side^2 values)",
+                              source, m + 1, g.energy.size(), g.size));
+    for (double v : g.energy)
+      if (!std::isfinite(v)) throw Error(fmt::format("{}: CMAP grid {} has a value that is not finite", source, m + 1));
+  }
+  for (std::size_t k = 0; k < cmaps.size(); ++k) {
+    const CmapTorsion& m = cmaps[k];
+    c.index("CMAP term", k, {m.phi[0], m.phi[1], m.phi[2], m.phi[3], m.psi[0], m.psi[1], m.psi[2], m.psi[3]});
+    if (m.map < 0 || static_cast<std::size_t>(m.map) >= cmap_grids.size())
+      throw Error(fmt::format("{}: CMAP term {} uses grid {}, outside 1..{}", source, k + 1, m.map + 1, cmap_grids.size()));
+  }
   for (std::size_t k = 0; k < pairs14.size(); ++k) {
     const Pair14& p = pairs14[k];
     c.index("1-4 pair", k, {p.i, p.j}), c.finite("1-4 pair", k, {p.coulomb_scale, p.c12, p.c6});

@@ -147,6 +147,25 @@ std::string error_of(const std::string& text) {
   return "(no error)";
 }
 
+// ff19SB's CMAP sections: maps with their sides, terms of five atoms (phi i-j-k-l, psi j-k-l-m).
+TEST(AmberPrmtop, ReadsCmapSections) {
+  PrmtopText p = butane_like();
+  p.integers("CMAP_COUNT", {1, 1});
+  p.integers("CMAP_RESOLUTION", {4});
+  std::vector<double> grid(16);
+  for (int k = 0; k < 16; ++k) grid[k] = 0.25 * k;
+  p.reals("CMAP_PARAMETER_01", grid);
+  p.integers("CMAP_INDEX", {4, 3, 2, 1, 2, 1});
+  const md::Topology t = io::parse_prmtop(p.text(), "cmap.prmtop");
+  ASSERT_EQ(t.cmap_grids.size(), 1u);
+  EXPECT_EQ(t.cmap_grids[0].size, 4);
+  EXPECT_EQ(t.cmap_grids[0].energy, grid);
+  ASSERT_EQ(t.cmaps.size(), 1u);
+  EXPECT_EQ((std::vector<int>(t.cmaps[0].phi, t.cmaps[0].phi + 4)), (std::vector<int>{3, 2, 1, 0}));
+  EXPECT_EQ((std::vector<int>(t.cmaps[0].psi, t.cmaps[0].psi + 4)), (std::vector<int>{2, 1, 0, 1}));
+  EXPECT_EQ(t.cmaps[0].map, 0);
+}
+
 TEST(AmberPrmtop, RefusesWithFileLineAndField) {
   {  // a letter in an integer field: its line is the 7th of the file's BONDS_INC_HYDROGEN line
     PrmtopText p = butane_like();
@@ -176,7 +195,21 @@ TEST(AmberPrmtop, RefusesWithFileLineAndField) {
           "POINTERS entry 31: NUMEXTRA = 1: extra points");
   refused([](PrmtopText& p) { p.sections["POINTERS"].second[27] = fmt::format("{:8d}", 2); },
           "IFBOX = 2: truncated octahedra");
-  refused([](PrmtopText& p) { p.integers("CMAP_COUNT", {1, 1}); }, "%FLAG CMAP_COUNT: CMAP cross-terms");
+  auto with_cmap = [](PrmtopText& p) {
+    p.integers("CMAP_COUNT", {1, 1});
+    p.integers("CMAP_RESOLUTION", {4});
+    p.reals("CMAP_PARAMETER_01", std::vector<double>(16, 0.5));
+    p.integers("CMAP_INDEX", {1, 2, 3, 4, 1, 1});
+  };
+  refused([&](PrmtopText& p) { with_cmap(p), p.integers("CMAP_RESOLUTION", {3}); },
+          "%FLAG CMAP_RESOLUTION entry 1: a side of 3");
+  refused([&](PrmtopText& p) { with_cmap(p), p.integers("CMAP_INDEX", {1, 2, 3, 9, 1, 1}); },
+          "%FLAG CMAP_INDEX entry 4: atom 9 outside 1..4");
+  refused([&](PrmtopText& p) { with_cmap(p), p.integers("CMAP_INDEX", {1, 2, 3, 4, 1, 2}); },
+          "%FLAG CMAP_INDEX entry 6: parameter type 2 outside 1..1");
+  refused([&](PrmtopText& p) { with_cmap(p), p.reals("CMAP_PARAMETER_01", std::vector<double>(15, 0.5)); },
+          "%FLAG CMAP_PARAMETER_01: 15 values, expected 16");
+  refused([](PrmtopText& p) { p.integers("CHARMM_CMAP_COUNT", {1, 1}); }, "CHAMBER");
   refused([](PrmtopText& p) { p.sections.erase("LENNARD_JONES_ACOEF"), std::erase(p.order, "LENNARD_JONES_ACOEF"); },
           "%FLAG LENNARD_JONES_ACOEF: missing section");
   refused([](PrmtopText& p) { p.sections["NONBONDED_PARM_INDEX"].second[2] = fmt::format("{:8d}", 3); },

@@ -115,6 +115,48 @@ TEST(MolecularTerms, HarmonicImproperWrapsAroundPi) {
   expect_forces_are_minus_gradient(t, jiggled(dihedral_at(0.3), 5));
 }
 
+// Eight atoms: phi the dihedral 0-1-2-3, psi the dihedral 4-5-6-7 (CMAP's two angles need not
+// share atoms), on one map.
+std::vector<Vec3> cmap_at(double phi, double psi) {
+  std::vector<Vec3> x = dihedral_at(phi);
+  for (const Vec3& p : dihedral_at(psi)) x.push_back(p + Vec3{0, 0, 10});
+  return x;
+}
+
+TEST(MolecularTerms, CmapMatchesItsGridAndInterpolatesSmoothly) {
+  Topology t = bare(8);
+  t.cmap_grids = {test::cmap_grid(24, 7)};
+  t.cmaps = {{{0, 1, 2, 3}, {4, 5, 6, 7}, 0}};
+  const md::CmapGrid& g = t.cmap_grids[0];
+  // On the grid: the grid's own values (phi = -180 + 15 a degrees, psi likewise), including
+  // -180 itself, which atan2 may return as +180.
+  for (int a : {0, 1, 7, 12, 23})
+    for (int b : {0, 5, 12, 18, 23}) {
+      const double phi = -pi + 2 * pi * a / 24, psi = -pi + 2 * pi * b / 24;
+      EXPECT_NEAR(evaluate(t, cmap_at(phi, psi)).energy.cmap, g.energy[a * 24 + b], 1e-10) << a << " " << b;
+    }
+  EXPECT_NEAR(evaluate(t, cmap_at(pi, 0.3)).energy.cmap, evaluate(t, cmap_at(-pi, 0.3)).energy.cmap, 1e-10);
+  // A grid sampled from a smooth surface (no noise) is interpolated to the surface within the
+  // bicubic spline's error, ~h^4 |f''''| / 384 with h = 15 degrees: ~1e-4 of its size here.
+  for (int a = 0; a < 24; ++a)
+    for (int b = 0; b < 24; ++b) {
+      const double phi = -pi + 2 * pi * a / 24, psi = -pi + 2 * pi * b / 24;
+      t.cmap_grids[0].energy[a * 24 + b] = std::cos(phi) + 0.5 * std::sin(2 * psi) + 0.3 * std::cos(phi - psi);
+    }
+  for (double phi : {-3.0, -1.234, 0.05, 2.71})
+    for (double psi : {-2.2, 0.4, 3.1})
+      EXPECT_NEAR(evaluate(t, cmap_at(phi, psi)).energy.cmap,
+                  std::cos(phi) + 0.5 * std::sin(2 * psi) + 0.3 * std::cos(phi - psi), 2e-4)
+          << phi << " " << psi;
+  t.cmap_grids = {test::cmap_grid(24, 8)};
+  for (unsigned seed : {1u, 2u, 3u}) expect_forces_are_minus_gradient(t, jiggled(cmap_at(0.3 * seed, -1.1 * seed), seed));
+  // Five atoms in a chain, the backbone's shape: phi 0-1-2-3 and psi 1-2-3-4 share three.
+  t = bare(5);
+  t.cmap_grids = {test::cmap_grid(24, 9)};
+  t.cmaps = {{{0, 1, 2, 3}, {1, 2, 3, 4}, 0}};
+  expect_forces_are_minus_gradient(t, jiggled({{1.5, 0, 0}, {0, 0, 0}, {0, 0, 1.5}, {1.4, 0.5, 1.6}, {1.6, 1.2, 2.9}}, 4));
+}
+
 // Two charged atoms of one type, 1-4 or ordinary.
 Topology pair_of_atoms(double q1, double q2) {
   Topology t = bare(2);

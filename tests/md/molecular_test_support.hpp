@@ -23,8 +23,23 @@ inline Topology bare(std::size_t n) {
   return t;
 }
 
-// A molecule-like system: chains of 5 atoms (bonds, angles, dihedrals, impropers, 1-4
-// pairs, exclusions) of three Lennard-Jones types with charges, in a periodic box.
+// A CMAP grid of side `size` from a smooth periodic surface with a little noise (a real map
+// is no smoother), kcal/mol.
+inline md::CmapGrid cmap_grid(std::int32_t size, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> noise(-0.2, 0.2);
+  md::CmapGrid g{size, std::vector<double>(static_cast<std::size_t>(size) * size)};
+  for (int a = 0; a < size; ++a)
+    for (int b = 0; b < size; ++b) {
+      const double phi = -std::numbers::pi + 2 * std::numbers::pi * a / size;
+      const double psi = -std::numbers::pi + 2 * std::numbers::pi * b / size;
+      g.energy[a * size + b] = 1.5 * std::cos(phi) + 0.8 * std::sin(2 * psi) + 0.6 * std::cos(phi - psi) + noise(rng);
+    }
+  return g;
+}
+
+// A molecule-like system: chains of 5 atoms (bonds, angles, dihedrals, impropers, a CMAP term,
+// 1-4 pairs, exclusions) of three Lennard-Jones types with charges, in a periodic box.
 inline Topology chains(int molecules, unsigned seed, std::vector<Vec3>& x, double edge, bool grid = false) {
   const int n = 5 * molecules;
   Topology t = bare(static_cast<std::size_t>(n));
@@ -38,11 +53,13 @@ inline Topology chains(int molecules, unsigned seed, std::vector<Vec3>& x, doubl
       const double e = std::sqrt(eps[a] * eps[b]), s = 0.5 * (sigma[a] + sigma[b]);
       t.c12[a * 3 + b] = 4 * e * std::pow(s, 12), t.c6[a * 3 + b] = 4 * e * std::pow(s, 6);
     }
+  t.cmap_grids = {cmap_grid(24, seed), cmap_grid(12, seed + 1)};
   x.clear();
   for (int m = 0; m < molecules; ++m) {
     // At random (overlaps allowed: the force tests need no sane geometry), or on a grid of cells
     // edge / per wide, one chain each, clear of the others (dynamics).
-    const int per = static_cast<int>(std::ceil(std::cbrt(static_cast<double>(molecules))));
+    int per = 1;  // the smallest per with per^3 >= molecules, in integers (cbrt(27) may round above 3)
+    while (per * per * per < molecules) ++per;
     const double cell = edge / per;
     const Vec3 start = grid ? Vec3{cell * (m % per) + 1, cell * (m / per % per) + 1, cell * (m / per / per) + 1}
                             : Vec3{edge * u(rng), edge * u(rng), edge * u(rng)};
@@ -65,6 +82,8 @@ inline Topology chains(int molecules, unsigned seed, std::vector<Vec3>& x, doubl
     }
     t.harmonic_impropers.push_back({5 * m + 1, 5 * m, 5 * m + 2, 5 * m + 3, 20, 0.1});
     t.periodic_impropers.push_back({5 * m + 2, 5 * m + 1, 5 * m + 3, 5 * m + 4, 2, 1.1, std::numbers::pi});
+    const std::int32_t f = 5 * m;
+    t.cmaps.push_back({{f, f + 1, f + 2, f + 3}, {f + 1, f + 2, f + 3, f + 4}, m % 2});
   }
   return t;
 }

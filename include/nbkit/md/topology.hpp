@@ -44,6 +44,20 @@ struct HarmonicImproper {
   double k_psi, psi0;
 };
 
+// CMAP (MacKerell, Feig and Brooks, J. Comput. Chem. 25, 1400 (2004)): a correction E(phi, psi)
+// tabulated on a grid, for two dihedrals (a protein's backbone phi C-N-CA-C and psi N-CA-C-N).
+// The grid is CHARMM's and AMBER's: energy[a * size + b] (kcal/mol) at phi = -180 + a * 360/size
+// degrees and psi = -180 + b * 360/size; between grid points, bicubic interpolation with the
+// derivatives of periodic splines through the grid (md/cmap.hpp), as CHARMM and OpenMM do.
+struct CmapGrid {
+  std::int32_t size = 0;
+  std::vector<double> energy;
+};
+struct CmapTorsion {
+  std::int32_t phi[4], psi[4];
+  std::int32_t map;  // index into Topology::cmap_grids
+};
+
 // A scaled 1-4 pair (the two ends of a dihedral), computed apart from the other nonbonded pairs
 // and never cut off, as AMBER, CHARMM and OpenMM do: E = coulomb_scale k q_i q_j / r +
 // c12 / r^12 - c6 / r^6 with the pair's own (already scaled) Lennard-Jones coefficients.
@@ -68,6 +82,8 @@ struct Topology {
   std::vector<HarmonicAngle> angles;
   std::vector<PeriodicTorsion> dihedrals, periodic_impropers;
   std::vector<HarmonicImproper> harmonic_impropers;
+  std::vector<CmapGrid> cmap_grids;
+  std::vector<CmapTorsion> cmaps;
   std::vector<Pair14> pairs14;
   // Atom pairs (i < j) without the ordinary nonbonded term: 1-2, 1-3 and 1-4 neighbours (the
   // 1-4 pairs get theirs from pairs14).

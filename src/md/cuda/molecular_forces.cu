@@ -10,6 +10,7 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/stream.hpp"
 #include "md/bonded_law.hpp"
+#include "md/cmap.hpp"
 #include "md/molecular_gpu.hpp"
 #include "md/molecular_pair_constants.hpp"
 #include "md/pair_law.hpp"
@@ -99,6 +100,30 @@ __global__ void harmonic_improper_terms(int n, const HarmonicImproper* term, Dev
   double de;
   out.energy[t] = harmonic_improper(g, d.k_psi, d.psi0, de);
   write_dihedral(g, de, t, out);
+}
+
+// The maps' cells (cmap.hpp) concatenated: map m's start at cells[first[m]], its side is size[m].
+struct CmapCells {
+  const double* cells;
+  const std::int64_t* first;
+  const int* size;
+};
+
+__global__ void cmap_terms(int n, const CmapTorsion* term, DeviceImages im, CmapCells maps, TermOut out) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const CmapTorsion c = term[t];
+  const auto phi = dihedral_of(im, c.phi[0], c.phi[1], c.phi[2], c.phi[3]);
+  const auto psi = dihedral_of(im, c.psi[0], c.psi[1], c.psi[2], c.psi[3]);
+  double de_dphi, de_dpsi;
+  out.energy[t] = cmap_energy(maps.cells + maps.first[c.map], maps.size[c.map], phi.phi, psi.phi, de_dphi, de_dpsi);
+  V3 f[4];
+  dihedral_forces(phi, de_dphi, f);
+  for (int a = 0; a < 4; ++a) out.slot[8 * t + a] = f[a];
+  double virial = dot(phi.r_ij, f[0]) + dot(phi.r_kj, f[2]) + dot(phi.r_kj - phi.r_kl, f[3]);
+  dihedral_forces(psi, de_dpsi, f);
+  for (int a = 0; a < 4; ++a) out.slot[8 * t + 4 + a] = f[a];
+  out.virial[t] = virial + dot(psi.r_ij, f[0]) + dot(psi.r_kj, f[2]) + dot(psi.r_kj - psi.r_kl, f[3]);
 }
 
 // 1-4 pairs: Lennard-Jones energies in out.energy, Coulomb's in coulomb_energy.
@@ -199,8 +224,10 @@ DeviceBuffer<T> upload(const std::vector<T>& host) {
 }
 
 // The sums read back, in this order.
-enum Sum { bond, urey_bradley, angle, dihedral, improper_periodic, improper_harmonic, lj14, coulomb14, lj, coulomb,
+// (The first kKinds are the bonded kinds' energies, in the order of their slots.)
+enum Sum { bond, urey_bradley, angle, dihedral, improper_periodic, improper_harmonic, lj14, cmap, coulomb14, lj, coulomb,
            term_virial, pair_virial, kSums };
+constexpr int kKinds = 8;
 
 }  // namespace
 
@@ -210,7 +237,7 @@ struct MolecularGpuForces::State {
   NonbondedSettings settings;
   std::int64_t n = 0;
   // Term counts and their offsets in the energy/virial arrays and the slots.
-  std::array<std::int64_t, 7> count{}, term_offset{}, slot_offset{};
+  std::array<std::int64_t, kKinds> count{}, term_offset{}, slot_offset{};
   DeviceBuffer<V3> x, slot, nonbonded_force, force;
   DeviceBuffer<double> charge, c12, c6, term_energy, coulomb14_energy, term_virial, atom_lj, atom_coulomb, atom_virial,
       sums;
@@ -220,6 +247,10 @@ struct MolecularGpuForces::State {
   DeviceBuffer<PeriodicTorsion> dihedrals, periodic_impropers;
   DeviceBuffer<HarmonicImproper> harmonic_impropers;
   DeviceBuffer<Pair14> pairs14;
+  DeviceBuffer<CmapTorsion> cmaps;
+  DeviceBuffer<double> cmap_cells;
+  DeviceBuffer<std::int64_t> cmap_first;
+  DeviceBuffer<int> cmap_size;
   DeviceBuffer<Range> ranges;
   int types = 0;
   cuda::Stream stream;
@@ -252,40 +283,56 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   s.excluded_first = upload(first), s.excluded = upload(flat);
   s.bonds = upload(t.bonds), s.urey_bradley = upload(t.urey_bradley), s.angles = upload(t.angles);
   s.dihedrals = upload(t.dihedrals), s.periodic_impropers = upload(t.periodic_impropers);
-  s.harmonic_impropers = upload(t.harmonic_impropers), s.pairs14 = upload(t.pairs14);
+  s.harmonic_impropers = upload(t.harmonic_impropers), s.pairs14 = upload(t.pairs14), s.cmaps = upload(t.cmaps);
+  std::vector<double> cells;
+  std::vector<std::int64_t> cell_first;
+  std::vector<int> map_size;
+  for (const CmapGrid& grid : t.cmap_grids) {
+    cell_first.push_back(static_cast<std::int64_t>(cells.size()));
+    map_size.push_back(grid.size);
+    const std::vector<double> c = cmap_coefficients(grid.size, grid.energy);
+    cells.insert(cells.end(), c.begin(), c.end());
+  }
+  s.cmap_cells = upload(cells), s.cmap_first = upload(cell_first), s.cmap_size = upload(map_size);
   // Kinds in order: bonds, Urey-Bradley, angles, dihedrals, periodic impropers, harmonic
-  // impropers, 1-4 pairs; their atoms as their slots are written.
-  const std::array<int, 7> atoms_per{2, 2, 3, 4, 4, 4, 2};
+  // impropers, 1-4 pairs, CMAP terms (phi's four atoms, then psi's); their atoms as their slots
+  // are written.
+  const std::array<int, kKinds> atoms_per{2, 2, 3, 4, 4, 4, 2, 8};
   s.count = {static_cast<std::int64_t>(t.bonds.size()), static_cast<std::int64_t>(t.urey_bradley.size()),
              static_cast<std::int64_t>(t.angles.size()), static_cast<std::int64_t>(t.dihedrals.size()),
              static_cast<std::int64_t>(t.periodic_impropers.size()),
-             static_cast<std::int64_t>(t.harmonic_impropers.size()), static_cast<std::int64_t>(t.pairs14.size())};
+             static_cast<std::int64_t>(t.harmonic_impropers.size()), static_cast<std::int64_t>(t.pairs14.size()),
+             static_cast<std::int64_t>(t.cmaps.size())};
   std::vector<std::vector<int>> slots_of(t.size());
   std::int64_t terms = 0, slots = 0;
   auto add_slots = [&](int kind, auto&& atoms_of) {
     s.term_offset[kind] = terms, s.slot_offset[kind] = slots;
     for (std::int64_t k = 0; k < s.count[kind]; ++k) {
-      const std::array<int, 4> a = atoms_of(k);
+      const std::array<int, 8> a = atoms_of(k);
       for (int m = 0; m < atoms_per[kind]; ++m) slots_of[a[m]].push_back(static_cast<int>(slots + atoms_per[kind] * k + m));
     }
     terms += s.count[kind], slots += atoms_per[kind] * s.count[kind];
   };
-  add_slots(0, [&](std::int64_t k) { return std::array<int, 4>{t.bonds[k].i, t.bonds[k].j, 0, 0}; });
-  add_slots(1, [&](std::int64_t k) { return std::array<int, 4>{t.urey_bradley[k].i, t.urey_bradley[k].j, 0, 0}; });
-  add_slots(2, [&](std::int64_t k) { return std::array<int, 4>{t.angles[k].i, t.angles[k].j, t.angles[k].k, 0}; });
+  add_slots(0, [&](std::int64_t k) { return std::array<int, 8>{t.bonds[k].i, t.bonds[k].j, 0, 0}; });
+  add_slots(1, [&](std::int64_t k) { return std::array<int, 8>{t.urey_bradley[k].i, t.urey_bradley[k].j, 0, 0}; });
+  add_slots(2, [&](std::int64_t k) { return std::array<int, 8>{t.angles[k].i, t.angles[k].j, t.angles[k].k, 0}; });
   add_slots(3, [&](std::int64_t k) {
     const auto& d = t.dihedrals[k];
-    return std::array<int, 4>{d.i, d.j, d.k, d.l};
+    return std::array<int, 8>{d.i, d.j, d.k, d.l};
   });
   add_slots(4, [&](std::int64_t k) {
     const auto& d = t.periodic_impropers[k];
-    return std::array<int, 4>{d.i, d.j, d.k, d.l};
+    return std::array<int, 8>{d.i, d.j, d.k, d.l};
   });
   add_slots(5, [&](std::int64_t k) {
     const auto& d = t.harmonic_impropers[k];
-    return std::array<int, 4>{d.i, d.j, d.k, d.l};
+    return std::array<int, 8>{d.i, d.j, d.k, d.l};
   });
-  add_slots(6, [&](std::int64_t k) { return std::array<int, 4>{t.pairs14[k].i, t.pairs14[k].j, 0, 0}; });
+  add_slots(6, [&](std::int64_t k) { return std::array<int, 8>{t.pairs14[k].i, t.pairs14[k].j, 0, 0}; });
+  add_slots(7, [&](std::int64_t k) {
+    const auto& c = t.cmaps[k];
+    return std::array<int, 8>{c.phi[0], c.phi[1], c.phi[2], c.phi[3], c.psi[0], c.psi[1], c.psi[2], c.psi[3]};
+  });
   if (slots >= (std::int64_t{1} << 31)) throw Error("too many bonded terms for the GPU's slot indices");
   std::vector<int> gather_first(t.size() + 1, 0), gather_slots;
   for (std::size_t i = 0; i < t.size(); ++i) {
@@ -301,7 +348,7 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   for (auto* b : {&s.atom_lj, &s.atom_coulomb, &s.atom_virial}) *b = DeviceBuffer<double>(s.n);
   s.sums = DeviceBuffer<double>(kSums);
   std::vector<Range> ranges(kSums);
-  for (int kind = 0; kind < 7; ++kind)
+  for (int kind = 0; kind < kKinds; ++kind)
     ranges[kind] = {s.term_energy.data() + s.term_offset[kind], static_cast<int>(s.count[kind])};
   ranges[coulomb14] = {s.coulomb14_energy.data(), static_cast<int>(s.count[6])};
   ranges[lj] = {s.atom_lj.data(), static_cast<int>(s.n)};
@@ -350,6 +397,12 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
                                                                 s.coulomb14_energy.data());
     NBKIT_CUDA_CHECK_LAUNCH();
   }
+  if (s.count[7] > 0) {
+    cmap_terms<<<blocks(s.count[7]), kThreads, 0, stream>>>(
+        static_cast<int>(s.count[7]), s.cmaps.data(), im,
+        CmapCells{s.cmap_cells.data(), s.cmap_first.data(), s.cmap_size.data()}, out(7));
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
   // The nonbonded law's constants, as molecular_forces.cpp sets them.
   PairTable table{s.charge.data(), s.type.data(), s.types, s.c12.data(), s.c6.data(), coulomb_k,
                   settings.cutoff * settings.cutoff, {0, 0, 0, 0, 0, 0, 0}, s.excluded_first.data(), s.excluded.data()};
@@ -384,7 +437,7 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   EnergyTerms& e = result.energy;
   e.bond = sums[bond], e.urey_bradley = sums[urey_bradley], e.angle = sums[angle], e.dihedral = sums[dihedral];
   e.improper = sums[improper_periodic] + sums[improper_harmonic];
-  e.lennard_jones_14 = sums[lj14], e.coulomb_14 = sums[coulomb14];
+  e.lennard_jones_14 = sums[lj14], e.coulomb_14 = sums[coulomb14], e.cmap = sums[cmap];
   e.lennard_jones = sums[lj], e.coulomb = sums[coulomb];
   result.virial = sums[term_virial] + sums[pair_virial];
   return result;
