@@ -13,6 +13,7 @@
 #include "nbkit/core/units.hpp"
 #include "nbkit/io/amber.hpp"
 #include "nbkit/io/atomic_file.hpp"
+#include "nbkit/io/charmm.hpp"
 #include "nbkit/io/lammps_data.hpp"
 #include "nbkit/io/structure.hpp"
 #include "nbkit/md/molecular_forces.hpp"
@@ -26,6 +27,7 @@ constexpr double kKilojoulePerKcal = 4.184;
 
 struct EnergyArguments {
   std::string topology, coordinates, forces;
+  std::vector<std::string> parameters;  // CHARMM parameter and stream files
   std::string method = "auto", style = "openmm";
   double cutoff = 10, reaction_field_dielectric = 78.3, switch_distance = 0;
   RunOptions run;
@@ -55,7 +57,8 @@ struct Inputs {
 
 md::Coordinates read_coordinates(const std::string& path, std::size_t atoms);
 
-Inputs read_inputs(const std::string& topology, const std::string& coordinates) {
+Inputs read_inputs(const std::string& topology, const std::string& coordinates,
+                   const std::vector<std::string>& parameters) {
   Inputs in;
   const std::string e = lower_extension(topology);
   if (is_lammps_data(topology)) {
@@ -69,8 +72,16 @@ Inputs read_inputs(const std::string& topology, const std::string& coordinates) 
     in.lammps = true;
     return in;
   }
+  if (e == ".psf") {
+    if (coordinates.empty()) throw Error(topology + ": a psf needs a coordinate file (CHARMM crd or PDB)");
+    in.topology = io::read_charmm(topology, parameters);
+    in.coordinates = read_coordinates(coordinates, in.topology.size());
+    return in;
+  }
+  if (!parameters.empty()) throw Error("--parameters: CHARMM parameter files go with a psf, not with " + topology);
   if (e != ".prmtop" && e != ".parm7")
-    throw Error(topology + ": unknown topology format (expected an AMBER .prmtop or .parm7, or a LAMMPS data file)");
+    throw Error(topology + ": unknown topology format (expected an AMBER .prmtop or .parm7, a CHARMM .psf, or a "
+                           "LAMMPS data file)");
   if (coordinates.empty()) throw Error(topology + ": an AMBER prmtop needs a coordinate file (inpcrd, rst7 or PDB)");
   in.topology = io::read_prmtop(topology);
   in.coordinates = read_coordinates(coordinates, in.topology.size());
@@ -87,6 +98,7 @@ md::Coordinates read_coordinates(const std::string& path, std::size_t atoms) {
     for (std::size_t i = 0; i < atoms; ++i) c.positions.push_back(models.front().position(i));
     return c;
   }
+  if (e == ".crd" || e == ".cor") return io::read_charmm_crd(path, atoms);
   return io::read_inpcrd(path, atoms);
 }
 
@@ -135,11 +147,12 @@ int run_energy(const EnergyArguments& args) {
   if (args.run.precision_given() == Precision::single)
     throw Error("nbkit energy computes in double precision on every backend");
   args.run.refuse_gpus_on_the_cpu();
-  io::check_distinct_files({{args.topology, "the topology"}, {args.coordinates, "the coordinates"}},
-                           {{args.forces, "--forces"}, {args.run.report, "--report"}});
+  std::vector<io::NamedFile> inputs{{args.topology, "the topology"}, {args.coordinates, "the coordinates"}};
+  for (const std::string& p : args.parameters) inputs.push_back({p, "--parameters"});
+  io::check_distinct_files(inputs, {{args.forces, "--forces"}, {args.run.report, "--report"}});
   for (const std::string& out : {args.forces, args.run.report})
     if (!out.empty()) io::check_writable(out);
-  const Inputs in = read_inputs(args.topology, args.coordinates);
+  const Inputs in = read_inputs(args.topology, args.coordinates, args.parameters);
   const md::Topology& topology = in.topology;
   const md::Coordinates& coordinates = in.coordinates;
   const std::optional<PeriodicBox> box = coordinates.box ? coordinates.box : topology.box;
@@ -202,14 +215,20 @@ Action setup_energy(CLI::App& app) {
       "The energy of a biomolecular system term by term (bond, angle, Urey-Bradley, dihedral, improper, CMAP, "
       "Lennard-Jones, Coulomb, 1-4 Lennard-Jones, 1-4 Coulomb) in kcal/mol and kJ/mol, and its forces, as OpenMM's "
       "Reference platform computes them.\n"
-      "Example: nbkit energy protein.prmtop protein.inpcrd --nonbonded no-cutoff --forces forces.txt");
+      "Example: nbkit energy protein.prmtop protein.inpcrd --nonbonded no-cutoff --forces forces.txt\n"
+      "         nbkit energy step5.psf step5.crd -p par_all36m_prot.prm -p toppar_water_ions.str");
   app.add_option("topology", args->topology,
-                 "AMBER prmtop (.prmtop, .parm7), or a LAMMPS data file of atom style full or molecular (data.NAME, "
+                 "AMBER prmtop (.prmtop, .parm7), CHARMM psf (.psf, with --parameters), or a LAMMPS data file of atom style full or molecular (data.NAME, "
                  "NAME.data: coordinates and box inside; LAMMPS's Coulomb constant)")
       ->required()
       ->check(CLI::ExistingFile);
   app.add_option("coordinates", args->coordinates,
-                 "AMBER inpcrd/rst7 (with the box, if any) or PDB, in the topology's atom order (not with a LAMMPS data file)")
+                 "AMBER inpcrd/rst7 (with the box, if any), CHARMM crd (.crd, .cor) or PDB, in the topology's atom "
+                 "order (not with a LAMMPS data file)")
+      ->check(CLI::ExistingFile);
+  app.add_option("-p,--parameters", args->parameters,
+                 "a CHARMM parameter or stream file (.prm, .par, .str) for a psf; repeat it for several, in CHARMM's "
+                 "order (a later file's entries replace an earlier one's)")
       ->check(CLI::ExistingFile);
   app.add_option("--nonbonded", args->method,
                  "no-cutoff (every pair), cutoff (reaction field, no box), cutoff-periodic (reaction field, minimum "

@@ -26,7 +26,6 @@ Exit 77 (CTest's skip) without lmp, numpy or the example.
 """
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys

@@ -32,7 +32,6 @@ wrong mass or unit, breaks the ratio or the bound.
 
 Exit 77 (CTest's skip) when OpenMM, ParmEd, numpy or apbs-data are missing.
 """
-import json
 import os
 import subprocess
 import sys
@@ -48,25 +47,10 @@ except ImportError as error:
     print(f"{error.name} not installed: skipped (scripts/setup installs python3-simtk and python3-parmed)")
     sys.exit(77)
 
-PQR = "/usr/share/apbs/examples/FKBP/1d7h-min.pqr"
-KCAL = unit.kilocalorie_per_mole
-TERMS = ["bond", "angle", "dihedral", "improper", "lennard_jones", "coulomb", "lennard_jones_14", "coulomb_14"]
+from openmm_oracle import (NONBONDED_TERMS, PQR, compare, copy, copy_system, energies, heavy_atom_pdb,
+                           nbkit_terms, nonbonded_parts, system_with)
 
-
-def heavy_atom_pdb(path):
-    """FKBP's heavy atoms as a PDB file OpenMM's Modeller can add hydrogens to."""
-    lines = []
-    for line in open(PQR):
-        if not line.startswith("ATOM"):
-            continue
-        f = line.split()
-        name = f[2]
-        if name.lstrip("0123456789").startswith("H"):
-            continue
-        lines.append("ATOM  %5d %-4s %3s A%4d    %8.3f%8.3f%8.3f  1.00  0.00\n" % (
-            int(f[1]), name if len(name) == 4 else " " + name, f[3], int(f[4]), float(f[5]), float(f[6]), float(f[7])))
-    with open(path, "w") as out:
-        out.write("".join(lines) + "END\n")
+TERMS = ["bond", "angle", "dihedral", "improper"] + NONBONDED_TERMS
 
 
 def build(tmp, solvated):
@@ -91,7 +75,6 @@ def build(tmp, solvated):
 
 def split_system(system):
     """One System per reported term, built from copies of `system`'s forces."""
-    serialize = openmm.XmlSerializer.serialize
     forces = {type(f).__name__: f for f in system.getForces()}
     bonds = forces["HarmonicBondForce"]
     bonded = set()
@@ -102,16 +85,7 @@ def split_system(system):
     def chain(i, j, k, l):
         return all((min(a, b), max(a, b)) in bonded for a, b in ((i, j), (j, k), (k, l)))
 
-    def system_with(force):
-        s = openmm.System()
-        for i in range(system.getNumParticles()):
-            s.addParticle(system.getParticleMass(i))
-        s.setDefaultPeriodicBoxVectors(*system.getDefaultPeriodicBoxVectors())
-        s.addForce(force)
-        return s
-
-    parts = {"bond": system_with(openmm.XmlSerializer.deserialize(serialize(bonds))),
-             "angle": system_with(openmm.XmlSerializer.deserialize(serialize(forces["HarmonicAngleForce"])))}
+    parts = {"bond": system_with(system, copy(bonds)), "angle": system_with(system, copy(forces["HarmonicAngleForce"]))}
     torsions = forces["PeriodicTorsionForce"]
     for term, proper in (("dihedral", True), ("improper", False)):
         t = openmm.PeriodicTorsionForce()
@@ -119,30 +93,8 @@ def split_system(system):
             i, j, k, l, periodicity, phase, k_phi = torsions.getTorsionParameters(n)
             if chain(i, j, k, l) == proper:
                 t.addTorsion(i, j, k, l, periodicity, phase, k_phi)
-        parts[term] = system_with(t)
-    nonbonded = forces["NonbondedForce"]
-
-    def nonbonded_copy(particles, exceptions, charges, exception_charges):
-        f = openmm.XmlSerializer.deserialize(serialize(nonbonded))
-        f.setUseDispersionCorrection(False)
-        for i in range(f.getNumParticles()):
-            q, sigma, epsilon = f.getParticleParameters(i)
-            f.setParticleParameters(i, q if (particles and charges) else 0 * q, sigma, epsilon if particles else 0 * epsilon)
-        for n in range(f.getNumExceptions()):
-            i, j, qq, sigma, epsilon = f.getExceptionParameters(n)
-            f.setExceptionParameters(n, i, j, qq if (exceptions and exception_charges) else 0 * qq, sigma,
-                                     epsilon if exceptions else 0 * epsilon)
-        return system_with(f)
-
-    parts["pairs"] = nonbonded_copy(True, False, True, True)
-    parts["lennard_jones"] = nonbonded_copy(True, False, False, True)
-    parts["pairs14"] = nonbonded_copy(False, True, True, True)
-    parts["lennard_jones_14"] = nonbonded_copy(False, True, True, False)
-    total = openmm.XmlSerializer.deserialize(serialize(system))
-    for f in total.getForces():
-        if isinstance(f, openmm.NonbondedForce):
-            f.setUseDispersionCorrection(False)
-    parts["total"] = total
+        parts[term] = system_with(system, t)
+    parts.update(nonbonded_parts(system, forces["NonbondedForce"]))
     return parts
 
 
@@ -157,48 +109,8 @@ def openmm_terms(prmtop, inpcrd, method, cutoff, switch):
     system = amber.createSystem(**kwargs)
     if coordinates.boxVectors is not None:
         system.setDefaultPeriodicBoxVectors(*coordinates.boxVectors)
-    platform = openmm.Platform.getPlatformByName("Reference")
-    values, forces = {}, None
-    for name, part in split_system(system).items():
-        context = openmm.Context(part, openmm.VerletIntegrator(0.001), platform)
-        context.setPositions(coordinates.positions)
-        state = context.getState(getEnergy=True, getForces=(name == "total"))
-        values[name] = state.getPotentialEnergy().value_in_unit(KCAL)
-        if name == "total":
-            forces = state.getForces(asNumpy=True).value_in_unit(KCAL / unit.angstrom)
-    values["coulomb"] = values.pop("pairs") - values["lennard_jones"]
-    values["coulomb_14"] = values.pop("pairs14") - values["lennard_jones_14"]
-    return values, np.asarray(forces)
-
-
-def nbkit_terms(nbkit, tmp, prmtop, inpcrd, backend, options):
-    report, forces = os.path.join(tmp, "report.json"), os.path.join(tmp, "forces.txt")
-    subprocess.run([nbkit, "energy", prmtop, inpcrd, "--backend", backend, "-q", "--report", report,
-                    "--forces", forces] + options, check=True)
-    with open(report) as f:
-        energy = json.load(f)["energy_kcal_per_mol"]
-    return energy, np.loadtxt(forces)[:, 1:]
-
-
-def compare(label, ours, ours_forces, theirs, their_forces):
-    failures = []
-    for term in TERMS:
-        scale = max(abs(theirs[term]), 1.0)
-        error = abs(ours[term] - theirs[term]) / scale
-        print(f"  {label:<34} {term:<17} nbkit {ours[term]:>20.10f}  OpenMM {theirs[term]:>20.10f}  rel {error:.1e}")
-        if not error <= 1e-6:
-            failures.append(f"{label}: {term} {ours[term]} against OpenMM's {theirs[term]} (relative {error:.2e})")
-    for term in ("urey_bradley", "cmap"):
-        if ours[term] != 0:
-            failures.append(f"{label}: {term} is {ours[term]}, an AMBER ff14SB system has none")
-    total = sum(theirs[t] for t in TERMS)
-    if abs(ours["total"] - total) > 1e-6 * max(abs(total), 1.0):
-        failures.append(f"{label}: total {ours['total']} against {total}")
-    rms = np.sqrt(((ours_forces - their_forces) ** 2).sum() / (their_forces ** 2).sum())
-    print(f"  {label:<34} forces: relative RMS {rms:.1e} over {len(their_forces)} atoms")
-    if not rms <= 1e-6:
-        failures.append(f"{label}: forces differ from OpenMM's by {rms:.2e} relative RMS")
-    return failures
+    total = copy_system(system)
+    return energies(split_system(system), coordinates.positions, total)
 
 
 def nve_run(nbkit, tmp, prmtop, inpcrd, timestep, steps):
@@ -249,8 +161,9 @@ def main():
         for label, (prmtop, inpcrd), method, cutoff, switch, options in cases:
             theirs, their_forces = openmm_terms(prmtop, inpcrd, method, cutoff, switch)
             for backend in ("reference", "cpu"):
-                ours, our_forces = nbkit_terms(nbkit, tmp, prmtop, inpcrd, backend, options)
-                failures += compare(f"{label} ({backend})", ours, our_forces, theirs, their_forces)
+                ours, our_forces = nbkit_terms(nbkit, tmp, [prmtop, inpcrd], backend, options)
+                failures += compare(f"{label} ({backend})", ours, our_forces, theirs, their_forces, TERMS,
+                                    ("urey_bradley", "cmap"))
         worst = nve_run(nbkit, tmp, *water, 1.0, 50)
         half = nve_run(nbkit, tmp, *water, 0.5, 100)
         print(f"  NVE: halving the step cut the energy's swing {worst / half:.2f} times (O(dt^2): ~4)")
