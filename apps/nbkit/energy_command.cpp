@@ -28,6 +28,7 @@ constexpr double kKilojoulePerKcal = 4.184;
 struct EnergyArguments {
   std::string topology, coordinates, forces;
   std::vector<std::string> parameters;  // CHARMM parameter and stream files
+  std::string box;                      // a,b,c (Angstrom): the periodic box, where the files give none
   std::string method = "auto", style = "openmm";
   double cutoff = 10, reaction_field_dielectric = 78.3, switch_distance = 0;
   RunOptions run;
@@ -155,7 +156,11 @@ int run_energy(const EnergyArguments& args) {
   const Inputs in = read_inputs(args.topology, args.coordinates, args.parameters);
   const md::Topology& topology = in.topology;
   const md::Coordinates& coordinates = in.coordinates;
-  const std::optional<PeriodicBox> box = coordinates.box ? coordinates.box : topology.box;
+  std::optional<PeriodicBox> box = coordinates.box ? coordinates.box : topology.box;
+  if (!args.box.empty()) {
+    if (box) throw Error("--box: the files give a periodic box already");
+    box = PeriodicBox::from_edges(parse_triple(args.box, "--box", true));
+  }
   std::string notice_text;
   const md::NonbondedSettings settings = settings_of(args, box, in.lammps, notice_text);
   notice(notice_text, args.run.quiet);
@@ -230,6 +235,9 @@ Action setup_energy(CLI::App& app) {
                  "a CHARMM parameter or stream file (.prm, .par, .str) for a psf; repeat it for several, in CHARMM's "
                  "order (a later file's entries replace an earlier one's)")
       ->check(CLI::ExistingFile);
+  app.add_option("--box", args->box,
+                 "the periodic box's edges a,b,c (Angstrom, orthorhombic) where the files give none (a psf with a crd: "
+                 "CHARMM-GUI's box size)");
   app.add_option("--nonbonded", args->method,
                  "no-cutoff (every pair), cutoff (reaction field, no box), cutoff-periodic (reaction field, minimum "
                  "images), or auto: cutoff-periodic when the files give a box, else no-cutoff")

@@ -79,15 +79,15 @@ class ParameterReader {
         mass(words, number);
         continue;
       }
-      if (const Section s = section_of(first); s != Section::none && !(section_ == Section::cmap && cmap_left_ > 0)) {
+      if (const Section s = section_of(first); s != Section::none) {
+        if (section_ == Section::cmap && cmap_left_ > 0) cmap_short(number);
         section_ = s;
         if (s == Section::nonbonded) nonbonded_options(words, number);
         continue;
       }
       entry(words, number);
     }
-    if (section_ == Section::cmap && cmap_left_ > 0)
-      fail(number, "CMAP", fmt::format("the file ends with {} values of a map missing", cmap_left_));
+    if (section_ == Section::cmap && cmap_left_ > 0) cmap_short(number);
   }
 
  private:
@@ -116,7 +116,9 @@ class ParameterReader {
       const bool continued = !l.empty() && l.back() == '-' && (l.size() == 1 || l[l.size() - 2] == ' ' || l[l.size() - 2] == '\t');
       if (continued) l.remove_suffix(1);
       out += std::string(l) + " ";
-      if (!continued) return true;
+      if (continued) continue;
+      if (!split_whitespace(out).empty()) return true;
+      out.clear();  // a lone '-' and nothing after it
     }
     return !split_whitespace(out).empty();
   }
@@ -224,6 +226,11 @@ class ParameterReader {
         return;
       }
     }
+  }
+
+  [[noreturn]] void cmap_short(std::int64_t line) const {
+    const std::int64_t all = static_cast<std::int64_t>(p_.cmaps.at(cmap_key_).size) * p_.cmaps.at(cmap_key_).size;
+    fail(line, "CMAP", fmt::format("the map ends after {} of its {} values", all - cmap_left_, all));
   }
 
   // A map's header (8 types and the side), then side^2 values over as many lines as it takes.
