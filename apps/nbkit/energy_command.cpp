@@ -11,9 +11,8 @@
 #include "command.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/units.hpp"
-#include "nbkit/io/amber.hpp"
 #include "nbkit/io/atomic_file.hpp"
-#include "nbkit/io/charmm.hpp"
+#include "nbkit/io/molecular_files.hpp"
 #include "nbkit/io/lammps_data.hpp"
 #include "nbkit/io/structure.hpp"
 #include "nbkit/md/molecular_forces.hpp"
@@ -34,18 +33,9 @@ struct EnergyArguments {
   RunOptions run;
 };
 
-// The extension, a trailing .gz left out (the readers take gzipped files).
-std::string lower_extension(const std::string& path) {
-  std::filesystem::path p(path);
-  if (p.extension() == ".gz") p = p.stem();
-  std::string e = p.extension().string();
-  for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return e;
-}
-
 // A LAMMPS data file by its name: data.NAME, NAME.data or NAME.lmp.
 bool is_lammps_data(const std::string& path) {
-  const std::string e = lower_extension(path);
+  const std::string e = io::lower_extension(path);
   return e == ".data" || e == ".lmp" || std::filesystem::path(path).filename().string().rfind("data.", 0) == 0;
 }
 
@@ -61,10 +51,10 @@ md::Coordinates read_coordinates(const std::string& path, std::size_t atoms);
 Inputs read_inputs(const std::string& topology, const std::string& coordinates,
                    const std::vector<std::string>& parameters) {
   Inputs in;
-  const std::string e = lower_extension(topology);
   if (is_lammps_data(topology)) {
     if (!coordinates.empty())
       throw Error(coordinates + ": a LAMMPS data file holds its own coordinates: give the data file alone");
+    if (!parameters.empty()) throw Error("--parameters: CHARMM parameter files go with a psf, not with " + topology);
     const io::LammpsData data = io::read_lammps_data(topology, md::Units::real);
     in.topology = io::molecular_topology(data, topology);
     const md::System& s = data.system;
@@ -73,24 +63,15 @@ Inputs read_inputs(const std::string& topology, const std::string& coordinates,
     in.lammps = true;
     return in;
   }
-  if (e == ".psf") {
-    if (coordinates.empty()) throw Error(topology + ": a psf needs a coordinate file (CHARMM crd or PDB)");
-    in.topology = io::read_charmm(topology, parameters);
-    in.coordinates = read_coordinates(coordinates, in.topology.size());
-    return in;
-  }
-  if (!parameters.empty()) throw Error("--parameters: CHARMM parameter files go with a psf, not with " + topology);
-  if (e != ".prmtop" && e != ".parm7")
-    throw Error(topology + ": unknown topology format (expected an AMBER .prmtop or .parm7, a CHARMM .psf, or a "
-                           "LAMMPS data file)");
-  if (coordinates.empty()) throw Error(topology + ": an AMBER prmtop needs a coordinate file (inpcrd, rst7 or PDB)");
-  in.topology = io::read_prmtop(topology);
+  in.topology = io::read_molecular_topology(topology, parameters);
+  if (coordinates.empty())
+    throw Error(topology + ": needs a coordinate file (AMBER inpcrd or rst7, CHARMM crd, or PDB)");
   in.coordinates = read_coordinates(coordinates, in.topology.size());
   return in;
 }
 
 md::Coordinates read_coordinates(const std::string& path, std::size_t atoms) {
-  const std::string e = lower_extension(path);
+  const std::string e = io::lower_extension(path);
   if (e == ".pdb" || e == ".ent") {
     const auto models = io::read_models(path);
     if (models.front().size() != atoms)
@@ -99,8 +80,7 @@ md::Coordinates read_coordinates(const std::string& path, std::size_t atoms) {
     for (std::size_t i = 0; i < atoms; ++i) c.positions.push_back(models.front().position(i));
     return c;
   }
-  if (e == ".crd" || e == ".cor") return io::read_charmm_crd(path, atoms);
-  return io::read_inpcrd(path, atoms);
+  return io::read_molecular_coordinates(path, atoms);
 }
 
 // --forces: one line per atom, "index fx fy fz" in kcal/mol/Angstrom after '#' comments

@@ -42,10 +42,12 @@ struct MdPaths {
 // The run's output files, checked before it starts: none replaces an input, the disk holds
 // them. (md::Simulation checks the memory of the run itself.)
 void check_outputs(const MdArguments& args, const io::MdConfig& config, const MdPaths& paths) {
-  io::check_distinct_files({{args.config, "the TOML file"},
-                            {config.data_file, "[system] data"},
-                            {config.topology_file, "[system] prmtop"},
-                            {config.coordinates_file, "[system] coordinates"}},
+  std::vector<io::NamedFile> inputs{{args.config, "the TOML file"},
+                                    {config.data_file, "[system] data"},
+                                    {config.topology_file, "[system] prmtop or psf"},
+                                    {config.coordinates_file, "[system] coordinates"}};
+  for (const std::string& p : config.parameter_files) inputs.push_back({p, "[system] parameters"});
+  io::check_distinct_files(inputs,
                            {{paths.thermo, "thermo.csv"},
                             {paths.dcd, "trajectory.dcd"},
                             {paths.data, "[output] data"},

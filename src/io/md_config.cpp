@@ -14,6 +14,7 @@
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/units.hpp"
 #include "nbkit/io/amber.hpp"
+#include "nbkit/io/molecular_files.hpp"
 
 namespace nbkit::io {
 
@@ -151,19 +152,47 @@ class Config {
 // [system]: a LAMMPS data file, an AMBER prmtop with its coordinates, or an fcc lattice as
 // in.lj builds it; velocities.
 void read_system(const Config& c, md::Units units, const std::string& base, MdConfig& run, LammpsData& file) {
-  if (c.find("system.prmtop")) {
+  const char* topology_key = c.find("system.prmtop") ? "system.prmtop" : c.find("system.psf") ? "system.psf" : nullptr;
+  if (c.find("system.prmtop") && c.find("system.psf")) c.fail(c.find("system.psf"), "system.psf", "give a prmtop or a psf, not both");
+  if (c.find("system.parameters") && !c.find("system.psf"))
+    c.fail(c.find("system.parameters"), "system.parameters", "CHARMM parameter files go with system.psf");
+  if (c.find("system.box") && !topology_key) c.fail(c.find("system.box"), "system.box", "a box goes with a prmtop or psf");
+  if (topology_key) {
     for (const char* key : {"system.data", "system.lattice"})
-      if (c.find(key)) c.fail(c.find(key), key, "give one system: prmtop (with coordinates), data or lattice");
+      if (c.find(key)) c.fail(c.find(key), key, "give one system: prmtop or psf (with coordinates), data or lattice");
     if (!c.find("system.coordinates"))
-      c.fail(c.find("system.prmtop"), "system.prmtop", "a prmtop needs system.coordinates (an inpcrd or rst7 file)");
-    run.topology_file = (std::filesystem::path(base) / c.text("system.prmtop", std::nullopt)).string();
-    run.coordinates_file = (std::filesystem::path(base) / c.text("system.coordinates", std::nullopt)).string();
-    md::Topology topology = read_prmtop(run.topology_file);
-    const md::Coordinates coordinates = read_inpcrd(run.coordinates_file, topology.size());
+      c.fail(c.find(topology_key), topology_key,
+             "needs system.coordinates (an AMBER inpcrd or rst7, or a CHARMM crd)");
+    const std::filesystem::path folder(base);
+    run.topology_file = (folder / c.text(topology_key, std::nullopt)).string();
+    run.coordinates_file = (folder / c.text("system.coordinates", std::nullopt)).string();
+    if (const toml::node* list = c.find("system.parameters")) {
+      const toml::array* files = list->as_array();
+      if (!files || files->empty()) c.fail(list, "system.parameters", "expected a list of file names, e.g. [\"par_all36m_prot.prm\"]");
+      for (const toml::node& file : *files) {
+        const auto name = file.value<std::string>();
+        if (!name || !file.is_string()) c.fail(&file, "system.parameters", "expected file names (strings)");
+        run.parameter_files.push_back((folder / *name).string());
+      }
+    }
+    md::Topology topology = read_molecular_topology(run.topology_file, run.parameter_files);
+    md::Coordinates coordinates = read_molecular_coordinates(run.coordinates_file, topology.size());
+    if (const toml::node* box = c.find("system.box")) {
+      const toml::array* edges = box->as_array();
+      if (coordinates.box || topology.box) c.fail(box, "system.box", "the files give a box already");
+      Vec3 length{};
+      for (int a = 0; a < 3; ++a) {
+        const auto v = edges && edges->size() == 3 ? (*edges)[static_cast<std::size_t>(a)].value<double>() : std::nullopt;
+        if (!v || !(*v > 0) || !std::isfinite(*v)) c.fail(box, "system.box", "expected three positive lengths (Angstrom)");
+        length[a] = *v;
+      }
+      coordinates.box = PeriodicBox::from_edges(length);
+    }
+    run.molecular_box = coordinates.box || topology.box;
     run.system = md::molecular_system(topology, coordinates);
     run.molecular = md::MolecularForceField{std::move(topology), {}};
   } else if (c.find("system.coordinates")) {
-    c.fail(c.find("system.coordinates"), "system.coordinates", "coordinates go with system.prmtop");
+    c.fail(c.find("system.coordinates"), "system.coordinates", "coordinates go with system.prmtop or system.psf");
   } else if (c.find("system.data")) {
     if (c.find("system.lattice")) c.fail(c.find("system.lattice"), "system.lattice", "give data or lattice, not both");
     run.data_file = (std::filesystem::path(base) / c.text("system.data", std::nullopt)).string();
@@ -178,6 +207,7 @@ void read_system(const Config& c, md::Units units, const std::string& base, MdCo
         coordinates.velocities.push_back({s.vx[i], s.vy[i], s.vz[i]});
       }
       coordinates.box = s.box;
+      run.molecular_box = true;  // a data file always has one
       run.system = md::molecular_system(topology, coordinates);
       run.molecular = md::MolecularForceField{std::move(topology), {}};
       run.molecular->nonbonded.coulomb_constant = units::lammps_real::qqr2e;  // the program the file is from
@@ -324,7 +354,7 @@ void read_pair(const Config& c, MdConfig& run, const LammpsData& file) {
 void read_nonbonded(const Config& c, MdConfig& run) {
   md::NonbondedSettings& s = run.molecular->nonbonded;
   if (c.find("pair")) c.fail(c.find("pair"), "pair", "a biomolecular system takes [nonbonded], not [pair]");
-  const bool box = run.molecular->topology.box || !run.data_file.empty();
+  const bool box = run.molecular_box;
   try {
     s.method = md::parse_nonbonded_method(c.text("nonbonded.method", box ? "cutoff-periodic" : "no-cutoff"));
     s.style = md::parse_cutoff_style(c.text("nonbonded.cutoff_style", "openmm"));
@@ -343,15 +373,17 @@ void read_nonbonded(const Config& c, MdConfig& run) {
 MdConfig parse_md_config(std::string_view text, const std::string& source, const std::string& base) {
   const Config c(text, source);
   c.check_keys("", {"units", "system", "pair", "nonbonded", "neighbor", "run", "output"});
-  c.check_keys("system", {"data", "lattice", "density", "cells", "temperature", "seed", "prmtop", "coordinates"});
+  c.check_keys("system", {"data", "lattice", "density", "cells", "temperature", "seed", "prmtop", "psf", "parameters",
+                          "coordinates", "box"});
   c.check_keys("nonbonded", {"method", "cutoff", "switch_distance", "cutoff_style", "reaction_field_dielectric"});
   c.check_keys("pair", {"style", "cutoff", "shift", "mixing", "coeffs", "exclusions", "coulomb_cutoff", "dielectric"});
   c.check_keys("neighbor", {"skin"});
   c.check_keys("run", {"timestep", "steps", "thermo", "ensemble", "temperature", "damping", "seed"});
   c.check_keys("output", {"directory", "dcd_every", "data"});
-  // AMBER systems run in real units (the default with a prmtop).
-  const md::Units units = md::parse_units(c.text("units", c.find("system.prmtop") ? "real" : "lj"));
-  if (c.find("system.prmtop") && units != md::Units::real) c.fail(c.find("units"), "units", "a prmtop runs in real units");
+  // AMBER and CHARMM systems run in real units (the default with a prmtop or psf).
+  const bool biomolecular = c.find("system.prmtop") || c.find("system.psf");
+  const md::Units units = md::parse_units(c.text("units", biomolecular ? "real" : "lj"));
+  if (biomolecular && units != md::Units::real) c.fail(c.find("units"), "units", "a prmtop or psf runs in real units");
   MdConfig run;
   LammpsData file;
   read_system(c, units, base, run, file);

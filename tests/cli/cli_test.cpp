@@ -477,6 +477,44 @@ TEST(Cli, EveryCommandTakesTheRunOptionsAndWritesOneReportShape) {
 
 // A biomolecular system from a LAMMPS data file: nbkit energy prints every term and writes the
 // forces; nbkit md runs it with per-term thermo columns and an rst7 restart AMBER reads.
+// A CHARMM psf with its parameter file and crd: nbkit energy (every term, CMAP included; the GPU
+// gives the CPU's energies where there is one), and nbkit md from [system] psf, parameters,
+// coordinates and box.
+TEST(Cli, EnergyAndMdOfACharmmPsf) {
+  nbkit::test::ScratchDir dir;
+  const std::string psf = nbkit::test::test_data_file("butane.psf"), prm = nbkit::test::test_data_file("butane.prm"),
+                    crd = nbkit::test::test_data_file("butane.crd");
+  const Result energy = run_nbkit("energy " + psf + " " + crd + " -p " + prm + " --report " + dir.file("e.json"));
+  ASSERT_EQ(energy.status, 0) << energy.output;
+  const auto json = nlohmann::json::parse(std::ifstream(dir.file("e.json")));
+  for (const char* term : {"bond", "angle", "urey_bradley", "dihedral", "improper", "cmap", "lennard_jones_14"})
+    EXPECT_NE(json["energy_kcal_per_mol"][term].get<double>(), 0.0) << term;
+  const Result no_parameters = run_nbkit("energy " + psf + " " + crd);
+  EXPECT_NE(no_parameters.status, 0);
+  EXPECT_TRUE(contains(no_parameters.output, "needs CHARMM parameter files")) << no_parameters.output;
+  if (!nbkit::list_gpus().empty()) {
+    const Result cuda = run_nbkit("energy " + psf + " " + crd + " -p " + prm + " --backend cuda --report " +
+                                  dir.file("cuda.json"));
+    ASSERT_EQ(cuda.status, 0) << cuda.output;
+    const auto on_gpu = nlohmann::json::parse(std::ifstream(dir.file("cuda.json")));
+    for (const auto& [term, value] : json["energy_kcal_per_mol"].items())
+      EXPECT_NEAR(on_gpu["energy_kcal_per_mol"][term].get<double>(), value.get<double>(),
+                  1e-10 * (1 + std::abs(value.get<double>())))
+          << term;
+  }
+  write_text(dir.file("butane.toml"), "[system]\npsf = \"" + psf + "\"\nparameters = [\"" + prm + "\"]\ncoordinates = \"" +
+                                          crd + "\"\nbox = [20.0, 20.0, 20.0]\ntemperature = 300\n"
+                                          "[nonbonded]\ncutoff = 8.0\n[run]\ntimestep = 0.5\nsteps = 20\nthermo = 10\n");
+  const Result md = run_nbkit("md " + dir.file("butane.toml") + " -q -o " + dir.file("out"));
+  ASSERT_EQ(md.status, 0) << md.output;
+  std::ifstream thermo(dir.file("out/thermo.csv"));
+  std::string header;
+  while (std::getline(thermo, header) && !header.empty() && header[0] == '#') {
+  }
+  EXPECT_TRUE(contains(header, "cmap")) << header;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("out/final.rst7")));
+}
+
 TEST(Cli, EnergyAndMdOfAMolecularDataFile) {
   nbkit::test::ScratchDir dir;
   const std::string chain = nbkit::test::test_data_file("chain.data");

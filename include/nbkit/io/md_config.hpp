@@ -33,11 +33,14 @@ struct MdConfig {
   std::int64_t dcd_every = 0;                  // 0: no trajectory
   std::string final_data = "final.data";
   std::string data_file;                       // [system] data, resolved against the TOML's folder; empty: a lattice
-  // A biomolecular system: [system] prmtop and coordinates (AMBER), or a data file with bonded
-  // terms (LAMMPS), summed as [nonbonded] says; `system` holds its atoms (md::molecular_system).
-  // Empty: a Lennard-Jones system ([pair]).
+  // A biomolecular system: [system] prmtop (AMBER) or psf with parameters (CHARMM), with
+  // coordinates and optionally a box, or a data file with bonded terms (LAMMPS), summed as
+  // [nonbonded] says; `system` holds its atoms (md::molecular_system). Empty: a Lennard-Jones
+  // system ([pair]).
   std::optional<md::MolecularForceField> molecular;
-  std::string topology_file, coordinates_file;  // [system] prmtop and coordinates, resolved
+  std::string topology_file, coordinates_file;  // [system] prmtop or psf, and coordinates, resolved
+  std::vector<std::string> parameter_files;     // [system] parameters (CHARMM), resolved
+  bool molecular_box = false;                   // the files (or [system] box) gave a periodic box
 };
 
 MdConfig read_md_config(const std::string& path);
