@@ -28,6 +28,7 @@ struct EnergyArguments {
   std::string topology, coordinates, forces;
   std::vector<std::string> parameters;  // CHARMM parameter and stream files
   std::string box;                      // a,b,c (Angstrom): the periodic box, where the files give none
+  std::string special_bonds;            // LAMMPS's special_bonds arguments, for a data file
   std::string method = "auto", style = "openmm";
   double cutoff = 10, reaction_field_dielectric = 78.3, switch_distance = 0;
   RunOptions run;
@@ -49,14 +50,18 @@ struct Inputs {
 md::Coordinates read_coordinates(const std::string& path, std::size_t atoms);
 
 Inputs read_inputs(const std::string& topology, const std::string& coordinates,
-                   const std::vector<std::string>& parameters) {
+                   const std::vector<std::string>& parameters, const std::string& special_bonds) {
   Inputs in;
+  if (!special_bonds.empty() && !is_lammps_data(topology))
+    throw Error("--special-bonds: LAMMPS's 1-2, 1-3 and 1-4 factors go with a LAMMPS data file; " + topology +
+                " defines its own");
   if (is_lammps_data(topology)) {
     if (!coordinates.empty())
       throw Error(coordinates + ": a LAMMPS data file holds its own coordinates: give the data file alone");
     if (!parameters.empty()) throw Error("--parameters: CHARMM parameter files go with a psf, not with " + topology);
     const io::LammpsData data = io::read_lammps_data(topology, md::Units::real);
-    in.topology = io::molecular_topology(data, topology);
+    in.topology = io::molecular_topology(data, topology,
+                                         special_bonds.empty() ? io::SpecialBonds{} : io::parse_special_bonds(special_bonds));
     const md::System& s = data.system;
     for (std::size_t i = 0; i < s.size(); ++i) in.coordinates.positions.push_back({s.x[i], s.y[i], s.z[i]});
     in.coordinates.box = s.box;
@@ -133,7 +138,7 @@ int run_energy(const EnergyArguments& args) {
   io::check_distinct_files(inputs, {{args.forces, "--forces"}, {args.run.report, "--report"}});
   for (const std::string& out : {args.forces, args.run.report})
     if (!out.empty()) io::check_writable(out);
-  const Inputs in = read_inputs(args.topology, args.coordinates, args.parameters);
+  const Inputs in = read_inputs(args.topology, args.coordinates, args.parameters, args.special_bonds);
   const md::Topology& topology = in.topology;
   const md::Coordinates& coordinates = in.coordinates;
   std::optional<PeriodicBox> box = coordinates.box ? coordinates.box : topology.box;
@@ -215,6 +220,9 @@ Action setup_energy(CLI::App& app) {
                  "a CHARMM parameter or stream file (.prm, .par, .str) for a psf; repeat it for several, in CHARMM's "
                  "order (a later file's entries replace an earlier one's)")
       ->check(CLI::ExistingFile);
+  app.add_option("--special-bonds", args->special_bonds,
+                 "for a LAMMPS data file, its input script's special_bonds: charmm (the default: 1-2, 1-3 and 1-4 "
+                 "pairs left out), amber, or \"lj 0 0 0.5 coul 0 0 0.8333\"");
   app.add_option("--box", args->box,
                  "the periodic box's edges a,b,c (Angstrom, orthorhombic) where the files give none (a psf with a crd: "
                  "CHARMM-GUI's box size)");

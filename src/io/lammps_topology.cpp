@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <sstream>
 
+#include "io/text.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/lammps_data.hpp"
 
@@ -35,29 +38,64 @@ std::string style_of(const std::string& source, const char* what, const std::str
                           comment.empty() ? "" : " # " + comment, count, supported));
 }
 
-// Pairs 1, 2 and 3 bonds apart (LAMMPS's special list, built from the bonds alone).
-std::vector<std::pair<std::int32_t, std::int32_t>> special_pairs(std::size_t atoms,
-                                                                 const std::vector<LammpsTerm>& bonds) {
+// Pairs 1, 2 and 3 bonds apart with that distance (LAMMPS's special list, from the bonds alone:
+// a pair both 1-2 and 1-4 through a ring is 1-2).
+std::map<std::pair<std::int32_t, std::int32_t>, int> special_pairs(std::size_t atoms, const std::vector<LammpsTerm>& bonds) {
   std::vector<std::vector<std::int32_t>> bonded(atoms);
   for (const LammpsTerm& b : bonds) bonded[b.atoms[0]].push_back(b.atoms[1]), bonded[b.atoms[1]].push_back(b.atoms[0]);
-  std::set<std::pair<std::int32_t, std::int32_t>> pairs;
+  std::map<std::pair<std::int32_t, std::int32_t>, int> pairs;
   for (std::size_t i = 0; i < atoms; ++i) {
     const auto a = static_cast<std::int32_t>(i);
     std::vector<std::int32_t> frontier{a}, next;
-    for (int depth = 0; depth < 3; ++depth) {
+    for (int depth = 1; depth <= 3; ++depth) {
       next.clear();
       for (std::int32_t p : frontier)
         for (std::int32_t q : bonded[p])
-          if (q != a) next.push_back(q), pairs.insert({std::min(a, q), std::max(a, q)});
+          if (q != a) next.push_back(q), pairs.try_emplace({std::min(a, q), std::max(a, q)}, depth);
       frontier.swap(next);
     }
   }
-  return {pairs.begin(), pairs.end()};
+  return pairs;
 }
 
 }  // namespace
 
-md::Topology molecular_topology(const LammpsData& data, const std::string& source) {
+SpecialBonds parse_special_bonds(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  SpecialBonds s;
+  auto all = [&](double a, double b, double c) {
+    s.lj[0] = s.coul[0] = a, s.lj[1] = s.coul[1] = b, s.lj[2] = s.coul[2] = c;
+  };
+  if (words.size() == 1 && words[0] == "charmm") return s;
+  if (words.size() == 1 && words[0] == "amber") {
+    s.lj[2] = 0.5, s.coul[2] = 5.0 / 6.0;
+    return s;
+  }
+  if (words.size() == 1 && words[0] == "dreiding") return all(0, 0, 1), s;
+  if (words.size() == 1 && words[0] == "fene") return all(0, 1, 1), s;
+  const std::string usage = "special_bonds: expected charmm, amber, dreiding, fene, or lj/coul, lj and coul each with "
+                            "three factors in 0..1 (got '" + text + "')";
+  if (words.empty() || words.size() % 4 != 0) throw Error(usage);
+  for (std::size_t k = 0; k < words.size(); k += 4) {
+    double f[3];
+    for (int d = 0; d < 3; ++d) {
+      const auto v = parse_number(words[k + 1 + d]);
+      if (!v || !(*v >= 0 && *v <= 1)) throw Error(usage);
+      f[d] = *v;
+    }
+    const std::string& key = words[k];
+    if (key != "lj/coul" && key != "lj" && key != "coul") throw Error(usage);
+    for (int d = 0; d < 3; ++d) {
+      if (key != "coul") s.lj[d] = f[d];
+      if (key != "lj") s.coul[d] = f[d];
+    }
+  }
+  return s;
+}
+
+md::Topology molecular_topology(const LammpsData& data, const std::string& source, const SpecialBonds& special) {
   const md::System& s = data.system;
   const LammpsMolecular& m = data.molecular;
   if (m.atom_style.empty())
@@ -122,6 +160,9 @@ md::Topology molecular_topology(const LammpsData& data, const std::string& sourc
     t.dihedrals.push_back({term.atoms[0], term.atoms[1], term.atoms[2], term.atoms[3], static_cast<int>(k[1]), k[0],
                            k[2] * kDegree});
     if (k[3] > 0) {
+      if (special.lj[2] != 0 || special.coul[2] != 0)
+        throw Error(source + ": dihedral_style charmm with 1-4 weights and special_bonds 1-4 factors would count the "
+                             "1-4 pairs twice (LAMMPS refuses it too: use special_bonds charmm)");
       if (!charmm)
         throw Error(source + ": dihedral_style charmm with a 1-4 weight needs lj/charmm Pair Coeffs (epsilon14 sigma14)");
       const std::size_t p = static_cast<std::size_t>(s.type[term.atoms[0]]) * types + s.type[term.atoms[3]];
@@ -137,7 +178,14 @@ md::Topology molecular_topology(const LammpsData& data, const std::string& sourc
                               source, i.type + 1, k[1]));
     t.harmonic_impropers.push_back({i.atoms[0], i.atoms[1], i.atoms[2], i.atoms[3], k[0], k[1] * kDegree});
   }
-  t.exclusions = special_pairs(n, m.bonds);
+  // The special pairs: out of the ordinary pairs; back, scaled, where a factor is nonzero.
+  for (const auto& [pair, depth] : special_pairs(n, m.bonds)) {
+    t.exclusions.push_back(pair);
+    const double lj = special.lj[depth - 1], coul = special.coul[depth - 1];
+    if (lj == 0 && coul == 0) continue;
+    const std::size_t p = static_cast<std::size_t>(s.type[pair.first]) * types + s.type[pair.second];
+    t.pairs14.push_back({pair.first, pair.second, coul, lj * t.c12[p], lj * t.c6[p]});
+  }
   t.box = s.box;
   t.check();
   return t;

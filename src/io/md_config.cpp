@@ -157,6 +157,8 @@ void read_system(const Config& c, md::Units units, const std::string& base, MdCo
   if (c.find("system.parameters") && !c.find("system.psf"))
     c.fail(c.find("system.parameters"), "system.parameters", "CHARMM parameter files go with system.psf");
   if (c.find("system.box") && !topology_key) c.fail(c.find("system.box"), "system.box", "a box goes with a prmtop or psf");
+  if (c.find("system.special_bonds") && !c.find("system.data"))
+    c.fail(c.find("system.special_bonds"), "system.special_bonds", "LAMMPS's special_bonds go with a data file");
   if (topology_key) {
     for (const char* key : {"system.data", "system.lattice"})
       if (c.find(key)) c.fail(c.find(key), key, "give one system: prmtop or psf (with coordinates), data or lattice");
@@ -199,7 +201,15 @@ void read_system(const Config& c, md::Units units, const std::string& base, MdCo
     file = read_lammps_data(run.data_file, units);
     if (!file.molecular.atom_style.empty()) {  // full or molecular: a biomolecular system
       if (units != md::Units::real) c.fail(c.find("units"), "units", "a molecular data file runs in real units");
-      md::Topology topology = molecular_topology(file, run.data_file);
+      SpecialBonds special;
+      if (c.find("system.special_bonds")) {
+        try {
+          special = parse_special_bonds(c.text("system.special_bonds", std::nullopt));
+        } catch (const Error& e) {
+          c.fail(c.find("system.special_bonds"), "system.special_bonds", e.what());
+        }
+      }
+      md::Topology topology = molecular_topology(file, run.data_file, special);
       md::Coordinates coordinates;
       const md::System& s = file.system;
       for (std::size_t i = 0; i < s.size(); ++i) {
@@ -212,6 +222,9 @@ void read_system(const Config& c, md::Units units, const std::string& base, MdCo
       run.molecular = md::MolecularForceField{std::move(topology), {}};
       run.molecular->nonbonded.coulomb_constant = units::lammps_real::qqr2e;  // the program the file is from
     } else {
+      if (c.find("system.special_bonds"))
+        c.fail(c.find("system.special_bonds"), "system.special_bonds",
+               "special_bonds need bonds: a data file of atom style full or molecular");
       run.system = std::move(file.system);
     }
   } else {
@@ -374,7 +387,7 @@ MdConfig parse_md_config(std::string_view text, const std::string& source, const
   const Config c(text, source);
   c.check_keys("", {"units", "system", "pair", "nonbonded", "neighbor", "run", "output"});
   c.check_keys("system", {"data", "lattice", "density", "cells", "temperature", "seed", "prmtop", "psf", "parameters",
-                          "coordinates", "box"});
+                          "coordinates", "box", "special_bonds"});
   c.check_keys("nonbonded", {"method", "cutoff", "switch_distance", "cutoff_style", "reaction_field_dielectric"});
   c.check_keys("pair", {"style", "cutoff", "shift", "mixing", "coeffs", "exclusions", "coulomb_cutoff", "dielectric"});
   c.check_keys("neighbor", {"skin"});

@@ -40,6 +40,7 @@ except ImportError:
 EXAMPLE = "/usr/share/lammps/examples/peptide/data.peptide"
 INPUT = """units real
 atom_style full
+{special}
 pair_style lj/charmm/coul/charmm 8.0 10.0
 bond_style harmonic
 angle_style charmm
@@ -54,9 +55,9 @@ run 0
 """
 
 
-def run_lammps(tmp, data):
+def run_lammps(tmp, data, special="special_bonds charmm"):
     with open(os.path.join(tmp, "in.test"), "w") as f:
-        f.write(INPUT.format(data=data))
+        f.write(INPUT.format(data=data, special=special))
     subprocess.run(["lmp", "-in", "in.test", "-log", "log.lammps", "-screen", "none", "-nocite"], cwd=tmp, check=True)
     log = open(os.path.join(tmp, "log.lammps")).read().splitlines()
     header = next(i for i, line in enumerate(log) if line.split()[:2] == ["Step", "PotEng"])
@@ -143,6 +144,26 @@ def main():
             print(f"  {backend:<9} forces (charges zeroed): relative RMS {rms:.1e} over {len(mine)} atoms")
             if not rms <= 1e-6:
                 failures.append(f"{backend}: forces differ from LAMMPS's by {rms:.2e} relative RMS")
+        # AMBER's special_bonds (1-4 Lennard-Jones halved, Coulomb by 5/6) on the file whose
+        # dihedral 1-4 weights are zero (LAMMPS refuses both at once): the pair terms' sums.
+        amber, _ = run_lammps(tmp, split, "special_bonds lj 0.0 0.0 0.5 coul 0.0 0.0 0.833333333333333")
+        for backend in ("reference", "cpu"):
+            report = os.path.join(tmp, "amber.json")
+            subprocess.run([nbkit, "energy", split, "--report", report, "--special-bonds", "amber", "--nonbonded",
+                            "cutoff-periodic", "--cutoff", "10", "--switch-distance", "8", "--cutoff-style", "charmm",
+                            "--backend", backend, "-q"], check=True)
+            ours = json.load(open(report))["energy_kcal_per_mol"]
+            for label, value, theirs_value in (
+                    ("van der Waals", ours["lennard_jones"] + ours["lennard_jones_14"], amber["E_vdwl"]),
+                    ("Coulomb", ours["coulomb"] + ours["coulomb_14"], amber["E_coul"]),
+                    ("total", ours["total"], amber["PotEng"])):
+                error = abs(value - theirs_value) / max(abs(theirs_value), 1.0)
+                print(f"  {backend:<9} special_bonds amber: {label:<13} nbkit {value:>20.10f}  LAMMPS "
+                      f"{theirs_value:>20.10f}  rel {error:.1e}")
+                if not error <= 1e-6:
+                    failures.append(f"{backend}: special_bonds amber: {label} {value} against LAMMPS's {theirs_value}")
+            if abs(amber["E_vdwl"] - parts["E_vdwl"]) < 1e-3:
+                failures.append("special_bonds amber changed nothing in LAMMPS: the case tests nothing")
     for failure in failures:
         print("FAIL:", failure)
     return 1 if failures else 0

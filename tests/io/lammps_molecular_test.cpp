@@ -75,6 +75,34 @@ std::string replaced(std::string text, const std::string& from, const std::strin
   return text.replace(at, from.size(), to);
 }
 
+// special_bonds: pairs 1 and 2 bonds apart come back scaled (the chain's 1-4 pair keeps its
+// dihedral weight: LAMMPS refuses a 1-4 factor beside it); the keywords read as LAMMPS reads them.
+TEST(LammpsMolecular, SpecialBondsScaleThePairsOneAndTwoBondsApart) {
+  const auto data = io::parse_lammps_data(kChain, "chain.data", md::Units::real);
+  const md::Topology plain = io::molecular_topology(data, "chain.data");
+  const md::Topology scaled = io::molecular_topology(data, "chain.data", io::parse_special_bonds("lj 0.1 0.2 0 coul 0.3 0.4 0"));
+  ASSERT_EQ(scaled.pairs14.size(), plain.pairs14.size() + 5);  // three 1-2 pairs, two 1-3 pairs
+  EXPECT_EQ(scaled.exclusions, plain.exclusions);
+  for (const md::Pair14& p : scaled.pairs14) {
+    if (p.j - p.i == 3) continue;  // the dihedral's own 1-4 pair
+    const double lj = p.j - p.i == 1 ? 0.1 : 0.2, coul = p.j - p.i == 1 ? 0.3 : 0.4;
+    const std::size_t k = static_cast<std::size_t>(plain.lj_type[p.i]) * plain.lj_types + plain.lj_type[p.j];
+    EXPECT_DOUBLE_EQ(p.coulomb_scale, coul);
+    EXPECT_DOUBLE_EQ(p.c12, lj * plain.c12[k]);
+    EXPECT_DOUBLE_EQ(p.c6, lj * plain.c6[k]);
+  }
+  const io::SpecialBonds amber = io::parse_special_bonds("amber");
+  EXPECT_EQ(amber.lj[2], 0.5);
+  EXPECT_DOUBLE_EQ(amber.coul[2], 5.0 / 6.0);
+  EXPECT_EQ(io::parse_special_bonds("lj/coul 0 1 1").coul[1], 1.0);
+  EXPECT_EQ(io::parse_special_bonds("charmm").lj[2], 0.0);
+  EXPECT_THROW(io::parse_special_bonds("lj 0 0"), Error);
+  EXPECT_THROW(io::parse_special_bonds("lj 0 0 2"), Error);
+  EXPECT_THROW(io::parse_special_bonds("angle yes"), Error);
+  // A 1-4 factor beside the dihedrals' 1-4 weights would count those pairs twice.
+  EXPECT_THROW(io::molecular_topology(data, "chain.data", amber), Error);
+}
+
 TEST(LammpsMolecular, RefusesWithFileAndLine) {
   EXPECT_NE(error_of(replaced(kChain, "3 1 3 4\n", "3 1 3 9\n")).find("chain.data:56: Bonds: atom ID 9 is not in Atoms"),
             std::string::npos);

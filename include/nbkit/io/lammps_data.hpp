@@ -63,9 +63,20 @@ LammpsData read_lammps_data(const std::string& path, md::Units units);
 // improper_style harmonic (K chi0, chi0 0 or 180: LAMMPS's angle is unsigned), and pair
 // coefficients mixed as LAMMPS mixes them (arithmetic for lj/charmm, geometric for lj/cut).
 // Styles come from the Coeffs sections' "# style" comments, else from the coefficient counts.
-// special_bonds lj/coul 0 0 0 (LAMMPS's default and CHARMM's): the pairs 1, 2 and 3 bonds apart
-// are excluded from the pair style. Throws nbkit::Error naming the file for any other style.
-md::Topology molecular_topology(const LammpsData& data, const std::string& source);
+// special_bonds (an input script's, not the data file's): the pairs 1, 2 and 3 bonds apart
+// (LAMMPS's special list: each pair at its shortest distance in bonds) are left out of the
+// ordinary pairs; where a factor is nonzero the pair comes back scaled (Lennard-Jones by the lj
+// factor with the ordinary coefficients, Coulomb by the coul factor) and, as 1-4 pairs are, never
+// cut off (the pairs are shorter than any cutoff or inner switch radius in use). Throws
+// nbkit::Error naming the file for any other style.
+struct SpecialBonds {
+  double lj[3] = {0, 0, 0}, coul[3] = {0, 0, 0};  // 1-2, 1-3, 1-4: LAMMPS's default (and charmm)
+};
+// LAMMPS's special_bonds arguments: "charmm", "amber" (lj 0 0 0.5, coul 0 0 5/6), "dreiding"
+// (0 0 1), "fene" (0 1 1), or keyword triples "lj/coul a b c", "lj a b c", "coul a b c" (either
+// or both). Throws nbkit::Error saying what is wrong.
+SpecialBonds parse_special_bonds(const std::string& text);
+md::Topology molecular_topology(const LammpsData& data, const std::string& source, const SpecialBonds& special = {});
 // The same for a text; `source` names it in error messages ("file:line: ...").
 LammpsData parse_lammps_data(std::string_view text, const std::string& source, md::Units units);
 
