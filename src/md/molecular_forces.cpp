@@ -18,6 +18,7 @@
 #include "md/molecular_cpu.hpp"
 #include "md/molecular_gpu.hpp"
 #include "md/molecular_pair_constants.hpp"
+#include "md/molecular_simd.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/units.hpp"
@@ -241,26 +242,26 @@ void add_listed_pairs(const Topology& t, const NeighborList& list, PairSum pair,
 #pragma omp parallel for num_threads(threads) schedule(static, 4096)
   for (std::int64_t p = 0; p < n; ++p)
     x[p] = pair.x[order[p]], q[p] = pair.scaled_charge[order[p]], type[p] = t.lj_type[order[p]];
-  pair.x = x.data(), pair.scaled_charge = q.data(), pair.type = type.data();
   ThreadSums sums(threads, f.size());
-  with_switch(pair.switched, [&](auto s) {
+  static_assert(sizeof(V3) == 3 * sizeof(double), "V3 is three packed doubles");
+  MolecularRows job{reinterpret_cast<const double*>(x.data()), q.data(), type.data(), t.lj_types, t.c12.data(),
+                    t.c6.data(), list.first_.data(), list.neighbors_.data(), pair.im.periodic,
+                    {pair.im.length[0], pair.im.length[1], pair.im.length[2]}, pair.cutoff2, pair.switched, pair.k,
+                    nullptr};
 #pragma omp parallel num_threads(threads)
-    {
-      const int me = omp_get_thread_num();
-      std::vector<V3>& force = sums.force[me];
-      double lj = 0, coulomb = 0, pair_virial = 0;
+  {
+    const int me = omp_get_thread_num();
+    MolecularRows mine = job;
+    mine.force = reinterpret_cast<double*>(sums.force[me].data());
+    double lj = 0, coulomb = 0, pair_virial = 0;
 #pragma omp for schedule(static, 256)
-      for (std::int64_t p = 0; p < n; ++p) {
-        V3 fi{0, 0, 0};
-        for (std::int64_t k = list.first_[p]; k < list.first_[p + 1]; ++k) {
-          const std::int64_t m = list.neighbors_[k];
-          pair.template add<decltype(s)::value>(p, m, fi, force[m], lj, coulomb, pair_virial);
-        }
-        force[p] = force[p] + fi;
-      }
-      sums.lj[me] = lj, sums.coulomb[me] = coulomb, sums.virial[me] = pair_virial;
+    for (std::int64_t p = 0; p < n; ++p) {
+      const MolecularRowSums row = molecular_row(mine, p);
+      sums.force[me][p] = sums.force[me][p] + V3{row.fx, row.fy, row.fz};
+      lj += row.lennard_jones, coulomb += row.coulomb, pair_virial += row.virial;
     }
-  });
+    sums.lj[me] = lj, sums.coulomb[me] = coulomb, sums.virial[me] = pair_virial;
+  }
   sums.add_to(f, e, virial, order.data());
 }
 

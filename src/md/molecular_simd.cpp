@@ -1,0 +1,135 @@
+// One row of the biomolecular pair loop in SIMD (Google Highway, run-time dispatch: SSE4, AVX2,
+// AVX-512), as forces_simd.cpp does for Lennard-Jones liquids: the row's neighbours a vector at
+// a time, their positions, charges and types gathered, the minimum image in registers,
+// pair_terms-inl.hpp's molecular_pair (the same law the reference and the GPU call) on every
+// lane, the skin's pairs (beyond the cutoff) zeroed by a mask, and Newton's third law by
+// gather, add and scatter into the thread's force array (a row's neighbours are distinct atoms;
+// the row's own atom pads the last vector, its lanes zeroed).
+#ifndef NBKIT_MD_MOLECULAR_SIMD_ONCE
+#define NBKIT_MD_MOLECULAR_SIMD_ONCE
+#include <cstdint>
+
+#include "md/molecular_simd.hpp"
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/md/molecular_simd.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nbkit::md::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#include "md/pair_terms-inl.hpp"
+
+// pair_law.hpp's math policy on Highway vectors.
+template <class D>
+struct MolecularSimdMath {
+  D d;
+  HWY_INLINE hn::Vec<D> set(double v) const { return hn::Set(d, v); }
+  HWY_INLINE hn::Vec<D> below(hn::Vec<D> r2, hn::Vec<D> limit, hn::Vec<D> value) const {
+    return hn::IfThenElseZero(hn::Lt(r2, limit), value);
+  }
+  HWY_INLINE hn::Vec<D> sqrt(hn::Vec<D> v) const { return hn::Sqrt(v); }
+  HWY_INLINE hn::Vec<D> round(hn::Vec<D> v) const { return hn::Round(v); }  // half to even
+};
+
+template <PairSwitch Switch>
+MolecularRowSums Row(const MolecularRows& job, std::int64_t row) {
+  const hn::ScalableTag<double> d;
+  const hn::RebindToSigned<decltype(d)> di;        // int64 lanes: gather indices
+  const hn::Rebind<std::int32_t, decltype(d)> d32;  // the list's int32 entries
+  using V = hn::Vec<decltype(d)>;
+  const std::size_t lanes = hn::Lanes(d);
+  const MolecularSimdMath<decltype(d)> math{d};
+  const double* position = job.positions;
+  const V xi = hn::Set(d, position[3 * row]), yi = hn::Set(d, position[3 * row + 1]), zi = hn::Set(d, position[3 * row + 2]);
+  const V qi = hn::Set(d, job.charge[row]);
+  const V length[3] = {hn::Set(d, job.length[0]), hn::Set(d, job.length[1]), hn::Set(d, job.length[2])};
+  const V inverse[3] = {hn::Set(d, job.periodic ? 1 / job.length[0] : 0.0), hn::Set(d, job.periodic ? 1 / job.length[1] : 0.0),
+                        hn::Set(d, job.periodic ? 1 / job.length[2] : 0.0)};
+  const V cutoff2 = hn::Set(d, job.cutoff2);
+  const MolecularPairConstants<double>& c = job.k;
+  const MolecularPairConstants<V> k{hn::Set(d, c.k_rf),           hn::Set(d, c.c_rf),
+                                    hn::Set(d, c.switch_distance), hn::Set(d, c.switch_distance2),
+                                    hn::Set(d, c.inverse_switch_width), hn::Set(d, c.cutoff2),
+                                    hn::Set(d, c.charmm_inverse_denominator)};
+  const auto table_row = hn::Set(di, static_cast<std::int64_t>(job.types[row]) * job.type_count);
+  V fx = hn::Zero(d), fy = hn::Zero(d), fz = hn::Zero(d), lj_sum = hn::Zero(d), coulomb_sum = hn::Zero(d),
+    virial = hn::Zero(d);
+  double* force = job.force;
+  const std::int64_t first = job.first[row], last = job.first[row + 1];
+  HWY_ALIGN std::int32_t tail[HWY_MAX_BYTES / sizeof(double)];
+  for (std::int64_t n = first; n < last; n += static_cast<std::int64_t>(lanes)) {
+    const std::size_t valid = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(lanes), last - n));
+    const std::int32_t* entries = job.neighbors + n;
+    if (valid < lanes) {
+      for (std::size_t l = 0; l < lanes; ++l) tail[l] = l < valid ? entries[l] : static_cast<std::int32_t>(row);
+      entries = tail;
+    }
+    const auto entries32 = hn::LoadU(d32, entries);
+    const auto index = hn::PromoteTo(di, entries32);
+    const auto index3 = hn::Add(hn::Add(index, index), index);
+    V dx = hn::Sub(xi, hn::GatherIndex(d, position, index3));
+    V dy = hn::Sub(yi, hn::GatherIndex(d, position + 1, index3));
+    V dz = hn::Sub(zi, hn::GatherIndex(d, position + 2, index3));
+    if (job.periodic) {
+      dx = minimum_image(math, dx, length[0], inverse[0]);
+      dy = minimum_image(math, dy, length[1], inverse[1]);
+      dz = minimum_image(math, dz, length[2], inverse[2]);
+    }
+    const V r2 = hn::MulAdd(dx, dx, hn::MulAdd(dy, dy, hn::Mul(dz, dz)));
+    const auto pair_index = hn::Add(table_row, hn::PromoteTo(di, hn::GatherIndex(d32, job.types, entries32)));
+    const V c12 = hn::GatherIndex(d, job.c12, pair_index), c6 = hn::GatherIndex(d, job.c6, pair_index);
+    const V qq = hn::Mul(qi, hn::GatherIndex(d, job.charge, index));
+    // Within the cutoff and a real lane (the padding's r2 = 0 is made 1 before the law).
+    const auto use = hn::And(hn::FirstN(d, valid), hn::Lt(r2, cutoff2));
+    V lj, lj_f, coulomb, coulomb_f;
+    // Qualified: argument-dependent lookup would also find the scalar instantiation in nbkit::md.
+    HWY_NAMESPACE::molecular_pair<Switch>(math, hn::IfThenElse(use, r2, hn::Set(d, 1.0)), c12, c6, qq, k, lj, lj_f,
+                                          coulomb, coulomb_f);
+    const V force_over_r = hn::IfThenElseZero(use, hn::Add(lj_f, coulomb_f));
+    lj_sum = hn::Add(lj_sum, hn::IfThenElseZero(use, lj));
+    coulomb_sum = hn::Add(coulomb_sum, hn::IfThenElseZero(use, coulomb));
+    virial = hn::MulAdd(force_over_r, r2, virial);
+    // d = x_i - x_j: row i gets +f d, neighbour j gets -f d.
+    fx = hn::MulAdd(force_over_r, dx, fx);
+    fy = hn::MulAdd(force_over_r, dy, fy);
+    fz = hn::MulAdd(force_over_r, dz, fz);
+    hn::ScatterIndex(hn::NegMulAdd(force_over_r, dx, hn::GatherIndex(d, force, index3)), d, force, index3);
+    hn::ScatterIndex(hn::NegMulAdd(force_over_r, dy, hn::GatherIndex(d, force + 1, index3)), d, force + 1, index3);
+    hn::ScatterIndex(hn::NegMulAdd(force_over_r, dz, hn::GatherIndex(d, force + 2, index3)), d, force + 2, index3);
+  }
+  MolecularRowSums sums;
+  sums.fx = hn::GetLane(hn::SumOfLanes(d, fx));
+  sums.fy = hn::GetLane(hn::SumOfLanes(d, fy));
+  sums.fz = hn::GetLane(hn::SumOfLanes(d, fz));
+  sums.lennard_jones = hn::GetLane(hn::SumOfLanes(d, lj_sum));
+  sums.coulomb = hn::GetLane(hn::SumOfLanes(d, coulomb_sum));
+  sums.virial = hn::GetLane(hn::SumOfLanes(d, virial));
+  return sums;
+}
+
+MolecularRowSums MolecularRow(const MolecularRows& job, std::int64_t row) {
+  switch (job.switched) {
+    case PairSwitch::openmm: return Row<PairSwitch::openmm>(job, row);
+    case PairSwitch::charmm: return Row<PairSwitch::charmm>(job, row);
+    default: return Row<PairSwitch::none>(job, row);
+  }
+}
+
+}  // namespace nbkit::md::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nbkit::md {
+
+HWY_EXPORT(MolecularRow);
+
+MolecularRowSums molecular_row(const MolecularRows& job, std::int64_t row) {
+  return HWY_DYNAMIC_DISPATCH(MolecularRow)(job, row);
+}
+
+}  // namespace nbkit::md
+#endif
