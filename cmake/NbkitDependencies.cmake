@@ -41,6 +41,15 @@ if(NOT TARGET hwy::hwy)
     INTERFACE_COMPILE_DEFINITIONS HWY_SHARED_DEFINE)
 endif()
 
+# FFTW (double precision, with its OpenMP threads): particle-mesh Ewald's 3-D FFTs on the CPU
+# (Debian's libfftw3-dev; .deps/ on the GPU machine). Debian ships no usable CMake package.
+find_path(FFTW_INCLUDE_DIR fftw3.h REQUIRED)
+find_library(FFTW_LIBRARY fftw3 REQUIRED)
+find_library(FFTW_OMP_LIBRARY fftw3_omp REQUIRED)
+add_library(nbkit_fftw INTERFACE)
+target_include_directories(nbkit_fftw SYSTEM INTERFACE ${FFTW_INCLUDE_DIR})
+target_link_libraries(nbkit_fftw INTERFACE ${FFTW_OMP_LIBRARY} ${FFTW_LIBRARY})
+
 # gemmi: PDB/mmCIF reading and CCP4/MRC writing; the parts used are header-only.
 find_path(GEMMI_INCLUDE_DIR gemmi/mmread.hpp REQUIRED)
 add_library(nbkit_gemmi INTERFACE)

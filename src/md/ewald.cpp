@@ -72,6 +72,7 @@ EwaldEnergy ewald_coulomb(const std::vector<Vec3>& x, const std::vector<double>&
   const double pi = std::numbers::pi, volume = box.volume(), alpha = p.alpha;
   EwaldEnergy e;
   e.force.assign(n, Vec3{0, 0, 0});
+  e.reciprocal_force.assign(n, Vec3{0, 0, 0});
   // Excluded partners, for the real-space loop.
   std::vector<std::vector<std::int32_t>> partners(n);
   for (const auto& [a, b] : excluded) {
@@ -124,13 +125,18 @@ EwaldEnergy ewald_coulomb(const std::vector<Vec3>& x, const std::vector<double>&
           phase[j] = {std::cos(angle), std::sin(angle)};
           s += q[j] * phase[j];
         }
-        e.reciprocal += weight * std::norm(s);
+        const double term = weight * std::norm(s);
+        e.reciprocal += term;
+        // Scaling x and the box by lambda scales g^2 by 1/lambda^2 and V by lambda^3:
+        // d(term)/dlambda = term (-1 + g^2 / (2 alpha^2)) (Essmann et al., eq. 2.8's trace).
+        e.reciprocal_virial += term * (1 - g2 / (2 * alpha * alpha));
         // F_j = -dE/dx_j = 2 weight q_j g Im(conj(S) exp(i g x_j)) (weight counts both g, -g).
         for (std::size_t j = 0; j < n; ++j) {
           const double im = (std::conj(s) * phase[j]).imag();
-          e.force[j] = e.force[j] + (2 * weight * q[j] * im) * g;
+          e.reciprocal_force[j] = e.reciprocal_force[j] + (2 * weight * q[j] * im) * g;
         }
       }
+  for (std::size_t j = 0; j < n; ++j) e.force[j] = e.force[j] + e.reciprocal_force[j];
   return e;
 }
 

@@ -40,7 +40,9 @@ EwaldParameters ewald_parameters(const PeriodicBox& box, double cutoff, double t
 struct EwaldEnergy {
   double real = 0, reciprocal = 0, self = 0, excluded = 0, background = 0;
   double total() const { return real + reciprocal + self + excluded + background; }
-  std::vector<Vec3> force;  // -dE/dx, k q ... / A^2 units (kcal/mol/A with k in kcal A/mol/e^2)
+  std::vector<Vec3> force;             // -dE/dx (kcal/mol/A with k in kcal A/mol/e^2)
+  std::vector<Vec3> reciprocal_force;  // the reciprocal sum's share of it
+  double reciprocal_virial = 0;        // sum r . F of the reciprocal sum (-dE/dlambda for x, box scaled by lambda)
 };
 
 // The Ewald sum of charges `q` (e) at `x` (A) in `box`, Coulomb's constant `coulomb_k`; every

@@ -118,6 +118,23 @@ TEST(Ewald, ForcesAreMinusTheGradient) {
     }
 }
 
+// The reciprocal sum's virial (sum r . F) is -dE/dlambda with the positions and box scaled by
+// lambda (the same vectors m: their g shrink as 1/lambda).
+TEST(Ewald, ReciprocalVirialIsMinusTheDerivativeOfUniformScaling) {
+  const PeriodicBox box = PeriodicBox::from_edges({9.0, 10.0, 11.0});
+  const Charges c = random_charges(15, box, 7, true);
+  const EwaldParameters p = md::ewald_parameters(box, 4.5, 1e-6);
+  auto reciprocal_at = [&](double lambda) {
+    std::vector<Vec3> x = c.x;
+    for (Vec3& r : x) r = lambda * r;
+    return md::ewald_coulomb(x, c.q, PeriodicBox::from_edges(lambda * box.edges()), 332.0, 4.5, p).reciprocal;
+  };
+  const double h = 1e-6;
+  const double derivative = (reciprocal_at(1 + h) - reciprocal_at(1 - h)) / (2 * h);
+  EXPECT_NEAR(md::ewald_coulomb(c.x, c.q, box, 332.0, 4.5, p).reciprocal_virial, -derivative,
+              1e-6 * (1 + std::abs(derivative)));
+}
+
 // OpenMM 7.7's choices for the same box, cutoff and tolerance (getPMEParametersInContext on its
 // Reference platform, boxes 30 x 33 x 27 A and 23.4 x 25.74 x 21.06 A): alpha and the mesh.
 TEST(Ewald, ParametersFollowOpenMMsRules) {

@@ -1,0 +1,52 @@
+#pragma once
+// Smooth particle-mesh Ewald's reciprocal sum on the CPU (Essmann et al., J. Chem. Phys. 103,
+// 8577 (1995)), float64: charges spread on a K1 x K2 x K3 mesh with cardinal B-splines of order
+// 4 to 6, a real-to-complex 3-D FFT (FFTW, planned once with FFTW_ESTIMATE so that every run
+// takes the same arithmetic), the convolution with the Ewald kernel times the B-spline moduli
+// (eq. 4.7-4.8), the inverse FFT, and forces gathered with the splines' derivatives; the energy
+// is E = (k / 2 pi V) sum_{m != 0} exp(-pi^2 m^2 / alpha^2) / m^2 B(m) |F(Q)(m)|^2 and the virial
+// (sum r . F) sum_m E_m (1 - 2 pi^2 m^2 / alpha^2). It replaces md/ewald.hpp's reciprocal sum
+// (O(N K)) at O(N + K log K); the real-space, self, excluded and background terms are the same.
+// Internal to the library.
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "nbkit/core/box.hpp"
+#include "nbkit/core/vec3.hpp"
+
+namespace nbkit::md {
+
+struct PmeReciprocal {
+  double energy = 0, virial = 0;
+  std::vector<Vec3> force;
+};
+
+class PmeCpu {
+ public:
+  // A mesh of `grid` points (each at least the order), splines of `order` (4..6), Ewald's alpha
+  // (1/A), FFTs on `threads` threads. Throws nbkit::Error for anything out of range.
+  PmeCpu(std::array<int, 3> grid, int order, double alpha, int threads);
+  ~PmeCpu();
+  PmeCpu(const PmeCpu&) = delete;
+  PmeCpu& operator=(const PmeCpu&) = delete;
+
+  // The reciprocal energy, virial and forces of charges q (e) at x (A, any image) in an
+  // orthorhombic `box`, Coulomb's constant k.
+  PmeReciprocal evaluate(const std::vector<Vec3>& x, const std::vector<double>& q, const PeriodicBox& box,
+                         double coulomb_k);
+
+ private:
+  struct Plans;
+  std::array<int, 3> grid_;
+  int order_;
+  double alpha_;
+  std::array<std::vector<double>, 3> moduli_;  // |b_a(m)|^2 per mesh index
+  std::unique_ptr<Plans> plans_;
+};
+
+// The cardinal B-spline weights M_n(w + j), j = 0..n-1, of a point w in [0, 1) past a mesh point
+// (and their derivatives d/dw): the point's weight on mesh points floor(u) - j.
+void bspline_weights(int order, double w, double* value, double* derivative);
+
+}  // namespace nbkit::md
