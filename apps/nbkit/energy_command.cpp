@@ -30,7 +30,8 @@ struct EnergyArguments {
   std::string box;                      // a,b,c (Angstrom): the periodic box, where the files give none
   std::string special_bonds;            // LAMMPS's special_bonds arguments, for a data file
   std::string method = "auto", style = "openmm";
-  double cutoff = 10, reaction_field_dielectric = 78.3, switch_distance = 0;
+  double cutoff = 10, reaction_field_dielectric = 78.3, switch_distance = 0, ewald_tolerance = 5e-4;
+  int pme_order = 5;
   RunOptions run;
 };
 
@@ -122,6 +123,12 @@ md::NonbondedSettings settings_of(const EnergyArguments& args, const std::option
   refuse_if_given(args.run.given, "--cutoff-style", cut, "no-cutoff sums every pair");
   refuse_if_given(args.run.given, "--reaction-field-dielectric",
                   s.style == md::NonbondedSettings::CutoffStyle::openmm, "the charmm style has no reaction field");
+  const bool pme = s.method == md::NonbondedSettings::Method::pme;
+  refuse_if_given(args.run.given, "--reaction-field-dielectric", !pme, "pme has no reaction field");
+  refuse_if_given(args.run.given, "--ewald-tolerance", pme, "only pme has an Ewald tolerance");
+  refuse_if_given(args.run.given, "--pme-order", pme, "only pme has B-splines");
+  s.ewald_tolerance = args.ewald_tolerance;
+  s.pme_order = args.pme_order;
   s.cutoff = args.cutoff;
   s.reaction_field_dielectric = args.reaction_field_dielectric;
   if (args.run.given.count("--switch-distance")) s.switch_distance = args.switch_distance;
@@ -171,7 +178,13 @@ int run_energy(const EnergyArguments& args) {
   report["nonbonded"] = {{"method", md::to_string(settings.method)}};
   if (settings.method != md::NonbondedSettings::Method::no_cutoff) {
     report["nonbonded"]["cutoff"] = settings.cutoff;
-    report["nonbonded"]["reaction_field_dielectric"] = settings.reaction_field_dielectric;
+    if (settings.method == md::NonbondedSettings::Method::pme) {
+      const md::PmeParameters p = md::pme_parameters(settings, *box);
+      report["nonbonded"]["pme"] = {{"ewald_tolerance", settings.ewald_tolerance}, {"alpha_per_angstrom", p.alpha},
+                                    {"mesh", p.mesh}, {"order", settings.pme_order}};
+    } else {
+      report["nonbonded"]["reaction_field_dielectric"] = settings.reaction_field_dielectric;
+    }
     if (settings.switch_distance) report["nonbonded"]["switch_distance"] = *settings.switch_distance;
     report["nonbonded"]["cutoff_style"] = md::to_string(settings.style);
   }
@@ -228,9 +241,14 @@ Action setup_energy(CLI::App& app) {
                  "CHARMM-GUI's box size)");
   app.add_option("--nonbonded", args->method,
                  "no-cutoff (every pair), cutoff (reaction field, no box), cutoff-periodic (reaction field, minimum "
-                 "images), or auto: cutoff-periodic when the files give a box, else no-cutoff")
+                 "images), pme (particle-mesh Ewald; CPU backends), or auto: cutoff-periodic when the files give a "
+                 "box, else no-cutoff")
       ->capture_default_str();
   app.add_option("--cutoff", args->cutoff, "nonbonded cutoff (Angstrom)")->capture_default_str();
+  app.add_option("--ewald-tolerance", args->ewald_tolerance,
+                 "pme: the Ewald error tolerance; alpha and the mesh follow from it as OpenMM derives them")
+      ->capture_default_str();
+  app.add_option("--pme-order", args->pme_order, "pme: the B-splines' order (4, 5 or 6)")->capture_default_str();
   app.add_option("--switch-distance", args->switch_distance,
                  "switch Lennard-Jones off from this distance to the cutoff (Angstrom; OpenMM's switching function)");
   app.add_option("--cutoff-style", args->style,

@@ -381,6 +381,14 @@ void read_nonbonded(const Config& c, MdConfig& run) {
   s.cutoff = c.number("nonbonded.cutoff", 10.0, true);
   s.reaction_field_dielectric = c.number("nonbonded.reaction_field_dielectric", 78.3, true);
   if (c.find("nonbonded.switch_distance")) s.switch_distance = c.number("nonbonded.switch_distance", std::nullopt, true);
+  const bool pme = s.method == md::NonbondedSettings::Method::pme;
+  for (const char* key : {"nonbonded.ewald_tolerance", "nonbonded.pme_order"})
+    if (!pme && c.find(key)) c.fail(c.find(key), key, "only method = \"pme\" takes it");
+  if (pme && c.find("nonbonded.reaction_field_dielectric"))
+    c.fail(c.find("nonbonded.reaction_field_dielectric"), "nonbonded.reaction_field_dielectric", "pme has no reaction field");
+  s.ewald_tolerance = c.number("nonbonded.ewald_tolerance", 5e-4, true);
+  s.pme_order = static_cast<int>(c.integer("nonbonded.pme_order", 5, 4));
+  if (s.pme_order > 6) c.fail(c.find("nonbonded.pme_order"), "nonbonded.pme_order", "expected 4, 5 or 6");
 }
 
 MdConfig parse_md_config(std::string_view text, const std::string& source, const std::string& base) {
@@ -388,7 +396,8 @@ MdConfig parse_md_config(std::string_view text, const std::string& source, const
   c.check_keys("", {"units", "system", "pair", "nonbonded", "neighbor", "run", "output"});
   c.check_keys("system", {"data", "lattice", "density", "cells", "temperature", "seed", "prmtop", "psf", "parameters",
                           "coordinates", "box", "special_bonds"});
-  c.check_keys("nonbonded", {"method", "cutoff", "switch_distance", "cutoff_style", "reaction_field_dielectric"});
+  c.check_keys("nonbonded", {"method", "cutoff", "switch_distance", "cutoff_style", "reaction_field_dielectric",
+                             "ewald_tolerance", "pme_order"});
   c.check_keys("pair", {"style", "cutoff", "shift", "mixing", "coeffs", "exclusions", "coulomb_cutoff", "dielectric"});
   c.check_keys("neighbor", {"skin"});
   c.check_keys("run", {"timestep", "steps", "thermo", "ensemble", "temperature", "damping", "seed"});

@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "nbkit/md.hpp"
+#include "md/bonded_law.hpp"
 #include "nbkit/md/molecular_forces.hpp"
 
 namespace nbkit::md {
+
+class PmeCpu;
 
 // molecular_forces' checks of its inputs (the topology, the positions, the box, the settings).
 void check_molecular_inputs(const Topology& topology, const std::vector<Vec3>& positions,
@@ -35,6 +38,10 @@ class MolecularCpuForces {
  private:
   const NeighborList& list_for(const std::vector<Vec3>& positions, const std::optional<PeriodicBox>& box);
   double skin_for(const std::optional<PeriodicBox>& box) const;
+  // PME's terms beyond the pairs (the mesh, self, excluded pairs' erf part, background) into
+  // `f`, the energy's coulomb_reciprocal and the virial; the mesh planned at the first call's box.
+  void add_pme_terms(const std::vector<Vec3>& positions, const PeriodicBox& box, std::vector<Vector3<double>>& f,
+                     EnergyTerms& e, double& virial);
 
   const Topology& t_;
   NonbondedSettings s_;
@@ -44,6 +51,8 @@ class MolecularCpuForces {
   System atoms_;        // the positions as the list reads them
   ForceField reach_;    // the cutoff and the exclusions, as the list reads them
   std::unique_ptr<NeighborList> list_;
+  std::unique_ptr<PmeCpu> pme_;
+  PeriodicBox pme_box_;  // the box the mesh was sized for
   std::int64_t builds_ = 0;
 };
 

@@ -26,7 +26,7 @@ class MolecularEngine final : public Engine {
         field_(field),
         backend_(backend),
         threads_(backend == Backend::reference ? 1 : resolve_threads(threads)),
-        periodic_(field.nonbonded.method == NonbondedSettings::Method::cutoff_periodic) {
+        periodic_(field.nonbonded.periodic()) {
     if (system_.size() != field_.topology.size() || system_.atom_mass.size() != system_.size())
       throw Error("the system was not made from this topology (md::molecular_system makes it)");
     positions_.resize(system_.size());

@@ -19,6 +19,8 @@
 #include "md/molecular_gpu.hpp"
 #include "md/molecular_pair_constants.hpp"
 #include "md/molecular_simd.hpp"
+#include "md/ewald.hpp"
+#include "md/pme.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/units.hpp"
@@ -113,7 +115,7 @@ void add_bonded_terms(const Topology& t, const Images& im, std::vector<V3>& f, E
 // The 1-4 pairs: plain Coulomb scaled, their own Lennard-Jones, never cut off.
 void add_pairs14(const Topology& t, const Images& im, double coulomb_k, std::vector<V3>& f, EnergyTerms& e,
                  double& virial) {
-  const MolecularPairConstants<double> plain{0, 0, 0, 0, 0, 0, 0};
+  const MolecularPairConstants<double> plain{0, 0, 0, 0, 0, 0, 0, 0, 0};
   for (const Pair14& p : t.pairs14) {
     const V3 d = im.separation(im.at(p.i) - im.at(p.j));
     const double r2 = dot(d, d);
@@ -154,18 +156,19 @@ struct PairSum {
   double cutoff2;
   bool cut;
   PairSwitch switched;
+  bool ewald;
   MolecularPairConstants<double> k;
 
   // Adds pair (i, j) (i's force to fi, j's to fj) when within the cutoff.
-  template <PairSwitch Switch>
+  template <PairSwitch Switch, PairCoulomb Coulomb>
   void add(std::int64_t i, std::int64_t j, V3& fi, V3& fj, double& lj_sum, double& coulomb_sum, double& virial) const {
     const V3 d = im.separation(x[i] - x[j]);
     const double r2 = dot(d, d);
     if (cut && !(r2 < cutoff2)) return;
     const std::int64_t pair = static_cast<std::int64_t>(type[i]) * types + type[j];
     double lj, lj_f, coulomb, coulomb_f;
-    molecular_pair<Switch>(im.math, r2, c12[pair], c6[pair], scaled_charge[i] * scaled_charge[j], k, lj, lj_f,
-                           coulomb, coulomb_f);
+    molecular_pair<Switch, Coulomb>(im.math, r2, c12[pair], c6[pair], scaled_charge[i] * scaled_charge[j], k, lj,
+                                    lj_f, coulomb, coulomb_f);
     lj_sum += lj, coulomb_sum += coulomb, virial += (lj_f + coulomb_f) * r2;
     const V3 force = (lj_f + coulomb_f) * d;
     fi = fi + force;
@@ -173,13 +176,24 @@ struct PairSum {
   }
 };
 
-// Calls body(std::integral_constant<PairSwitch, S>{}) for the evaluation's switch S: one
-// branch per evaluation, not per pair.
+// Calls body(S, C) with std::integral_constants for the evaluation's switch S and Coulomb C:
+// one branch per evaluation, not per pair.
 template <class Body>
-void with_switch(PairSwitch s, Body&& body) {
-  if (s == PairSwitch::openmm) body(std::integral_constant<PairSwitch, PairSwitch::openmm>{});
-  else if (s == PairSwitch::charmm) body(std::integral_constant<PairSwitch, PairSwitch::charmm>{});
-  else body(std::integral_constant<PairSwitch, PairSwitch::none>{});
+void with_law(PairSwitch s, bool ewald, Body&& body) {
+  using Rf = std::integral_constant<PairCoulomb, PairCoulomb::reaction_field>;
+  using Ewald = std::integral_constant<PairCoulomb, PairCoulomb::ewald>;
+  using None = std::integral_constant<PairSwitch, PairSwitch::none>;
+  using OpenMM = std::integral_constant<PairSwitch, PairSwitch::openmm>;
+  if (ewald) {
+    if (s == PairSwitch::openmm) body(OpenMM{}, Ewald{});
+    else body(None{}, Ewald{});
+  } else if (s == PairSwitch::openmm) {
+    body(OpenMM{}, Rf{});
+  } else if (s == PairSwitch::charmm) {
+    body(std::integral_constant<PairSwitch, PairSwitch::charmm>{}, Rf{});
+  } else {
+    body(None{}, Rf{});
+  }
 }
 
 // Per-thread force arrays (in the loop's order) and energies, added in thread order at the end
@@ -207,7 +221,7 @@ void add_all_pairs(const Topology& t, const PairSum& pair, int threads, std::vec
   const ExcludedAbove excluded(t);
   const std::int64_t n = static_cast<std::int64_t>(t.size());
   ThreadSums sums(threads, t.size());
-  with_switch(pair.switched, [&](auto s) {
+  with_law(pair.switched, pair.ewald, [&](auto s, auto c) {
 #pragma omp parallel num_threads(threads)
     {
       const int me = omp_get_thread_num();
@@ -220,7 +234,7 @@ void add_all_pairs(const Topology& t, const PairSum& pair, int threads, std::vec
         for (std::int64_t j = i + 1; j < n; ++j) {
           while (skip < excluded.first[i + 1] && excluded.partner[skip] < j) ++skip;  // (duplicates too)
           if (skip < excluded.first[i + 1] && excluded.partner[skip] == j) continue;
-          pair.template add<decltype(s)::value>(i, j, fi, force[j], lj, coulomb, pair_virial);
+          pair.template add<decltype(s)::value, decltype(c)::value>(i, j, fi, force[j], lj, coulomb, pair_virial);
         }
         force[i] = force[i] + fi;
       }
@@ -246,8 +260,8 @@ void add_listed_pairs(const Topology& t, const NeighborList& list, PairSum pair,
   static_assert(sizeof(V3) == 3 * sizeof(double), "V3 is three packed doubles");
   MolecularRows job{reinterpret_cast<const double*>(x.data()), q.data(), type.data(), t.lj_types, t.c12.data(),
                     t.c6.data(), list.first_.data(), list.neighbors_.data(), pair.im.periodic,
-                    {pair.im.length[0], pair.im.length[1], pair.im.length[2]}, pair.cutoff2, pair.switched, pair.k,
-                    nullptr};
+                    {pair.im.length[0], pair.im.length[1], pair.im.length[2]}, pair.cutoff2, pair.switched, pair.ewald,
+                    pair.k, nullptr};
 #pragma omp parallel num_threads(threads)
   {
     const int me = omp_get_thread_num();
@@ -288,8 +302,15 @@ void check_molecular_inputs(const Topology& t, const std::vector<Vec3>& x, const
   if (s.switch_distance && !(*s.switch_distance > 0 && *s.switch_distance < s.cutoff))
     throw Error(fmt::format("the switch distance {} A must lie between 0 and the cutoff ({} A)", *s.switch_distance,
                             s.cutoff));
-  if (s.method != Method::cutoff_periodic) return;
-  if (!box) throw Error("cutoff-periodic needs a periodic box: neither the topology nor the coordinates have one");
+  if (s.method == Method::pme) {
+    if (s.style == NonbondedSettings::CutoffStyle::charmm)
+      throw Error("pme: CHARMM's switch acts on plain Coulomb; with PME, switch Lennard-Jones in the openmm style");
+    if (!(s.ewald_tolerance > 0 && s.ewald_tolerance < 0.5)) throw Error("the Ewald error tolerance must lie in (0, 0.5)");
+    if (s.pme_order < 4 || s.pme_order > 6) throw Error(fmt::format("PME's B-spline order {}: 4, 5 or 6", s.pme_order));
+  }
+  if (!s.periodic()) return;
+  if (!box)
+    throw Error(to_string(s.method) + " needs a periodic box: neither the topology nor the coordinates have one");
   for (int a = 0; a < 3; ++a)
     if (!(box->length(a) >= 2 * s.cutoff))
       throw Error(fmt::format("the box ({:.4g} x {:.4g} x {:.4g} A) must be at least twice the cutoff ({} A) along "
@@ -378,7 +399,7 @@ MolecularForces MolecularCpuForces::evaluate(const std::vector<Vec3>& x, const s
   const Topology& t = t_;
   const NonbondedSettings& s = s_;
   Images im{x, false, {0, 0, 0}, {0, 0, 0}, {}};
-  const bool periodic = s.method == Method::cutoff_periodic;
+  const bool periodic = s.periodic();
   if (periodic) {
     im.periodic = true;
     for (int a = 0; a < 3; ++a) im.length[a] = box->length(a), im.inverse[a] = 1 / im.length[a];
@@ -394,18 +415,74 @@ MolecularForces MolecularCpuForces::evaluate(const std::vector<Vec3>& x, const s
   for (std::size_t i = 0; i < t.size(); ++i) scaled[i] = std::sqrt(coulomb_k) * t.charge[i];
   std::vector<V3> positions(t.size());
   for (std::size_t i = 0; i < t.size(); ++i) positions[i] = im.at(static_cast<std::int32_t>(i));
-  PairSum pair{im,      positions.data(),        scaled.data(), t.lj_type.data(), t.lj_types, t.c12.data(), t.c6.data(),
-               s.cutoff * s.cutoff, s.method != Method::no_cutoff, PairSwitch::none, {}};
+  PairSum pair{im,
+               positions.data(),
+               scaled.data(),
+               t.lj_type.data(),
+               t.lj_types,
+               t.c12.data(),
+               t.c6.data(),
+               s.cutoff * s.cutoff,
+               s.method != Method::no_cutoff,
+               PairSwitch::none,
+               s.method == Method::pme,
+               {}};
   pair.k = molecular_pair_constants(s, pair.switched);
   if (backend_ == Backend::reference || !pair.cut)
     add_all_pairs(t, pair, threads_, f, out.energy, out.virial);
   else
     add_listed_pairs(t, list_for(x, periodic ? box : std::nullopt), pair, threads_, f, out.energy, out.virial);
 
+  if (s.method == Method::pme) add_pme_terms(x, *box, f, out.energy, out.virial);
+
   out.force.resize(t.size());
   for (std::size_t i = 0; i < t.size(); ++i) out.force[i] = {f[i].x, f[i].y, f[i].z};
   check_finite(out);
   return out;
+}
+
+PmeParameters pme_parameters(const NonbondedSettings& s, const PeriodicBox& box) {
+  const EwaldParameters p = ewald_parameters(box, s.cutoff, s.ewald_tolerance);
+  return {p.alpha, p.pme_grid};
+}
+
+void MolecularCpuForces::add_pme_terms(const std::vector<Vec3>& x, const PeriodicBox& box, std::vector<V3>& f,
+                                       EnergyTerms& e, double& virial) {
+  const Topology& t = t_;
+  const double k = s_.coulomb_constant / s_.dielectric;
+  const EwaldParameters p = ewald_parameters(box, s_.cutoff, s_.ewald_tolerance);
+  if (!pme_ || box.edges() != pme_box_.edges()) {
+    pme_ = std::make_unique<PmeCpu>(p.pme_grid, s_.pme_order, p.alpha, threads_);
+    pme_box_ = box;
+  }
+  const PmeReciprocal mesh = pme_->evaluate(x, t.charge, box, k);
+  double energy = mesh.energy;
+  virial += mesh.virial;
+  for (std::size_t i = 0; i < t.size(); ++i) f[i] = f[i] + V3{mesh.force[i].x, mesh.force[i].y, mesh.force[i].z};
+  // Self energy and a net charge's neutralising background (Essmann et al. eq. 2.5; the
+  // background scales as 1/V, so its virial -dE/dlambda is 3 E).
+  double q_sum = 0, q2_sum = 0;
+  for (double q : t.charge) q_sum += q, q2_sum += q * q;
+  const double pi = 3.14159265358979323846;
+  energy -= k * p.alpha / std::sqrt(pi) * q2_sum;
+  const double background = -k * pi * q_sum * q_sum / (2 * box.volume() * p.alpha * p.alpha);
+  energy += background;
+  virial += 3 * background;
+  // Every excluded pair (1-2, 1-3, 1-4) is in the mesh's sum: its nearest image's erf part out.
+  Images im{x, true, {box.length(0), box.length(1), box.length(2)},
+            {1 / box.length(0), 1 / box.length(1), 1 / box.length(2)}, {}};
+  const double gauss = 2 * p.alpha / std::sqrt(pi);
+  for (const auto& [i, j] : t.exclusions) {
+    const V3 d = im.separation(im.at(i) - im.at(j));
+    const double r2 = dot(d, d), r = std::sqrt(r2);
+    const double qq = k * t.charge[i] * t.charge[j];
+    const double erf_r = std::erf(p.alpha * r) / r;
+    energy -= qq * erf_r;
+    const double force_over_r = -qq * (erf_r - gauss * std::exp(-p.alpha * p.alpha * r2)) / r2;
+    f[i] = f[i] + force_over_r * d, f[j] = f[j] - force_over_r * d;
+    virial += force_over_r * r2;
+  }
+  e.coulomb_reciprocal += energy;
 }
 
 }  // namespace nbkit::md

@@ -7,6 +7,7 @@
 // the row's own atom pads the last vector, its lanes zeroed).
 #ifndef NBKIT_MD_MOLECULAR_SIMD_ONCE
 #define NBKIT_MD_MOLECULAR_SIMD_ONCE
+#include <cmath>
 #include <cstdint>
 
 #include "md/molecular_simd.hpp"
@@ -33,9 +34,20 @@ struct MolecularSimdMath {
   }
   HWY_INLINE hn::Vec<D> sqrt(hn::Vec<D> v) const { return hn::Sqrt(v); }
   HWY_INLINE hn::Vec<D> round(hn::Vec<D> v) const { return hn::Round(v); }  // half to even
+  // erfc and exp lane by lane through the C library (Ewald's real-space Coulomb: the float64
+  // answer, not an approximation; PME's pairs pay for it).
+  HWY_INLINE hn::Vec<D> erfc(hn::Vec<D> v) const { return lanewise(v, [](double x) { return std::erfc(x); }); }
+  HWY_INLINE hn::Vec<D> exp(hn::Vec<D> v) const { return lanewise(v, [](double x) { return std::exp(x); }); }
+  template <class F>
+  HWY_INLINE hn::Vec<D> lanewise(hn::Vec<D> v, F f) const {
+    HWY_ALIGN double lanes[HWY_MAX_BYTES / sizeof(double)];
+    hn::Store(v, d, lanes);
+    for (std::size_t l = 0; l < hn::Lanes(d); ++l) lanes[l] = f(lanes[l]);
+    return hn::Load(d, lanes);
+  }
 };
 
-template <PairSwitch Switch>
+template <PairSwitch Switch, PairCoulomb Coulomb>
 MolecularRowSums Row(const MolecularRows& job, std::int64_t row) {
   const hn::ScalableTag<double> d;
   const hn::RebindToSigned<decltype(d)> di;        // int64 lanes: gather indices
@@ -54,7 +66,8 @@ MolecularRowSums Row(const MolecularRows& job, std::int64_t row) {
   const MolecularPairConstants<V> k{hn::Set(d, c.k_rf),           hn::Set(d, c.c_rf),
                                     hn::Set(d, c.switch_distance), hn::Set(d, c.switch_distance2),
                                     hn::Set(d, c.inverse_switch_width), hn::Set(d, c.cutoff2),
-                                    hn::Set(d, c.charmm_inverse_denominator)};
+                                    hn::Set(d, c.charmm_inverse_denominator), hn::Set(d, c.ewald_alpha),
+                                    hn::Set(d, c.ewald_gauss)};
   const auto table_row = hn::Set(di, static_cast<std::int64_t>(job.types[row]) * job.type_count);
   V fx = hn::Zero(d), fy = hn::Zero(d), fz = hn::Zero(d), lj_sum = hn::Zero(d), coulomb_sum = hn::Zero(d),
     virial = hn::Zero(d);
@@ -87,7 +100,7 @@ MolecularRowSums Row(const MolecularRows& job, std::int64_t row) {
     const auto use = hn::And(hn::FirstN(d, valid), hn::Lt(r2, cutoff2));
     V lj, lj_f, coulomb, coulomb_f;
     // Qualified: argument-dependent lookup would also find the scalar instantiation in nbkit::md.
-    HWY_NAMESPACE::molecular_pair<Switch>(math, hn::IfThenElse(use, r2, hn::Set(d, 1.0)), c12, c6, qq, k, lj, lj_f,
+    HWY_NAMESPACE::molecular_pair<Switch, Coulomb>(math, hn::IfThenElse(use, r2, hn::Set(d, 1.0)), c12, c6, qq, k, lj, lj_f,
                                           coulomb, coulomb_f);
     const V force_over_r = hn::IfThenElseZero(use, hn::Add(lj_f, coulomb_f));
     lj_sum = hn::Add(lj_sum, hn::IfThenElseZero(use, lj));
@@ -112,10 +125,14 @@ MolecularRowSums Row(const MolecularRows& job, std::int64_t row) {
 }
 
 MolecularRowSums MolecularRow(const MolecularRows& job, std::int64_t row) {
+  if (job.ewald) {
+    if (job.switched == PairSwitch::openmm) return Row<PairSwitch::openmm, PairCoulomb::ewald>(job, row);
+    return Row<PairSwitch::none, PairCoulomb::ewald>(job, row);
+  }
   switch (job.switched) {
-    case PairSwitch::openmm: return Row<PairSwitch::openmm>(job, row);
-    case PairSwitch::charmm: return Row<PairSwitch::charmm>(job, row);
-    default: return Row<PairSwitch::none>(job, row);
+    case PairSwitch::openmm: return Row<PairSwitch::openmm, PairCoulomb::reaction_field>(job, row);
+    case PairSwitch::charmm: return Row<PairSwitch::charmm, PairCoulomb::reaction_field>(job, row);
+    default: return Row<PairSwitch::none, PairCoulomb::reaction_field>(job, row);
   }
 }
 

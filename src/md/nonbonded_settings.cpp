@@ -11,7 +11,8 @@ NonbondedSettings::Method parse_nonbonded_method(const std::string& name) {
   if (name == "no-cutoff") return NonbondedSettings::Method::no_cutoff;
   if (name == "cutoff") return NonbondedSettings::Method::cutoff_non_periodic;
   if (name == "cutoff-periodic") return NonbondedSettings::Method::cutoff_periodic;
-  throw Error("unknown nonbonded method '" + name + "' (expected no-cutoff, cutoff or cutoff-periodic)");
+  if (name == "pme") return NonbondedSettings::Method::pme;
+  throw Error("unknown nonbonded method '" + name + "' (expected no-cutoff, cutoff, cutoff-periodic or pme)");
 }
 
 NonbondedSettings::CutoffStyle parse_cutoff_style(const std::string& name) {
@@ -29,6 +30,7 @@ std::string to_string(NonbondedSettings::Method method) {
     case NonbondedSettings::Method::no_cutoff: return "no-cutoff";
     case NonbondedSettings::Method::cutoff_non_periodic: return "cutoff";
     case NonbondedSettings::Method::cutoff_periodic: return "cutoff-periodic";
+    case NonbondedSettings::Method::pme: return "pme";
   }
   return "?";
 }
@@ -39,7 +41,7 @@ double EnergyTerms::total() const {
   return sum;
 }
 
-std::array<std::pair<const char*, double>, 10> EnergyTerms::named() const {
+std::array<std::pair<const char*, double>, 11> EnergyTerms::named() const {
   return {{{"bond", bond},
            {"angle", angle},
            {"urey_bradley", urey_bradley},
@@ -49,7 +51,8 @@ std::array<std::pair<const char*, double>, 10> EnergyTerms::named() const {
            {"lennard_jones", lennard_jones},
            {"coulomb", coulomb},
            {"lennard_jones_14", lennard_jones_14},
-           {"coulomb_14", coulomb_14}}};
+           {"coulomb_14", coulomb_14},
+           {"coulomb_reciprocal", coulomb_reciprocal}}};
 }
 
 }  // namespace nbkit::md

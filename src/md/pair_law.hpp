@@ -45,12 +45,18 @@ struct PairCutoffs {
 // k_rf and c_rf (both 0: plain Coulomb) and the switching from switch_distance to the cutoff
 // (OpenMM's polynomial in r: inverse_switch_width = 1 / (rc - rs); CHARMM's in r^2:
 // charmm_inverse_denominator = 1 / (rc^2 - rs^2)^3).
+// With PME, ewald_alpha and ewald_gauss = 2 alpha / sqrt(pi) for the real-space Coulomb.
 template <class V>
 struct MolecularPairConstants {
   V k_rf, c_rf;
   V switch_distance, switch_distance2, inverse_switch_width;
   V cutoff2, charmm_inverse_denominator;
+  V ewald_alpha, ewald_gauss;
 };
+
+// Which Coulomb molecular_pair computes: with a reaction field (k_rf = c_rf = 0: plain), or
+// Ewald's real-space part (PME).
+enum class PairCoulomb { reaction_field, ewald };
 
 // Which switching molecular_pair applies: none; OpenMM's, to Lennard-Jones; CHARMM's, to
 // Lennard-Jones and Coulomb both (LAMMPS's lj/charmm/coul/charmm).
@@ -64,6 +70,14 @@ struct ScalarPairMath {
   NBKIT_HOST_DEVICE Real sqrt(Real v) const {
     using std::sqrt;
     return sqrt(v);
+  }
+  NBKIT_HOST_DEVICE Real erfc(Real v) const {
+    using std::erfc;
+    return erfc(v);
+  }
+  NBKIT_HOST_DEVICE Real exp(Real v) const {
+    using std::exp;
+    return exp(v);
   }
   // Round half to even (the GPU's rint, the CPU's nearbyint in the default rounding mode,
   // Highway's Round): one rule for the minimum image everywhere.

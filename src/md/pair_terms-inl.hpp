@@ -55,6 +55,16 @@ NBKIT_HOST_DEVICE void reaction_field_coulomb(const M& math, V r2, V qq, V k_rf,
   force_over_r = qq * (inverse_r * inverse_r * inverse_r - math.set(2.0) * k_rf);
 }
 
+// Ewald's real-space Coulomb (PME): qq erfc(alpha r) / r, force / r = qq (erfc(alpha r) / r +
+// 2 alpha / sqrt(pi) exp(-alpha^2 r^2)) / r^2; gauss = 2 alpha / sqrt(pi).
+template <class M, class V>
+NBKIT_HOST_DEVICE void ewald_real_coulomb(const M& math, V r2, V qq, V alpha, V gauss, V& energy, V& force_over_r) {
+  const V r = math.sqrt(r2);
+  const V screened = math.erfc(alpha * r) / r;
+  energy = qq * screened;
+  force_over_r = qq * (screened + gauss * math.exp(math.set(0.0) - alpha * alpha * r2)) / r2;
+}
+
 // OpenMM's switching of a pair energy E(r) between rs and the cutoff: E S(x), S = 1 - 10 x^3 +
 // 15 x^4 - 6 x^5, x = (r - rs) / (rc - rs) (S, S' and S'' vanish at both ends), so the force /
 // r becomes S F/r - E S'(r) / r. Below rs, x is 0 and nothing changes.
@@ -89,11 +99,14 @@ NBKIT_HOST_DEVICE void charmm_switch(const M& math, V r2, const MolecularPairCon
 // One biomolecular pair within the cutoff (or any pair without one), Lennard-Jones (c12/r^12 -
 // c6/r^6) and Coulomb (qq: k q_i q_j / eps) kept apart, as the energy report names them,
 // switched as `Switch` says.
-template <PairSwitch Switch, class M, class V>
+template <PairSwitch Switch, PairCoulomb Coulomb = PairCoulomb::reaction_field, class M, class V>
 NBKIT_HOST_DEVICE void molecular_pair(const M& math, V r2, V c12, V c6, V qq, const MolecularPairConstants<V>& k,
                                       V& lj_energy, V& lj_force_over_r, V& coulomb_energy, V& coulomb_force_over_r) {
   lennard_jones(math, math.set(1.0) / r2, c12, c6, lj_energy, lj_force_over_r);
-  reaction_field_coulomb(math, r2, qq, k.k_rf, k.c_rf, coulomb_energy, coulomb_force_over_r);
+  if constexpr (Coulomb == PairCoulomb::ewald)
+    (ewald_real_coulomb)(math, r2, qq, k.ewald_alpha, k.ewald_gauss, coulomb_energy, coulomb_force_over_r);
+  else
+    (reaction_field_coulomb)(math, r2, qq, k.k_rf, k.c_rf, coulomb_energy, coulomb_force_over_r);
   // (Parenthesised names: no argument-dependent lookup through MolecularPairConstants, whose
   // namespace holds the scalar copy of these functions when a SIMD file includes this one.)
   if constexpr (Switch == PairSwitch::openmm) (switch_pair)(math, r2, k, lj_energy, lj_force_over_r);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <numbers>
 #include <random>
 
@@ -13,6 +14,7 @@
 #include "nbkit/core/units.hpp"
 #include "md/molecular_test_support.hpp"
 #include "nbkit/io/amber.hpp"
+#include "md/ewald.hpp"
 #include "nbkit/md/molecular_forces.hpp"
 #include "test_support.hpp"
 
@@ -229,6 +231,60 @@ TEST(MolecularTerms, EveryTermTogetherIsMinusTheGradient) {
   expect_forces_are_minus_gradient(t, x, s, PeriodicBox::from_edges({14.5, 15, 16}));
   s.style = NonbondedSettings::CutoffStyle::charmm;  // CHARMM's switch on Lennard-Jones and Coulomb
   expect_forces_are_minus_gradient(t, x, s, PeriodicBox::from_edges({14.5, 15, 16}));
+  // PME at tolerance 1e-5 (the real-space cutoff's jump, erfc(alpha rc), is then ~1e-5 of one
+  // pair's Coulomb: a finite difference meets it only if a pair sits within h of the cutoff;
+  // the mesh, 49 points a side, stays small).
+  s.method = Method::pme, s.style = NonbondedSettings::CutoffStyle::openmm, s.ewald_tolerance = 1e-5, s.cutoff = 7;
+  expect_forces_are_minus_gradient(t, x, s, PeriodicBox::from_edges({14.5, 15, 16}));
+}
+
+// PME's Coulomb (the pairs' erfc part, the mesh, the self, excluded and background terms, and
+// the 1-4 pairs' plain Coulomb) against the float64 Ewald sum with the same exclusions plus the
+// 1-4 pairs' scaled Coulomb: equal within PME's error at tolerance 1e-7 and order 6 (measured
+// 1.1e-8 of the Coulomb energy, forces 4e-8 relative RMS; bounds 3e-7 and 4e-7), for neutral
+// and charged chains.
+TEST(MolecularTerms, PmeMatchesTheEwaldSum) {
+  for (bool charged : {false, true}) {
+    std::vector<Vec3> x;
+    Topology t = chains(12, 17, x, 16.0);
+    if (charged) t.charge[3] += 0.7;
+    for (double& c : t.c12) c = 0;
+    for (double& c : t.c6) c = 0;
+    for (md::Pair14& p : t.pairs14) p.c12 = p.c6 = 0;
+    const PeriodicBox box = PeriodicBox::from_edges({16.0, 17.0, 18.0});
+    NonbondedSettings s;
+    s.method = Method::pme, s.cutoff = 7.5, s.ewald_tolerance = 1e-7, s.pme_order = 6;
+    const MolecularForces pme = evaluate(t, x, s, Backend::reference, box);
+    const md::EwaldParameters p = md::ewald_parameters(box, 7.5, 1e-12);
+    const double k = s.coulomb_constant;
+    auto ewald = md::ewald_coulomb(x, t.charge, box, k, 7.5, p, t.exclusions);
+    double e = ewald.total();
+    std::vector<Vec3> f = ewald.force;
+    for (const md::Pair14& q : t.pairs14) {  // the 1-4 pairs' own scaled Coulomb, nearest image
+      Vec3 d = x[q.i] - x[q.j];
+      for (int a = 0; a < 3; ++a) d[a] -= box.length(a) * std::nearbyint(d[a] / box.length(a));
+      const double r = norm(d), qq = q.coulomb_scale * k * t.charge[q.i] * t.charge[q.j];
+      e += qq / r;
+      f[q.i] = f[q.i] + (qq / (r * r * r)) * d, f[q.j] = f[q.j] - (qq / (r * r * r)) * d;
+    }
+    const double ours = pme.energy.coulomb + pme.energy.coulomb_reciprocal + pme.energy.coulomb_14;
+    std::printf("  PME against Ewald (%s): Coulomb energy %.1e relative", charged ? "charged" : "neutral",
+                std::abs(ours - e) / std::abs(e));
+    EXPECT_NEAR(ours, e, 3e-7 * std::abs(e)) << (charged ? "charged" : "neutral");
+    double diff = 0, size = 0, bonded = 0;
+    const MolecularForces bonded_only = [&] {
+      Topology b = t;
+      for (double& q : b.charge) q = 0;
+      return evaluate(b, x, s, Backend::reference, box);
+    }();
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const Vec3 coulomb = pme.force[i] - bonded_only.force[i];
+      diff += std::pow(norm(coulomb - f[i]), 2), size += std::pow(norm(f[i]), 2), bonded += norm(bonded_only.force[i]);
+    }
+    std::printf(", forces %.1e relative RMS\n", std::sqrt(diff / size));
+    EXPECT_LT(std::sqrt(diff / size), 4e-7) << (charged ? "charged" : "neutral");
+    EXPECT_GT(bonded, 0.0);
+  }
 }
 
 // The virial (the pressure's) is -dU/dlambda for every position and the box scaled by lambda:
@@ -237,9 +293,10 @@ TEST(MolecularTerms, VirialIsMinusTheDerivativeOfUniformScaling) {
   std::vector<Vec3> x;
   const Topology t = chains(6, 13, x, 14.0);
   const PeriodicBox box = PeriodicBox::from_edges({16.5, 17, 18});
-  for (const auto style : {NonbondedSettings::CutoffStyle::openmm, NonbondedSettings::CutoffStyle::charmm}) {
+  for (const int variant : {0, 1, 2}) {
+    const auto style = variant == 1 ? NonbondedSettings::CutoffStyle::charmm : NonbondedSettings::CutoffStyle::openmm;
     NonbondedSettings s;
-    s.method = Method::cutoff_periodic, s.cutoff = 8, s.switch_distance = 6.5, s.style = style;
+    s.method = variant == 2 ? Method::pme : Method::cutoff_periodic, s.cutoff = 8, s.switch_distance = 6.5, s.style = style;
     auto energy_at = [&](double lambda) {
       std::vector<Vec3> scaled = x;
       for (Vec3& p : scaled) p = lambda * p;
@@ -248,7 +305,8 @@ TEST(MolecularTerms, VirialIsMinusTheDerivativeOfUniformScaling) {
     const double h = 1e-6;
     const double derivative = (energy_at(1 + h) - energy_at(1 - h)) / (2 * h);
     const MolecularForces at = evaluate(t, x, s, Backend::reference, box);
-    EXPECT_NEAR(at.virial, -derivative, 1e-6 * (1 + std::abs(derivative))) << md::to_string(style);
+    EXPECT_NEAR(at.virial, -derivative, 1e-6 * (1 + std::abs(derivative))) << md::to_string(s.method) << " "
+                                                                            << md::to_string(style);
     EXPECT_NEAR(md::molecular_forces(t, x, box, s, Backend::cpu, 3).virial, at.virial, 1e-9 * (1 + std::abs(at.virial)));
   }
 }
@@ -261,9 +319,10 @@ TEST(MolecularTerms, CpuMatchesReferenceInEveryMethod) {
   const double edge = 31.0;
   const Topology t = chains(150, 11, x, edge);  // 750 atoms at ~2.5 per 100 A^3
   const PeriodicBox box = PeriodicBox::from_edges({edge, edge + 1, edge + 2});
-  for (Method method : {Method::no_cutoff, Method::cutoff_non_periodic, Method::cutoff_periodic}) {
+  for (Method method : {Method::no_cutoff, Method::cutoff_non_periodic, Method::cutoff_periodic, Method::pme}) {
     NonbondedSettings s;
     s.method = method, s.cutoff = 9.0;
+    if (method == Method::pme) s.switch_distance = 7.5;
     if (method == Method::cutoff_non_periodic) s.switch_distance = 7.0;
     if (method == Method::cutoff_periodic) s.switch_distance = 7.5, s.style = NonbondedSettings::CutoffStyle::charmm;
     const auto reference = evaluate(t, x, s, Backend::reference, box);

@@ -8,6 +8,11 @@
 //   cutoff_non_periodic  pairs within the cutoff, Coulomb with a reaction field (below); no box.
 //   cutoff_periodic      the same between minimum images in the topology's (or the
 //                        coordinates') orthorhombic box.
+//   pme                  smooth particle-mesh Ewald (Essmann et al. 1995) in that box: pairs
+//                        within the cutoff get k q_i q_j erfc(alpha r) / r, the mesh the rest
+//                        (md/pme.hpp, md/ewald.hpp have the terms); alpha and the mesh from
+//                        ewald_tolerance exactly as OpenMM derives them, B-splines of pme_order.
+//                        Lennard-Jones as cutoff_periodic. CPU backends (the GPU's is to come).
 // The reaction field (Tironi et al., J. Chem. Phys. 102, 5451 (1995), as OpenMM): with eps_rf
 // the solvent's dielectric and rc the cutoff, a pair within rc has
 //   E = k q_i q_j (1/r + k_rf r^2 - c_rf),  k_rf = (eps_rf - 1) / ((2 eps_rf + 1) rc^3),
@@ -15,8 +20,9 @@
 // (zero at rc). Lennard-Jones is cut at rc, not shifted; with a switch distance rs it is
 // multiplied by OpenMM's S(x) = 1 - 10 x^3 + 15 x^4 - 6 x^5, x = (r - rs) / (rc - rs), between
 // rs and rc. Excluded pairs get nothing; 1-4 pairs get plain Coulomb and their own
-// Lennard-Jones whatever their distance (AMBER, CHARMM and OpenMM do the same). The long-range
-// dispersion correction and Ewald sums are issue 18's.
+// Lennard-Jones whatever their distance (AMBER, CHARMM and OpenMM do the same); with PME their
+// Coulomb and that of every excluded pair is also taken out of the mesh's sum (the erf part).
+// The long-range dispersion correction is issue 18's, still to come.
 #include <array>
 #include <optional>
 #include <string>
@@ -29,7 +35,7 @@
 namespace nbkit::md {
 
 struct NonbondedSettings {
-  enum class Method { no_cutoff, cutoff_non_periodic, cutoff_periodic };
+  enum class Method { no_cutoff, cutoff_non_periodic, cutoff_periodic, pme };
   // How pairs within a cutoff are summed: OpenMM's (Coulomb with a reaction field; Lennard-Jones
   // cut, or switched by OpenMM's polynomial from switch_distance), or CHARMM's switch on both
   // Lennard-Jones and plain Coulomb from switch_distance (LAMMPS's lj/charmm/coul/charmm; the
@@ -44,19 +50,33 @@ struct NonbondedSettings {
   // k in E = k q_i q_j / r (kcal/mol A / e^2): CODATA 2018's by default (OpenMM's differs by
   // 3e-9); LAMMPS's rounded 332.06371 when comparing with LAMMPS (units::lammps_real::qqr2e).
   double coulomb_constant = units::coulomb_constant_kcal;
+  // PME: the Ewald error tolerance (OpenMM's default) and the B-spline order (4..6; OpenMM's 5).
+  double ewald_tolerance = 5e-4;
+  int pme_order = 5;
+  bool periodic() const { return method == Method::cutoff_periodic || method == Method::pme; }
 };
+// PME's Ewald alpha (1/A) and mesh for these settings in `box`, as OpenMM derives them from the
+// tolerance and the cutoff.
+struct PmeParameters {
+  double alpha;
+  std::array<int, 3> mesh;
+};
+PmeParameters pme_parameters(const NonbondedSettings& settings, const PeriodicBox& box);
 NonbondedSettings::CutoffStyle parse_cutoff_style(const std::string& name);  // "openmm", "charmm"
 std::string to_string(NonbondedSettings::CutoffStyle style);
-NonbondedSettings::Method parse_nonbonded_method(const std::string& name);  // "no-cutoff", "cutoff", "cutoff-periodic"
+NonbondedSettings::Method parse_nonbonded_method(const std::string& name);  // "no-cutoff", "cutoff", "cutoff-periodic", "pme"
 std::string to_string(NonbondedSettings::Method method);
 
 // Each force term's energy (kcal/mol).
 struct EnergyTerms {
   double bond = 0, angle = 0, urey_bradley = 0, dihedral = 0, improper = 0, cmap = 0;
   double lennard_jones = 0, coulomb = 0, lennard_jones_14 = 0, coulomb_14 = 0;
+  // PME's terms beyond the pairs: the mesh's sum, the self energy, the excluded pairs' erf part
+  // and a net charge's neutralising background (zero for the other methods).
+  double coulomb_reciprocal = 0;
   double total() const;
-  // The terms in print order with their names ("bond", ..., "coulomb_14"), without the total.
-  std::array<std::pair<const char*, double>, 10> named() const;
+  // The terms in print order with their names ("bond", ..., "coulomb_reciprocal"), without the total.
+  std::array<std::pair<const char*, double>, 11> named() const;
 };
 
 struct MolecularForces {
