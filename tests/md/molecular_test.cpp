@@ -423,6 +423,20 @@ TEST(MolecularTerms, RefusesWhatItCannotComputeRight) {
   EXPECT_THROW(evaluate(t, x), Error);
   t.lj_type[1] = 0;
   if (list_gpus().empty()) EXPECT_THROW(evaluate(t, x, {}, Backend::cuda), Error);
+  // PME: a box, the openmm style, an order of 4..6, a tolerance in (0, 0.5); not on the GPU yet.
+  NonbondedSettings pme;
+  pme.method = Method::pme, pme.cutoff = 9;
+  const PeriodicBox box = PeriodicBox::from_edges({20, 20, 20});
+  EXPECT_THROW(evaluate(t, x, pme), Error);  // no box
+  EXPECT_NO_THROW(evaluate(t, x, pme, Backend::reference, box));
+  pme.pme_order = 7;
+  EXPECT_THROW(evaluate(t, x, pme, Backend::reference, box), Error);
+  pme.pme_order = 5, pme.ewald_tolerance = 0;
+  EXPECT_THROW(evaluate(t, x, pme, Backend::reference, box), Error);
+  pme.ewald_tolerance = 5e-4, pme.switch_distance = 7, pme.style = NonbondedSettings::CutoffStyle::charmm;
+  EXPECT_THROW(evaluate(t, x, pme, Backend::reference, box), Error);
+  pme.style = NonbondedSettings::CutoffStyle::openmm;
+  EXPECT_THROW(evaluate(t, x, pme, Backend::cuda, box), Error);  // no GPU, or the GPU's refusal
 }
 
 }  // namespace
