@@ -3,7 +3,9 @@
 // pair_law.hpp's molecular_pair. The nonbonded pairs are found three ways: every pair on one
 // thread (the reference), every pair on all threads (no cutoff), or a cell list (the cutoff
 // methods, NeighborList with no skin). The bonded terms run on one thread for both backends:
-// they are O(N) and a few percent of the nonbonded work at any size.
+// they are O(N) and a few percent of the nonbonded work at any size. With PME, the pairs get
+// Ewald's real-space Coulomb and MolecularCpuForces::add_pme_terms adds the mesh (md/pme.hpp),
+// the self energy, the excluded pairs' erf part and the background.
 #include "nbkit/md/molecular_forces.hpp"
 
 #include <fmt/format.h>

@@ -89,11 +89,19 @@ void Topology::check() const {
     c.index("1-4 pair", k, {p.i, p.j}), c.finite("1-4 pair", k, {p.coulomb_scale, p.c12, p.c6});
     if (p.i == p.j) throw Error(fmt::format("{}: 1-4 pair {} joins atom {} to itself", source, k + 1, p.i + 1));
   }
+  std::vector<std::pair<std::int32_t, std::int32_t>> pairs;
+  pairs.reserve(exclusions.size());
   for (std::size_t k = 0; k < exclusions.size(); ++k) {
     c.index("exclusion", k, {exclusions[k].first, exclusions[k].second});
     if (exclusions[k].first == exclusions[k].second)
       throw Error(fmt::format("{}: exclusion {} joins atom {} to itself", source, k + 1, exclusions[k].first + 1));
+    pairs.push_back(std::minmax(exclusions[k].first, exclusions[k].second));
   }
+  // Each pair once: PME takes every excluded pair's erf part out of the mesh's sum, so a pair
+  // listed twice would be taken out twice.
+  std::sort(pairs.begin(), pairs.end());
+  if (const auto twice = std::adjacent_find(pairs.begin(), pairs.end()); twice != pairs.end())
+    throw Error(fmt::format("{}: atoms {} and {} are excluded twice", source, twice->first + 1, twice->second + 1));
 }
 
 System molecular_system(const Topology& t, const Coordinates& c) {

@@ -422,6 +422,9 @@ TEST(MolecularTerms, RefusesWhatItCannotComputeRight) {
   t.lj_type[1] = 1;
   EXPECT_THROW(evaluate(t, x), Error);
   t.lj_type[1] = 0;
+  t.exclusions = {{0, 1}, {1, 0}};  // the same pair twice
+  EXPECT_THROW(evaluate(t, x), Error);
+  t.exclusions.clear();
   if (list_gpus().empty()) EXPECT_THROW(evaluate(t, x, {}, Backend::cuda), Error);
   // PME: a box, the openmm style, an order of 4..6, a tolerance in (0, 0.5); not on the GPU yet.
   NonbondedSettings pme;
