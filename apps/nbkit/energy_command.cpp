@@ -252,8 +252,10 @@ Action setup_energy(CLI::App& app) {
   app.add_option("--switch-distance", args->switch_distance,
                  "switch Lennard-Jones off from this distance to the cutoff (Angstrom; OpenMM's switching function)");
   app.add_option("--cutoff-style", args->style,
-                 "openmm (Coulomb with a reaction field, Lennard-Jones cut or switched by OpenMM's function) or charmm "
-                 "(CHARMM's switch on Lennard-Jones and Coulomb from --switch-distance: LAMMPS's lj/charmm/coul/charmm)")
+                 "openmm (Coulomb with a reaction field, Lennard-Jones cut or switched by OpenMM's function), charmm "
+                 "(CHARMM's switch on Lennard-Jones and Coulomb from --switch-distance: LAMMPS's lj/charmm/coul/charmm) "
+                 "or shifted-force (shifted-force Coulomb; Lennard-Jones cut, or CHARMM-switched from "
+                 "--switch-distance as NAMD's switchdist)")
       ->capture_default_str();
   app.add_option("--reaction-field-dielectric", args->reaction_field_dielectric,
                  "the dielectric beyond the cutoff (the reaction field)")

@@ -117,7 +117,7 @@ void add_bonded_terms(const Topology& t, const Images& im, std::vector<V3>& f, E
 // The 1-4 pairs: plain Coulomb scaled, their own Lennard-Jones, never cut off.
 void add_pairs14(const Topology& t, const Images& im, double coulomb_k, std::vector<V3>& f, EnergyTerms& e,
                  double& virial) {
-  const MolecularPairConstants<double> plain{0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const MolecularPairConstants<double> plain{0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   for (const Pair14& p : t.pairs14) {
     const V3 d = im.separation(im.at(p.i) - im.at(p.j));
     const double r2 = dot(d, d);
@@ -158,7 +158,7 @@ struct PairSum {
   double cutoff2;
   bool cut;
   PairSwitch switched;
-  bool ewald;
+  PairCoulomb coulomb;
   MolecularPairConstants<double> k;
 
   // Adds pair (i, j) (i's force to fi, j's to fj) when within the cutoff.
@@ -177,26 +177,6 @@ struct PairSum {
     fj = fj - force;
   }
 };
-
-// Calls body(S, C) with std::integral_constants for the evaluation's switch S and Coulomb C:
-// one branch per evaluation, not per pair.
-template <class Body>
-void with_law(PairSwitch s, bool ewald, Body&& body) {
-  using Rf = std::integral_constant<PairCoulomb, PairCoulomb::reaction_field>;
-  using Ewald = std::integral_constant<PairCoulomb, PairCoulomb::ewald>;
-  using None = std::integral_constant<PairSwitch, PairSwitch::none>;
-  using OpenMM = std::integral_constant<PairSwitch, PairSwitch::openmm>;
-  if (ewald) {
-    if (s == PairSwitch::openmm) body(OpenMM{}, Ewald{});
-    else body(None{}, Ewald{});
-  } else if (s == PairSwitch::openmm) {
-    body(OpenMM{}, Rf{});
-  } else if (s == PairSwitch::charmm) {
-    body(std::integral_constant<PairSwitch, PairSwitch::charmm>{}, Rf{});
-  } else {
-    body(None{}, Rf{});
-  }
-}
 
 // Per-thread force arrays (in the loop's order) and energies, added in thread order at the end
 // (the same bits for the same thread count), scattered to atom order through `order` (or not).
@@ -223,7 +203,7 @@ void add_all_pairs(const Topology& t, const PairSum& pair, int threads, std::vec
   const ExcludedAbove excluded(t);
   const std::int64_t n = static_cast<std::int64_t>(t.size());
   ThreadSums sums(threads, t.size());
-  with_law(pair.switched, pair.ewald, [&](auto s, auto c) {
+  with_law(pair.switched, pair.coulomb, [&](auto s, auto c) {
 #pragma omp parallel num_threads(threads)
     {
       const int me = omp_get_thread_num();
@@ -262,8 +242,8 @@ void add_listed_pairs(const Topology& t, const NeighborList& list, PairSum pair,
   static_assert(sizeof(V3) == 3 * sizeof(double), "V3 is three packed doubles");
   MolecularRows job{reinterpret_cast<const double*>(x.data()), q.data(), type.data(), t.lj_types, t.c12.data(),
                     t.c6.data(), list.first_.data(), list.neighbors_.data(), pair.im.periodic,
-                    {pair.im.length[0], pair.im.length[1], pair.im.length[2]}, pair.cutoff2, pair.switched, pair.ewald,
-                    pair.k, nullptr};
+                    {pair.im.length[0], pair.im.length[1], pair.im.length[2]}, pair.cutoff2, pair.switched,
+                    pair.coulomb, pair.k, nullptr};
 #pragma omp parallel num_threads(threads)
   {
     const int me = omp_get_thread_num();
@@ -293,8 +273,8 @@ void check_molecular_inputs(const Topology& t, const std::vector<Vec3>& x, const
       throw Error(fmt::format("atom {} has a position that is not a finite number", i + 1));
   if (!(s.dielectric > 0) || !std::isfinite(s.dielectric)) throw Error("the dielectric constant must be positive");
   if (!(s.coulomb_constant > 0) || !std::isfinite(s.coulomb_constant)) throw Error("Coulomb's constant must be positive");
-  if (s.style == NonbondedSettings::CutoffStyle::charmm && s.method == Method::no_cutoff)
-    throw Error("the charmm cutoff style switches pairs off before a cutoff: give a cutoff method");
+  if (s.style != NonbondedSettings::CutoffStyle::openmm && s.method == Method::no_cutoff)
+    throw Error("the " + to_string(s.style) + " cutoff style acts at a cutoff: give a cutoff method");
   if (s.style == NonbondedSettings::CutoffStyle::charmm && !s.switch_distance)
     throw Error("the charmm cutoff style needs a switch distance (LAMMPS's inner cutoff)");
   if (s.method == Method::no_cutoff) return;
@@ -305,8 +285,9 @@ void check_molecular_inputs(const Topology& t, const std::vector<Vec3>& x, const
     throw Error(fmt::format("the switch distance {} A must lie between 0 and the cutoff ({} A)", *s.switch_distance,
                             s.cutoff));
   if (s.method == Method::pme) {
-    if (s.style == NonbondedSettings::CutoffStyle::charmm)
-      throw Error("pme: CHARMM's switch acts on plain Coulomb; with PME, switch Lennard-Jones in the openmm style");
+    if (s.style != NonbondedSettings::CutoffStyle::openmm)
+      throw Error("pme: the " + to_string(s.style) +
+                  " style changes plain Coulomb; with PME, switch Lennard-Jones in the openmm style");
     if (!(s.ewald_tolerance > 0 && s.ewald_tolerance < 0.5)) throw Error("the Ewald error tolerance must lie in (0, 0.5)");
     if (s.pme_order < 4 || s.pme_order > 6) throw Error(fmt::format("PME's B-spline order {}: 4, 5 or 6", s.pme_order));
   }
@@ -427,9 +408,9 @@ MolecularForces MolecularCpuForces::evaluate(const std::vector<Vec3>& x, const s
                s.cutoff * s.cutoff,
                s.method != Method::no_cutoff,
                PairSwitch::none,
-               s.method == Method::pme,
+               PairCoulomb::reaction_field,
                {}};
-  pair.k = molecular_pair_constants(s, pair.switched);
+  pair.k = molecular_pair_constants(s, pair.switched, pair.coulomb);
   if (backend_ == Backend::reference || !pair.cut)
     add_all_pairs(t, pair, threads_, f, out.energy, out.virial);
   else

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "md/molecular_pair_constants.hpp"
 #include "md/molecular_simd.hpp"
 #endif
 
@@ -67,7 +68,7 @@ MolecularRowSums Row(const MolecularRows& job, std::int64_t row) {
                                     hn::Set(d, c.switch_distance), hn::Set(d, c.switch_distance2),
                                     hn::Set(d, c.inverse_switch_width), hn::Set(d, c.cutoff2),
                                     hn::Set(d, c.charmm_inverse_denominator), hn::Set(d, c.ewald_alpha),
-                                    hn::Set(d, c.ewald_gauss)};
+                                    hn::Set(d, c.ewald_gauss),      hn::Set(d, c.inverse_cutoff)};
   const auto table_row = hn::Set(di, static_cast<std::int64_t>(job.types[row]) * job.type_count);
   V fx = hn::Zero(d), fy = hn::Zero(d), fz = hn::Zero(d), lj_sum = hn::Zero(d), coulomb_sum = hn::Zero(d),
     virial = hn::Zero(d);
@@ -125,15 +126,10 @@ MolecularRowSums Row(const MolecularRows& job, std::int64_t row) {
 }
 
 MolecularRowSums MolecularRow(const MolecularRows& job, std::int64_t row) {
-  if (job.ewald) {
-    if (job.switched == PairSwitch::openmm) return Row<PairSwitch::openmm, PairCoulomb::ewald>(job, row);
-    return Row<PairSwitch::none, PairCoulomb::ewald>(job, row);
-  }
-  switch (job.switched) {
-    case PairSwitch::openmm: return Row<PairSwitch::openmm, PairCoulomb::reaction_field>(job, row);
-    case PairSwitch::charmm: return Row<PairSwitch::charmm, PairCoulomb::reaction_field>(job, row);
-    default: return Row<PairSwitch::none, PairCoulomb::reaction_field>(job, row);
-  }
+  MolecularRowSums sums{};
+  with_law(job.switched, job.coulomb,
+           [&](auto s, auto c) { sums = Row<decltype(s)::value, decltype(c)::value>(job, row); });
+  return sums;
 }
 
 }  // namespace nbkit::md::HWY_NAMESPACE

@@ -20,7 +20,7 @@ struct MolecularRows {
   double length[3];
   double cutoff2;
   PairSwitch switched;
-  bool ewald;                  // PME's real-space Coulomb instead of the reaction field
+  PairCoulomb coulomb;
   MolecularPairConstants<double> k;
   double* force;               // the thread's force array, x, y, z interleaved: row j gets +f
 };

@@ -18,11 +18,17 @@ NonbondedSettings::Method parse_nonbonded_method(const std::string& name) {
 NonbondedSettings::CutoffStyle parse_cutoff_style(const std::string& name) {
   if (name == "openmm") return NonbondedSettings::CutoffStyle::openmm;
   if (name == "charmm") return NonbondedSettings::CutoffStyle::charmm;
-  throw Error("unknown cutoff style '" + name + "' (expected openmm or charmm)");
+  if (name == "shifted-force") return NonbondedSettings::CutoffStyle::shifted_force;
+  throw Error("unknown cutoff style '" + name + "' (expected openmm, charmm or shifted-force)");
 }
 
 std::string to_string(NonbondedSettings::CutoffStyle style) {
-  return style == NonbondedSettings::CutoffStyle::openmm ? "openmm" : "charmm";
+  switch (style) {
+    case NonbondedSettings::CutoffStyle::openmm: return "openmm";
+    case NonbondedSettings::CutoffStyle::charmm: return "charmm";
+    case NonbondedSettings::CutoffStyle::shifted_force: return "shifted-force";
+  }
+  return "?";
 }
 
 std::string to_string(NonbondedSettings::Method method) {

@@ -52,15 +52,16 @@ struct MolecularPairConstants {
   V switch_distance, switch_distance2, inverse_switch_width;
   V cutoff2, charmm_inverse_denominator;
   V ewald_alpha, ewald_gauss;
+  V inverse_cutoff;  // shifted-force Coulomb's 1 / rc
 };
 
 // Which Coulomb molecular_pair computes: with a reaction field (k_rf = c_rf = 0: plain), or
 // Ewald's real-space part (PME).
-enum class PairCoulomb { reaction_field, ewald };
+enum class PairCoulomb { reaction_field, ewald, shifted_force };
 
 // Which switching molecular_pair applies: none; OpenMM's, to Lennard-Jones; CHARMM's, to
-// Lennard-Jones and Coulomb both (LAMMPS's lj/charmm/coul/charmm).
-enum class PairSwitch { none, openmm, charmm };
+// Lennard-Jones and Coulomb both (LAMMPS's lj/charmm/coul/charmm), or to Lennard-Jones alone.
+enum class PairSwitch { none, openmm, charmm, charmm_lennard_jones };
 
 // Host and CUDA scalar arithmetic (float or double).
 template <class Real>

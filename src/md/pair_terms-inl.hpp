@@ -105,13 +105,14 @@ NBKIT_HOST_DEVICE void molecular_pair(const M& math, V r2, V c12, V c6, V qq, co
   lennard_jones(math, math.set(1.0) / r2, c12, c6, lj_energy, lj_force_over_r);
   if constexpr (Coulomb == PairCoulomb::ewald)
     (ewald_real_coulomb)(math, r2, qq, k.ewald_alpha, k.ewald_gauss, coulomb_energy, coulomb_force_over_r);
+  else if constexpr (Coulomb == PairCoulomb::shifted_force)
+    (shifted_force_coulomb)(math, r2, qq, k.inverse_cutoff, coulomb_energy, coulomb_force_over_r);
   else
     (reaction_field_coulomb)(math, r2, qq, k.k_rf, k.c_rf, coulomb_energy, coulomb_force_over_r);
   // (Parenthesised names: no argument-dependent lookup through MolecularPairConstants, whose
   // namespace holds the scalar copy of these functions when a SIMD file includes this one.)
   if constexpr (Switch == PairSwitch::openmm) (switch_pair)(math, r2, k, lj_energy, lj_force_over_r);
-  if constexpr (Switch == PairSwitch::charmm) {
+  if constexpr (Switch == PairSwitch::charmm || Switch == PairSwitch::charmm_lennard_jones)
     (charmm_switch)(math, r2, k, lj_energy, lj_force_over_r);
-    (charmm_switch)(math, r2, k, coulomb_energy, coulomb_force_over_r);
-  }
+  if constexpr (Switch == PairSwitch::charmm) (charmm_switch)(math, r2, k, coulomb_energy, coulomb_force_over_r);
 }

@@ -193,6 +193,12 @@ TEST(MolecularTerms, NonbondedPairByHandInEveryMethod) {
   e = evaluate(t, x, s).energy;
   EXPECT_NEAR(e.lennard_jones, lj * charmm, 1e-12);
   EXPECT_NEAR(e.coulomb, k * 0.5 * -0.4 / r * charmm, 1e-10);
+  // Shifted-force Coulomb, k q q (1/r - 1/rc + (r - rc)/rc^2), with CHARMM's switch on
+  // Lennard-Jones alone.
+  s.style = NonbondedSettings::CutoffStyle::shifted_force;
+  e = evaluate(t, x, s).energy;
+  EXPECT_NEAR(e.lennard_jones, lj * charmm, 1e-12);
+  EXPECT_NEAR(e.coulomb, k * 0.5 * -0.4 * (1 / r - 1.0 / 9 + (r - 9) / 81), 1e-10);
   s.style = NonbondedSettings::CutoffStyle::openmm;
   // Beyond the cutoff: nothing; across a periodic face: the minimum image.
   EXPECT_EQ(evaluate(t, {{0, 0, 0}, {9.5, 0, 0}}, s).energy.total(), 0);
@@ -235,6 +241,9 @@ TEST(MolecularTerms, EveryTermTogetherIsMinusTheGradient) {
   // pair's Coulomb: a finite difference meets it only if a pair sits within h of the cutoff;
   // the mesh, 49 points a side, stays small).
   s.method = Method::pme, s.style = NonbondedSettings::CutoffStyle::openmm, s.ewald_tolerance = 1e-5, s.cutoff = 7;
+  expect_forces_are_minus_gradient(t, x, s, PeriodicBox::from_edges({14.5, 15, 16}));
+  // Shifted-force Coulomb with CHARMM-switched Lennard-Jones (NAMD's switchdist).
+  s.method = Method::cutoff_periodic, s.style = NonbondedSettings::CutoffStyle::shifted_force, s.switch_distance = 5.5;
   expect_forces_are_minus_gradient(t, x, s, PeriodicBox::from_edges({14.5, 15, 16}));
 }
 
@@ -293,8 +302,10 @@ TEST(MolecularTerms, VirialIsMinusTheDerivativeOfUniformScaling) {
   std::vector<Vec3> x;
   const Topology t = chains(6, 13, x, 14.0);
   const PeriodicBox box = PeriodicBox::from_edges({16.5, 17, 18});
-  for (const int variant : {0, 1, 2}) {
-    const auto style = variant == 1 ? NonbondedSettings::CutoffStyle::charmm : NonbondedSettings::CutoffStyle::openmm;
+  for (const int variant : {0, 1, 2, 3}) {
+    const auto style = variant == 1   ? NonbondedSettings::CutoffStyle::charmm
+                       : variant == 3 ? NonbondedSettings::CutoffStyle::shifted_force
+                                      : NonbondedSettings::CutoffStyle::openmm;
     NonbondedSettings s;
     s.method = variant == 2 ? Method::pme : Method::cutoff_periodic, s.cutoff = 8, s.switch_distance = 6.5, s.style = style;
     auto energy_at = [&](double lambda) {
@@ -323,6 +334,7 @@ TEST(MolecularTerms, CpuMatchesReferenceInEveryMethod) {
     NonbondedSettings s;
     s.method = method, s.cutoff = 9.0;
     if (method == Method::pme) s.switch_distance = 7.5;
+    if (method == Method::cutoff_non_periodic) s.style = NonbondedSettings::CutoffStyle::shifted_force;
     if (method == Method::cutoff_non_periodic) s.switch_distance = 7.0;
     if (method == Method::cutoff_periodic) s.switch_distance = 7.5, s.style = NonbondedSettings::CutoffStyle::charmm;
     const auto reference = evaluate(t, x, s, Backend::reference, box);
@@ -373,10 +385,11 @@ TEST_P(MolecularBackends, MatchTheReferenceOnAProteinInEveryMethod) {
     for (const Vec3& p : c.positions) lo = std::min(lo, p[a]), hi = std::max(hi, p[a]);
     box.lo[a] = lo - 6, box.hi[a] = hi + 6;
   }
-  std::vector<NonbondedSettings> cases(4);
+  std::vector<NonbondedSettings> cases(5);
   cases[1].method = Method::cutoff_non_periodic, cases[1].cutoff = 9, cases[1].switch_distance = 7.5;
   cases[2].method = Method::cutoff_periodic, cases[2].cutoff = 10;
   cases[3] = cases[2], cases[3].switch_distance = 8, cases[3].style = NonbondedSettings::CutoffStyle::charmm;
+  cases[4] = cases[3], cases[4].style = NonbondedSettings::CutoffStyle::shifted_force;
   for (const NonbondedSettings& s : cases) {
     const auto reference = md::molecular_forces(t, c.positions, box, s, Backend::reference);
     const auto ours = md::molecular_forces(t, c.positions, box, s, GetParam(), 3);

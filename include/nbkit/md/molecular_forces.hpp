@@ -37,10 +37,12 @@ namespace nbkit::md {
 struct NonbondedSettings {
   enum class Method { no_cutoff, cutoff_non_periodic, cutoff_periodic, pme };
   // How pairs within a cutoff are summed: OpenMM's (Coulomb with a reaction field; Lennard-Jones
-  // cut, or switched by OpenMM's polynomial from switch_distance), or CHARMM's switch on both
+  // cut, or switched by OpenMM's polynomial from switch_distance), CHARMM's switch on both
   // Lennard-Jones and plain Coulomb from switch_distance (LAMMPS's lj/charmm/coul/charmm; the
-  // header of pair_terms-inl.hpp's charmm_switch has the formula).
-  enum class CutoffStyle { openmm, charmm };
+  // header of pair_terms-inl.hpp's charmm_switch has the formula), or shifted-force Coulomb,
+  // k q_i q_j (1/r - 1/rc + (r - rc)/rc^2) (energy and force zero at rc), with Lennard-Jones cut
+  // or, from switch_distance, switched by CHARMM's switch (NAMD's switchdist).
+  enum class CutoffStyle { openmm, charmm, shifted_force };
   Method method = Method::no_cutoff;
   CutoffStyle style = CutoffStyle::openmm;
   double cutoff = 10;                      // Angstrom (the cutoff methods)

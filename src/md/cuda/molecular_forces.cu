@@ -134,7 +134,7 @@ __global__ void pair14_terms(int n, const Pair14* term, DeviceImages im, const d
   const Pair14 p = term[t];
   const V3 d = im.separation(im.x[p.i] - im.x[p.j]);
   const double r2 = dot(d, d);
-  const MolecularPairConstants<double> plain{0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const MolecularPairConstants<double> plain{0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   double lj, lj_f, coulomb, coulomb_f;
   molecular_pair<PairSwitch::none>(ScalarPairMath<double>{}, r2, p.c12, p.c6,
                                    p.coulomb_scale * coulomb_k * charge[p.i] * charge[p.j], plain, lj, lj_f, coulomb,
@@ -157,7 +157,7 @@ struct PairTable {
 // A thread per atom i sums every other atom j's pair in increasing j (the excluded ones
 // skipped by a moving pointer), so its force is one fixed-order sum; each pair's energy and
 // virial are halved (every pair is met from both ends).
-template <PairSwitch Switch, bool Cut>
+template <PairSwitch Switch, PairCoulomb Coulomb, bool Cut>
 __global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, double* lj_out, double* coulomb_out,
                                 double* virial_out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -179,7 +179,8 @@ __global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, 
     if (Cut && !(r2 < p.cutoff2)) continue;
     const int pair = row + p.type[j];
     double lj, lj_f, coulomb, coulomb_f;
-    molecular_pair<Switch>(math, r2, p.c12[pair], p.c6[pair], qi * p.charge[j], p.k, lj, lj_f, coulomb, coulomb_f);
+    molecular_pair<Switch, Coulomb>(math, r2, p.c12[pair], p.c6[pair], qi * p.charge[j], p.k, lj, lj_f, coulomb,
+                                    coulomb_f);
     fi = fi + (lj_f + coulomb_f) * d;
     lj_sum += lj, coulomb_sum += coulomb, virial += (lj_f + coulomb_f) * r2;
   }
@@ -408,25 +409,26 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   }
   // The nonbonded law's constants, as molecular_forces.cpp sets them.
   PairTable table{s.charge.data(), s.type.data(), s.types, s.c12.data(), s.c6.data(), coulomb_k,
-                  settings.cutoff * settings.cutoff, {0, 0, 0, 0, 0, 0, 0, 0, 0}, s.excluded_first.data(),
+                  settings.cutoff * settings.cutoff, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, s.excluded_first.data(),
                   s.excluded.data()};
   const bool cut = settings.method != NonbondedSettings::Method::no_cutoff;
   PairSwitch switched;
-  table.k = molecular_pair_constants(settings, switched);
+  PairCoulomb coulomb_law;
+  table.k = molecular_pair_constants(settings, switched, coulomb_law);
   const int n = static_cast<int>(s.n);
   auto pairs = [&](auto kernel) {
     kernel<<<blocks(n), kThreads, 0, stream>>>(n, im, table, s.nonbonded_force.data(), s.atom_lj.data(),
                                                s.atom_coulomb.data(), s.atom_virial.data());
     NBKIT_CUDA_CHECK_LAUNCH();
   };
-  if (!cut)
-    pairs(nonbonded_pairs<PairSwitch::none, false>);
-  else if (switched == PairSwitch::openmm)
-    pairs(nonbonded_pairs<PairSwitch::openmm, true>);
-  else if (switched == PairSwitch::charmm)
-    pairs(nonbonded_pairs<PairSwitch::charmm, true>);
-  else
-    pairs(nonbonded_pairs<PairSwitch::none, true>);
+  if (!cut) {
+    pairs(nonbonded_pairs<PairSwitch::none, PairCoulomb::reaction_field, false>);
+  } else {
+    with_law(switched, coulomb_law, [&](auto sw, auto c) {
+      if constexpr (decltype(c)::value != PairCoulomb::ewald)  // refused in the constructor
+        pairs(nonbonded_pairs<decltype(sw)::value, decltype(c)::value, true>);
+    });
+  }
   gather_forces<<<blocks(n), kThreads, 0, stream>>>(n, s.nonbonded_force.data(), s.slot.data(), s.gather_first.data(),
                                                     s.gather_slots.data(), s.force.data());
   NBKIT_CUDA_CHECK_LAUNCH();
