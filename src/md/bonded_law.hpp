@@ -1,6 +1,6 @@
 #pragma once
 // The bonded terms of the biomolecular force fields, written once for the float64 reference, the
-// CPU and (issue 17's GPU part) the CUDA kernels, as pair_law.hpp is for the nonbonded pair:
+// CPU and the CUDA kernels, as pair_law.hpp is for the nonbonded pair:
 // positions in, the term's energy and the force on each of its atoms out. Energies are AMBER's
 // and CHARMM's, k (x - x0)^2 with no factor 1/2 (md/topology.hpp).
 //

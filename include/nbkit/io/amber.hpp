@@ -7,11 +7,12 @@
 // Read from a prmtop: atoms (names, residues, masses, charges / 18.2223, Lennard-Jones types with
 // the ACOEF/BCOEF pair table), bonds, angles, dihedrals (the fourth index negative: an improper;
 // the third negative: no 1-4 pair), SCEE_SCALE_FACTOR and SCNB_SCALE_FACTOR per dihedral type
-// (1.2 and 2.0 when absent, as AMBER's older files mean), the excluded-atoms list, and an
-// orthorhombic box. Refused with file, line and field: anything malformed; perturbation
-// (IFPERT), caps (IFCAP), extra points (NUMEXTRA: TIP4P/TIP5P virtual sites), polarisability,
-// 10-12 hydrogen-bond terms with nonzero coefficients, non-orthorhombic boxes, CHAMBER files
-// (CHARMM force fields converted by chamber) and CMAP sections (not evaluated yet: issue 17).
+// (1.2 and 2.0 when absent, as AMBER's older files mean), the excluded-atoms list, an
+// orthorhombic box, and ff19SB's CMAP sections (CMAP_COUNT, CMAP_RESOLUTION,
+// CMAP_PARAMETER_nn, CMAP_INDEX). Refused with file, line and field: anything malformed;
+// perturbation (IFPERT), caps (IFCAP), extra points (NUMEXTRA: TIP4P/TIP5P virtual sites),
+// polarisability, 10-12 hydrogen-bond terms with nonzero coefficients, non-orthorhombic boxes
+// and CHAMBER files (CHARMM force fields converted by chamber: read their psf and parameters).
 #include <string>
 #include <string_view>
 

@@ -5,7 +5,8 @@
 // ones: Angstrom, kcal/mol, e, g/mol, radians. Every harmonic constant is the AMBER/CHARMM one,
 // the energy being k (x - x0)^2 with no factor 1/2 (OpenMM's k is twice it).
 //
-// The readers fill this (io/amber.hpp for prmtop + inpcrd); the evaluators read it. Plain C++.
+// The readers fill this (io/amber.hpp, io/charmm.hpp, io/lammps_data.hpp); the evaluators read it.
+// Plain C++.
 #include <cstdint>
 #include <optional>
 #include <string>
