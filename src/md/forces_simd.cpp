@@ -8,6 +8,7 @@
 // atom pads the last vector, its lanes adding zero).
 #ifndef NBKIT_MD_SIMD_ONCE
 #define NBKIT_MD_SIMD_ONCE
+#include <cmath>
 #include <cstdint>
 
 #include "md/forces_simd.hpp"
@@ -24,17 +25,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 #include "md/pair_terms-inl.hpp"
 
-// pair_law.hpp's math policy on Highway vectors.
-template <class D>
-struct SimdPairMath {
-  D d;
-  HWY_INLINE hn::Vec<D> set(double v) const { return hn::Set(d, v); }
-  HWY_INLINE hn::Vec<D> below(hn::Vec<D> r2, hn::Vec<D> limit, hn::Vec<D> value) const {
-    return hn::IfThenElseZero(hn::Lt(r2, limit), value);
-  }
-  HWY_INLINE hn::Vec<D> sqrt(hn::Vec<D> v) const { return hn::Sqrt(v); }
-  HWY_INLINE hn::Vec<D> round(hn::Vec<D> v) const { return hn::Round(v); }  // half to even
-};
+#include "md/simd_pair_math-inl.hpp"
 
 RowSums LennardJonesRow(const LennardJonesRows& job, std::int64_t row) {
   const hn::ScalableTag<double> d;

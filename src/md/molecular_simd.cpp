@@ -25,28 +25,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 #include "md/pair_terms-inl.hpp"
 
-// pair_law.hpp's math policy on Highway vectors.
-template <class D>
-struct MolecularSimdMath {
-  D d;
-  HWY_INLINE hn::Vec<D> set(double v) const { return hn::Set(d, v); }
-  HWY_INLINE hn::Vec<D> below(hn::Vec<D> r2, hn::Vec<D> limit, hn::Vec<D> value) const {
-    return hn::IfThenElseZero(hn::Lt(r2, limit), value);
-  }
-  HWY_INLINE hn::Vec<D> sqrt(hn::Vec<D> v) const { return hn::Sqrt(v); }
-  HWY_INLINE hn::Vec<D> round(hn::Vec<D> v) const { return hn::Round(v); }  // half to even
-  // erfc and exp lane by lane through the C library (Ewald's real-space Coulomb: the float64
-  // answer, not an approximation; PME's pairs pay for it).
-  HWY_INLINE hn::Vec<D> erfc(hn::Vec<D> v) const { return lanewise(v, [](double x) { return std::erfc(x); }); }
-  HWY_INLINE hn::Vec<D> exp(hn::Vec<D> v) const { return lanewise(v, [](double x) { return std::exp(x); }); }
-  template <class F>
-  HWY_INLINE hn::Vec<D> lanewise(hn::Vec<D> v, F f) const {
-    HWY_ALIGN double lanes[HWY_MAX_BYTES / sizeof(double)];
-    hn::Store(v, d, lanes);
-    for (std::size_t l = 0; l < hn::Lanes(d); ++l) lanes[l] = f(lanes[l]);
-    return hn::Load(d, lanes);
-  }
-};
+#include "md/simd_pair_math-inl.hpp"
 
 template <PairSwitch Switch, PairCoulomb Coulomb>
 MolecularRowSums Row(const MolecularRows& job, std::int64_t row) {
@@ -55,7 +34,7 @@ MolecularRowSums Row(const MolecularRows& job, std::int64_t row) {
   const hn::Rebind<std::int32_t, decltype(d)> d32;  // the list's int32 entries
   using V = hn::Vec<decltype(d)>;
   const std::size_t lanes = hn::Lanes(d);
-  const MolecularSimdMath<decltype(d)> math{d};
+  const SimdPairMath<decltype(d)> math{d};
   const double* position = job.positions;
   const V xi = hn::Set(d, position[3 * row]), yi = hn::Set(d, position[3 * row + 1]), zi = hn::Set(d, position[3 * row + 2]);
   const V qi = hn::Set(d, job.charge[row]);
