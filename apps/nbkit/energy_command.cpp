@@ -29,7 +29,7 @@ struct EnergyArguments {
   std::vector<std::string> parameters;  // CHARMM parameter and stream files
   std::string box;                      // a,b,c (Angstrom): the periodic box, where the files give none
   std::string special_bonds;            // LAMMPS's special_bonds arguments, for a data file
-  std::string method = "auto", style = "openmm";
+  std::string method = "auto", style = "openmm", electrostatics, dispersion = "auto";
   double cutoff = 10, reaction_field_dielectric = 78.3, switch_distance = 0, ewald_tolerance = 5e-4;
   int pme_order = 5;
   RunOptions run;
@@ -45,7 +45,7 @@ bool is_lammps_data(const std::string& path) {
 struct Inputs {
   md::Topology topology;
   md::Coordinates coordinates;
-  bool lammps = false;
+  bool lammps = false, charmm = false;
 };
 
 md::Coordinates read_coordinates(const std::string& path, std::size_t atoms);
@@ -70,6 +70,7 @@ Inputs read_inputs(const std::string& topology, const std::string& coordinates,
     return in;
   }
   in.topology = io::read_molecular_topology(topology, parameters);
+  in.charmm = io::lower_extension(topology) == ".psf";
   if (coordinates.empty())
     throw Error(topology + ": needs a coordinate file (AMBER inpcrd or rst7, CHARMM crd, or PDB)");
   in.coordinates = read_coordinates(coordinates, in.topology.size());
@@ -103,16 +104,21 @@ void write_forces(const std::string& path, const md::MolecularForces& result, co
   });
 }
 
-md::NonbondedSettings settings_of(const EnergyArguments& args, const std::optional<PeriodicBox>& box, bool lammps,
+md::NonbondedSettings settings_of(const EnergyArguments& args, const std::optional<PeriodicBox>& box, const Inputs& in,
                                   std::string& notice_text) {
   md::NonbondedSettings s;
-  if (lammps) s.coulomb_constant = units::lammps_real::qqr2e;  // the program the file comes from
+  if (in.lammps) s.coulomb_constant = units::lammps_real::qqr2e;  // the program the file comes from
   s.style = md::parse_cutoff_style(args.style);
-  if (args.method == "auto") {
+  if (!args.electrostatics.empty()) {
+    for (const char* option : {"--nonbonded", "--cutoff-style"})
+      if (args.run.given.count(option))
+        throw Error(fmt::format("--electrostatics sets the method and the cutoff style: give it or {}, not both", option));
+    md::set_electrostatics(args.electrostatics, box.has_value(), s);
+  } else if (args.method == "auto") {
     s.method = box ? md::NonbondedSettings::Method::cutoff_periodic : md::NonbondedSettings::Method::no_cutoff;
     if (box)
       notice_text = "the system has a periodic box: cutoff-periodic with a reaction field (--nonbonded no-cutoff or "
-                    "cutoff to choose otherwise; particle-mesh Ewald is not written yet)";
+                    "cutoff to choose otherwise, --electrostatics pme for particle-mesh Ewald)";
   } else {
     s.method = md::parse_nonbonded_method(args.method);
   }
@@ -132,6 +138,18 @@ md::NonbondedSettings settings_of(const EnergyArguments& args, const std::option
   s.cutoff = args.cutoff;
   s.reaction_field_dielectric = args.reaction_field_dielectric;
   if (args.run.given.count("--switch-distance")) s.switch_distance = args.switch_distance;
+  // The tail correction as each format's own program has it: on for AMBER (and OpenMM), off for
+  // CHARMM (OpenMM's CharmmPsfFile, NAMD's LJcorrection) and LAMMPS (pair_modify tail no).
+  if (args.dispersion == "auto") {
+    s.dispersion_correction = !in.lammps && !in.charmm;
+  } else if (args.dispersion == "on" || args.dispersion == "off") {
+    s.dispersion_correction = args.dispersion == "on";
+    if (s.dispersion_correction && !s.periodic())
+      throw Error("--dispersion-correction on: the correction needs a periodic box (a periodic method)");
+  } else {
+    throw Error("--dispersion-correction: expected on, off or auto, not '" + args.dispersion + "'");
+  }
+  if (!s.periodic()) s.dispersion_correction = false;
   return s;
 }
 
@@ -154,7 +172,7 @@ int run_energy(const EnergyArguments& args) {
     box = PeriodicBox::from_edges(parse_triple(args.box, "--box", true));
   }
   std::string notice_text;
-  const md::NonbondedSettings settings = settings_of(args, box, in.lammps, notice_text);
+  const md::NonbondedSettings settings = settings_of(args, box, in, notice_text);
   notice(notice_text, args.run.quiet);
   const int threads = threads_option(args.run.threads, args.run.quiet);
   // auto: the CPU, whose cell list beats the GPU's every-pair test for a single evaluation,
@@ -175,7 +193,9 @@ int run_energy(const EnergyArguments& args) {
   if (!args.forces.empty()) write_forces(args.forces, result, what);
   nlohmann::json report = run_report("energy", args.run, used, detail, notice_text);
   report["input"] = {{"topology", args.topology}, {"coordinates", args.coordinates}, {"atoms", topology.size()}};
-  report["nonbonded"] = {{"method", md::to_string(settings.method)}};
+  report["nonbonded"] = {{"method", md::to_string(settings.method)},
+                         {"electrostatics", md::electrostatics_name(settings)},
+                         {"dispersion_correction", settings.dispersion_correction}};
   if (settings.method != md::NonbondedSettings::Method::no_cutoff) {
     report["nonbonded"]["cutoff"] = settings.cutoff;
     if (settings.method == md::NonbondedSettings::Method::pme) {
@@ -200,10 +220,10 @@ int run_energy(const EnergyArguments& args) {
   if (!args.forces.empty()) report["outputs"]["forces"] = args.forces;
   write_report(args.run.report, report);
   if (!args.run.quiet) {
-    fmt::print("{:<18} {:>20} {:>20}\n", "term", "kcal/mol", "kJ/mol");
+    fmt::print("{:<22} {:>20} {:>20}\n", "term", "kcal/mol", "kJ/mol");
     for (const auto& [name, value] : result.energy.named())
-      fmt::print("{:<18} {:>20.10f} {:>20.10f}\n", name, value, value * kKilojoulePerKcal);
-    fmt::print("{:<18} {:>20.10f} {:>20.10f}\n", "total", result.energy.total(),
+      fmt::print("{:<22} {:>20.10f} {:>20.10f}\n", name, value, value * kKilojoulePerKcal);
+    fmt::print("{:<22} {:>20.10f} {:>20.10f}\n", "total", result.energy.total(),
                result.energy.total() * kKilojoulePerKcal);
     fmt::print("nbkit energy: {}, {:.3f} s ({}, {})\n", what, seconds, to_string(used), detail);
   }
@@ -241,8 +261,15 @@ Action setup_energy(CLI::App& app) {
                  "CHARMM-GUI's box size)");
   app.add_option("--nonbonded", args->method,
                  "no-cutoff (every pair), cutoff (reaction field, no box), cutoff-periodic (reaction field, minimum "
-                 "images), pme (particle-mesh Ewald; CPU backends), or auto: cutoff-periodic when the files give a "
+                 "images), pme (particle-mesh Ewald), or auto: cutoff-periodic when the files give a "
                  "box, else no-cutoff")
+      ->capture_default_str();
+  app.add_option("--electrostatics", args->electrostatics,
+                 "the Coulomb treatment in one word, instead of --nonbonded and --cutoff-style: pme, reaction-field, "
+                 "shifted-force, coulomb (every pair, no cutoff) or none (no electrostatics)");
+  app.add_option("--dispersion-correction", args->dispersion,
+                 "the long-range Lennard-Jones (tail) correction of the periodic methods: on, off, or auto (on for "
+                 "AMBER files as in OpenMM and AMBER; off for CHARMM and LAMMPS files as in their programs)")
       ->capture_default_str();
   app.add_option("--cutoff", args->cutoff, "nonbonded cutoff (Angstrom)")->capture_default_str();
   app.add_option("--ewald-tolerance", args->ewald_tolerance,

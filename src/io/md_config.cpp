@@ -193,6 +193,8 @@ void read_system(const Config& c, md::Units units, const std::string& base, MdCo
     run.molecular_box = coordinates.box || topology.box;
     run.system = md::molecular_system(topology, coordinates);
     run.molecular = md::MolecularForceField{std::move(topology), {}};
+    // The tail correction as the format's program has it (md::NonbondedSettings): AMBER on, CHARMM off.
+    run.molecular->nonbonded.dispersion_correction = !c.find("system.psf");
   } else if (c.find("system.coordinates")) {
     c.fail(c.find("system.coordinates"), "system.coordinates", "coordinates go with system.prmtop or system.psf");
   } else if (c.find("system.data")) {
@@ -221,6 +223,7 @@ void read_system(const Config& c, md::Units units, const std::string& base, MdCo
       run.system = md::molecular_system(topology, coordinates);
       run.molecular = md::MolecularForceField{std::move(topology), {}};
       run.molecular->nonbonded.coulomb_constant = units::lammps_real::qqr2e;  // the program the file is from
+      run.molecular->nonbonded.dispersion_correction = false;                // LAMMPS's pair_modify tail no
     } else {
       if (c.find("system.special_bonds"))
         c.fail(c.find("system.special_bonds"), "system.special_bonds",
@@ -368,11 +371,20 @@ void read_nonbonded(const Config& c, MdConfig& run) {
   md::NonbondedSettings& s = run.molecular->nonbonded;
   if (c.find("pair")) c.fail(c.find("pair"), "pair", "a biomolecular system takes [nonbonded], not [pair]");
   const bool box = run.molecular_box;
+  if (c.find("nonbonded.electrostatics"))
+    for (const char* key : {"nonbonded.method", "nonbonded.cutoff_style"})
+      if (c.find(key))
+        c.fail(c.find(key), key, "electrostatics sets the method and the cutoff style: give it or this, not both");
   try {
-    s.method = md::parse_nonbonded_method(c.text("nonbonded.method", box ? "cutoff-periodic" : "no-cutoff"));
-    s.style = md::parse_cutoff_style(c.text("nonbonded.cutoff_style", "openmm"));
+    if (c.find("nonbonded.electrostatics")) {
+      md::set_electrostatics(c.text("nonbonded.electrostatics", std::nullopt), box, s);
+    } else {
+      s.method = md::parse_nonbonded_method(c.text("nonbonded.method", box ? "cutoff-periodic" : "no-cutoff"));
+      s.style = md::parse_cutoff_style(c.text("nonbonded.cutoff_style", "openmm"));
+    }
   } catch (const Error& e) {
-    c.fail(c.find("nonbonded"), "nonbonded", e.what());
+    c.fail(c.find("nonbonded.electrostatics") ? c.find("nonbonded.electrostatics") : c.find("nonbonded"), "nonbonded",
+           e.what());
   }
   const bool cut = s.method != md::NonbondedSettings::Method::no_cutoff;
   for (const char* key : {"nonbonded.cutoff", "nonbonded.switch_distance", "nonbonded.cutoff_style",
@@ -389,6 +401,12 @@ void read_nonbonded(const Config& c, MdConfig& run) {
   s.ewald_tolerance = c.number("nonbonded.ewald_tolerance", 5e-4, true);
   s.pme_order = static_cast<int>(c.integer("nonbonded.pme_order", 5, 4));
   if (s.pme_order > 6) c.fail(c.find("nonbonded.pme_order"), "nonbonded.pme_order", "expected 4, 5 or 6");
+  if (const toml::node* tail = c.find("nonbonded.dispersion_correction")) {
+    s.dispersion_correction = c.flag("nonbonded.dispersion_correction", true);
+    if (s.dispersion_correction && !s.periodic())
+      c.fail(tail, "nonbonded.dispersion_correction", "the correction needs a periodic box (a periodic method)");
+  }
+  if (!s.periodic()) s.dispersion_correction = false;
 }
 
 MdConfig parse_md_config(std::string_view text, const std::string& source, const std::string& base) {
@@ -396,8 +414,8 @@ MdConfig parse_md_config(std::string_view text, const std::string& source, const
   c.check_keys("", {"units", "system", "pair", "nonbonded", "neighbor", "run", "output"});
   c.check_keys("system", {"data", "lattice", "density", "cells", "temperature", "seed", "prmtop", "psf", "parameters",
                           "coordinates", "box", "special_bonds"});
-  c.check_keys("nonbonded", {"method", "cutoff", "switch_distance", "cutoff_style", "reaction_field_dielectric",
-                             "ewald_tolerance", "pme_order"});
+  c.check_keys("nonbonded", {"method", "electrostatics", "cutoff", "switch_distance", "cutoff_style",
+                             "reaction_field_dielectric", "ewald_tolerance", "pme_order", "dispersion_correction"});
   c.check_keys("pair", {"style", "cutoff", "shift", "mixing", "coeffs", "exclusions", "coulomb_cutoff", "dielectric"});
   c.check_keys("neighbor", {"skin"});
   c.check_keys("run", {"timestep", "steps", "thermo", "ensemble", "temperature", "damping", "seed"});

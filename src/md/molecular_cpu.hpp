@@ -11,6 +11,7 @@
 
 #include "nbkit/md.hpp"
 #include "md/bonded_law.hpp"
+#include "md/dispersion_correction.hpp"
 #include "nbkit/md/molecular_forces.hpp"
 
 namespace nbkit::md {
@@ -52,6 +53,7 @@ class MolecularCpuForces {
   ForceField reach_;    // the cutoff and the exclusions, as the list reads them
   std::unique_ptr<NeighborList> list_;
   std::unique_ptr<PmeCpu> pme_;
+  DispersionCorrection dispersion_;  // its coefficients, of the topology's type counts
   PeriodicBox pme_box_;  // the box the mesh was sized for
   std::int64_t builds_ = 0;
 };

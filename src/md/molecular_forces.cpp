@@ -290,6 +290,7 @@ void check_molecular_inputs(const Topology& t, const std::vector<Vec3>& x, const
                   " style changes plain Coulomb; with PME, switch Lennard-Jones in the openmm style");
     if (!(s.ewald_tolerance > 0 && s.ewald_tolerance < 0.5)) throw Error("the Ewald error tolerance must lie in (0, 0.5)");
     if (s.pme_order < 4 || s.pme_order > 6) throw Error(fmt::format("PME's B-spline order {}: 4, 5 or 6", s.pme_order));
+    if (!s.coulomb) throw Error("pme sums Coulomb: it cannot go with electrostatics turned off");
   }
   if (!s.periodic()) return;
   if (!box)
@@ -332,7 +333,7 @@ MolecularForces molecular_forces(const Topology& t, const std::vector<Vec3>& x, 
 MolecularCpuForces::MolecularCpuForces(const Topology& t, const NonbondedSettings& s, Backend backend, int threads,
                                        double skin)
     : t_(t), s_(s), backend_(backend), threads_(backend == Backend::reference ? 1 : resolve_threads(threads)),
-      skin_(skin) {
+      skin_(skin), dispersion_(dispersion_correction(t, s)) {
   if (!(skin >= 0) || !std::isfinite(skin)) throw Error("the neighbour skin must not be negative");
   reach_.cutoff = s.cutoff;
   reach_.exclusions.assign(t.exclusions.begin(), t.exclusions.end());
@@ -387,7 +388,7 @@ MolecularForces MolecularCpuForces::evaluate(const std::vector<Vec3>& x, const s
     im.periodic = true;
     for (int a = 0; a < 3; ++a) im.length[a] = box->length(a), im.inverse[a] = 1 / im.length[a];
   }
-  const double coulomb_k = s.coulomb_constant / s.dielectric;
+  const double coulomb_k = s.coulomb_k();
   std::vector<V3> f(t.size(), V3{0, 0, 0});
   MolecularForces out;
   add_bonded_terms(t, im, f, out.energy, out.virial);
@@ -417,6 +418,7 @@ MolecularForces MolecularCpuForces::evaluate(const std::vector<Vec3>& x, const s
     add_listed_pairs(t, list_for(x, periodic ? box : std::nullopt), pair, threads_, f, out.energy, out.virial);
 
   if (s.method == Method::pme) add_pme_terms(x, *box, f, out.energy, out.virial);
+  if (periodic) dispersion_.add_to(out, *box);
 
   out.force.resize(t.size());
   for (std::size_t i = 0; i < t.size(); ++i) out.force[i] = {f[i].x, f[i].y, f[i].z};
@@ -432,7 +434,7 @@ PmeParameters pme_parameters(const NonbondedSettings& s, const PeriodicBox& box)
 void MolecularCpuForces::add_pme_terms(const std::vector<Vec3>& x, const PeriodicBox& box, std::vector<V3>& f,
                                        EnergyTerms& e, double& virial) {
   const Topology& t = t_;
-  const double k = s_.coulomb_constant / s_.dielectric;
+  const double k = s_.coulomb_k();
   const EwaldParameters p = ewald_parameters(box, s_.cutoff, s_.ewald_tolerance);
   if (!pme_ || box.edges() != pme_box_.edges()) {
     pme_ = std::make_unique<PmeCpu>(p.pme_grid, s_.pme_order, p.alpha, threads_);

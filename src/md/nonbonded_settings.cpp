@@ -41,13 +41,44 @@ std::string to_string(NonbondedSettings::Method method) {
   return "?";
 }
 
+void set_electrostatics(const std::string& name, bool box, NonbondedSettings& s) {
+  using Method = NonbondedSettings::Method;
+  using Style = NonbondedSettings::CutoffStyle;
+  const Method cut = box ? Method::cutoff_periodic : Method::cutoff_non_periodic;
+  if (name == "pme") {
+    if (!box) throw Error("electrostatics pme needs a periodic box: neither the files nor the options give one");
+    s.method = Method::pme, s.style = Style::openmm;
+  } else if (name == "reaction-field") {
+    s.method = cut, s.style = Style::openmm;
+  } else if (name == "shifted-force") {
+    s.method = cut, s.style = Style::shifted_force;
+  } else if (name == "none") {
+    s.method = cut, s.style = Style::openmm, s.coulomb = false;
+  } else if (name == "coulomb") {
+    s.method = Method::no_cutoff, s.style = Style::openmm;
+  } else if (name == "msm") {
+    throw Error("electrostatics msm: multilevel summation gives maps (nbkit map --method msm) but not yet forces on "
+                "atoms; use pme");
+  } else {
+    throw Error("unknown electrostatics '" + name + "' (expected pme, reaction-field, shifted-force, coulomb or none)");
+  }
+}
+
+std::string electrostatics_name(const NonbondedSettings& s) {
+  using Style = NonbondedSettings::CutoffStyle;
+  if (!s.coulomb) return "none";
+  if (s.method == NonbondedSettings::Method::no_cutoff) return "coulomb";
+  if (s.method == NonbondedSettings::Method::pme) return "pme";
+  return s.style == Style::openmm ? "reaction-field" : s.style == Style::charmm ? "charmm-switch" : "shifted-force";
+}
+
 double EnergyTerms::total() const {
   double sum = 0;
   for (const auto& [name, value] : named()) sum += value;
   return sum;
 }
 
-std::array<std::pair<const char*, double>, 11> EnergyTerms::named() const {
+std::array<std::pair<const char*, double>, 12> EnergyTerms::named() const {
   return {{{"bond", bond},
            {"angle", angle},
            {"urey_bradley", urey_bradley},
@@ -58,7 +89,8 @@ std::array<std::pair<const char*, double>, 11> EnergyTerms::named() const {
            {"coulomb", coulomb},
            {"lennard_jones_14", lennard_jones_14},
            {"coulomb_14", coulomb_14},
-           {"coulomb_reciprocal", coulomb_reciprocal}}};
+           {"coulomb_reciprocal", coulomb_reciprocal},
+           {"dispersion_correction", dispersion_correction}}};
 }
 
 }  // namespace nbkit::md

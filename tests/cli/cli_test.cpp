@@ -504,15 +504,67 @@ TEST(Cli, EnergyAndMdOfACharmmPsf) {
   }
   write_text(dir.file("butane.toml"), "[system]\npsf = \"" + psf + "\"\nparameters = [\"" + prm + "\"]\ncoordinates = \"" +
                                           crd + "\"\nbox = [20.0, 20.0, 20.0]\ntemperature = 300\n"
-                                          "[nonbonded]\ncutoff = 8.0\n[run]\ntimestep = 0.5\nsteps = 20\nthermo = 10\n");
+                                          "[nonbonded]\nelectrostatics = \"pme\"\ncutoff = 8.0\n"
+                                          "dispersion_correction = true\n[run]\ntimestep = 0.5\nsteps = 20\nthermo = 10\n");
   const Result md = run_nbkit("md " + dir.file("butane.toml") + " -q -o " + dir.file("out"));
   ASSERT_EQ(md.status, 0) << md.output;
   std::ifstream thermo(dir.file("out/thermo.csv"));
-  std::string header;
+  std::string header, row;
   while (std::getline(thermo, header) && !header.empty() && header[0] == '#') {
   }
   EXPECT_TRUE(contains(header, "cmap")) << header;
+  ASSERT_TRUE(std::getline(thermo, row));
+  const std::string tail = row.substr(row.rfind(',') + 1), mesh = row.substr(0, row.rfind(','));
+  EXPECT_LT(std::stod(tail), 0.0) << header << "\n" << row;  // the dispersion correction, asked for
+  EXPECT_NE(std::stod(mesh.substr(mesh.rfind(',') + 1)), 0.0) << row;  // PME's reciprocal terms
+  write_text(dir.file("both.toml"), "[system]\npsf = \"" + psf + "\"\nparameters = [\"" + prm + "\"]\ncoordinates = \"" +
+                                        crd + "\"\nbox = [20.0, 20.0, 20.0]\n[nonbonded]\nelectrostatics = \"pme\"\n"
+                                        "method = \"cutoff-periodic\"\n[run]\nsteps = 2\n");
+  const Result both = run_nbkit("md " + dir.file("both.toml") + " -q -o " + dir.file("both"));
+  EXPECT_NE(both.status, 0);
+  EXPECT_TRUE(contains(both.output, "electrostatics sets the method")) << both.output;
   EXPECT_TRUE(std::filesystem::exists(dir.file("out/final.rst7")));
+}
+
+// --electrostatics names the Coulomb treatment in one word; --dispersion-correction turns the
+// Lennard-Jones tail on and off (off by default for a LAMMPS data file, as in LAMMPS). On a GPU,
+// PME gives the CPU's energies.
+TEST(Cli, EnergyElectrostaticsWordsAndTheDispersionCorrection) {
+  nbkit::test::ScratchDir dir;
+  const std::string chain = nbkit::test::test_data_file("chain.data");
+  auto energy_of = [&](const std::string& options, const std::string& name) {
+    const Result r = run_nbkit("energy " + chain + " --cutoff 9 " + options + " -q --report " + dir.file(name));
+    EXPECT_EQ(r.status, 0) << options << "\n" << r.output;
+    return nlohmann::json::parse(std::ifstream(dir.file(name)));
+  };
+  const auto rf = energy_of("--electrostatics reaction-field", "rf.json");
+  EXPECT_EQ(rf["nonbonded"]["method"], "cutoff-periodic");
+  EXPECT_EQ(rf["nonbonded"]["dispersion_correction"], false);
+  EXPECT_EQ(rf["energy_kcal_per_mol"]["dispersion_correction"].get<double>(), 0.0);
+  const auto none = energy_of("--electrostatics none", "none.json");
+  EXPECT_EQ(none["nonbonded"]["electrostatics"], "none");
+  EXPECT_EQ(none["energy_kcal_per_mol"]["coulomb"].get<double>(), 0.0);
+  EXPECT_EQ(none["energy_kcal_per_mol"]["coulomb_14"].get<double>(), 0.0);
+  EXPECT_NE(rf["energy_kcal_per_mol"]["coulomb_14"].get<double>(), 0.0);
+  EXPECT_EQ(none["energy_kcal_per_mol"]["lennard_jones"], rf["energy_kcal_per_mol"]["lennard_jones"]);
+  const auto pme = energy_of("--electrostatics pme --dispersion-correction on", "pme.json");
+  EXPECT_EQ(pme["nonbonded"]["method"], "pme");
+  EXPECT_LT(pme["energy_kcal_per_mol"]["dispersion_correction"].get<double>(), 0.0);
+  EXPECT_NE(pme["energy_kcal_per_mol"]["coulomb_reciprocal"].get<double>(), 0.0);
+  for (const char* refused : {"--electrostatics pme --nonbonded cutoff", "--electrostatics msm",
+                              "--electrostatics ewald", "--nonbonded no-cutoff --dispersion-correction on",
+                              "--dispersion-correction maybe"}) {
+    const Result r = run_nbkit("energy " + chain + " " + refused);
+    EXPECT_NE(r.status, 0) << refused;
+    EXPECT_TRUE(contains(r.output, refused[2] == 'e' ? "electrostatics" : "dispersion")) << refused << r.output;
+  }
+  if (!nbkit::list_gpus().empty()) {
+    const auto gpu = energy_of("--electrostatics pme --dispersion-correction on --backend cuda", "pme-gpu.json");
+    for (const auto& [term, value] : pme["energy_kcal_per_mol"].items())
+      EXPECT_NEAR(gpu["energy_kcal_per_mol"][term].get<double>(), value.get<double>(),
+                  1e-9 * (1 + std::abs(value.get<double>())))
+          << term;
+  }
 }
 
 TEST(Cli, EnergyAndMdOfAMolecularDataFile) {
@@ -564,7 +616,7 @@ TEST(Cli, EnergyAndMdOfAMolecularDataFile) {
   std::getline(thermo, line);  // the comment
   std::getline(thermo, line);
   EXPECT_EQ(line, "step,temperature,potential,kinetic,total,pressure,bond,angle,urey_bradley,dihedral,improper,cmap,"
-                  "lennard_jones,coulomb,lennard_jones_14,coulomb_14,coulomb_reciprocal");
+                  "lennard_jones,coulomb,lennard_jones_14,coulomb_14,coulomb_reciprocal,dispersion_correction");
   const nbkit::md::Coordinates restart = nbkit::io::read_inpcrd(dir.file("out/final.rst7"), 5);
   EXPECT_EQ(restart.velocities.size(), 5u);
   ASSERT_TRUE(restart.box);

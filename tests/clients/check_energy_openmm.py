@@ -15,10 +15,12 @@ so both programs start from the same bytes, and each force term gets its own for
     exceptions zeroed (ordinary pairs), the particles zeroed (1-4 pairs), and the charges
     zeroed in each (Lennard-Jones alone).
 Cases: no-cutoff (vacuum), cutoff with a reaction field and Lennard-Jones switching (vacuum),
-cutoff-periodic with a reaction field (solvated; OpenMM's long-range dispersion correction off,
-as nbkit has none yet), and particle-mesh Ewald (solvated, tolerance 5e-4, order 5: OpenMM's
-alpha and 61^3 mesh, which nbkit derives the same way; Lennard-Jones switched from 7.5 A). Each
-on nbkit's reference and cpu backends.
+cutoff-periodic with a reaction field (solvated), and particle-mesh Ewald (solvated, tolerance
+5e-4, order 5: OpenMM's alpha and 61^3 mesh, which nbkit derives the same way; Lennard-Jones
+switched from 7.5 A). The periodic cases carry the long-range dispersion correction, on by
+default in both programs for AMBER files (a term of its own: OpenMM's energy with it on minus
+with it off; with the switch, the integral over the switched shell too). Each on nbkit's
+reference and cpu backends.
 
 Tolerances (the issue's): every term to 1e-6 relative in float64 (of the term, or of 1 kcal/mol
 for terms near zero), forces to 1e-6 relative RMS. Both programs compute in float64; they differ

@@ -15,7 +15,7 @@ import openmm.unit as unit
 
 PQR = "/usr/share/apbs/examples/FKBP/1d7h-min.pqr"
 KCAL = unit.kilocalorie_per_mole
-NONBONDED_TERMS = ["lennard_jones", "coulomb", "lennard_jones_14", "coulomb_14"]
+NONBONDED_TERMS = ["lennard_jones", "coulomb", "lennard_jones_14", "coulomb_14", "dispersion_correction"]
 
 
 def heavy_atom_pdb(path):
@@ -39,13 +39,8 @@ def copy(force):
 
 
 def copy_system(system):
-    """`system` with NonbondedForce's long-range dispersion correction off (nbkit has none
-    before issue 18)."""
-    total = copy(system)
-    for f in total.getForces():
-        if isinstance(f, openmm.NonbondedForce):
-            f.setUseDispersionCorrection(False)
-    return total
+    """A copy of `system` (its forces as they are, the dispersion correction included)."""
+    return copy(system)
 
 
 def system_with(system, *forces):
@@ -62,12 +57,14 @@ def system_with(system, *forces):
 def nonbonded_parts(system, nonbonded, custom_lj=None):
     """Systems whose energies give the four nonbonded terms: copies of the NonbondedForce with
     the exceptions zeroed (ordinary pairs), the particles zeroed (1-4 pairs), the charges
-    zeroed in each (Lennard-Jones alone). `custom_lj`: a CustomNonbondedForce that carries the
-    ordinary pairs' Lennard-Jones (CHARMM's NBFIX tables), added to the ordinary pairs' parts."""
+    zeroed in each (Lennard-Jones alone), and the Lennard-Jones copy with the long-range dispersion
+    correction as `nonbonded` has it ("lennard_jones_tail"; energies() takes the difference).
+    `custom_lj`: a CustomNonbondedForce that carries the ordinary pairs' Lennard-Jones (CHARMM's
+    NBFIX tables), added to the ordinary pairs' parts."""
 
-    def variant(particles, exceptions, charges, exception_charges):
+    def variant(particles, exceptions, charges, exception_charges, tail=False):
         f = copy(nonbonded)
-        f.setUseDispersionCorrection(False)
+        f.setUseDispersionCorrection(tail and nonbonded.getUseDispersionCorrection())
         for i in range(f.getNumParticles()):
             q, sigma, epsilon = f.getParticleParameters(i)
             f.setParticleParameters(i, q if (particles and charges) else 0 * q, sigma, epsilon if particles else 0 * epsilon)
@@ -79,8 +76,10 @@ def nonbonded_parts(system, nonbonded, custom_lj=None):
 
     extra = [copy(custom_lj)] if custom_lj is not None else []
     extra2 = [copy(custom_lj)] if custom_lj is not None else []
+    extra3 = [copy(custom_lj)] if custom_lj is not None else []
     return {"pairs": system_with(system, variant(True, False, True, True), *extra),
             "lennard_jones": system_with(system, variant(True, False, False, True), *extra2),
+            "lennard_jones_tail": system_with(system, variant(True, False, False, True, tail=True), *extra3),
             "pairs14": system_with(system, variant(False, True, True, True)),
             "lennard_jones_14": system_with(system, variant(False, True, True, False))}
 
@@ -100,6 +99,7 @@ def energies(parts, positions, total_system):
             forces = state.getForces(asNumpy=True).value_in_unit(KCAL / unit.angstrom)
     values["coulomb"] = values.pop("pairs") - values["lennard_jones"]
     values["coulomb_14"] = values.pop("pairs14") - values["lennard_jones_14"]
+    values["dispersion_correction"] = values.pop("lennard_jones_tail") - values["lennard_jones"]
     return values, np.asarray(forces)
 
 

@@ -5,6 +5,7 @@
 // tests/clients/check_energy_openmm.py.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <numbers>
@@ -296,6 +297,65 @@ TEST(MolecularTerms, PmeMatchesTheEwaldSum) {
   }
 }
 
+// The long-range dispersion correction (md/dispersion_correction.hpp) summed here another way:
+// over every pair of atoms i <= j (OpenMM's weighting, N (N + 1) / 2 pairs whatever the types),
+// each pair's integral taken by Simpson's rule on 20,000 intervals with OpenMM's switch written
+// out here (S, and S' for the virial), beyond rc analytically. Simpson's error at this step is
+// ~1e-15 of the integral; 1e-10 relative leaves room for the sums' rounding only.
+TEST(MolecularTerms, DispersionCorrectionIsTheTailOfTheLennardJonesIntegral) {
+  std::vector<Vec3> x;
+  const Topology t = chains(9, 21, x, 20.0);
+  const PeriodicBox box = PeriodicBox::from_edges({20.0, 21.0, 22.0});
+  for (const bool switched : {false, true}) {
+    NonbondedSettings s;
+    s.method = Method::cutoff_periodic, s.cutoff = 9;
+    if (switched) s.switch_distance = 7.5;
+    const double rc = 9, rs = switched ? 7.5 : 9;
+    auto integrals = [&](double c12, double c6) {  // {int r^2 (U - U_used), int r^2 (rF - rF_used)} from rs
+      double e = c12 / (9 * std::pow(rc, 9)) - c6 / (3 * std::pow(rc, 3));
+      double w = 4 * c12 / (3 * std::pow(rc, 9)) - 2 * c6 / std::pow(rc, 3);
+      const int steps = 20000;
+      const double h = (rc - rs) / steps;
+      for (int k = 0; switched && k <= steps; ++k) {
+        const double r = rs + k * h, xs = (r - rs) / (rc - rs);
+        const double sw = 1 - 10 * std::pow(xs, 3) + 15 * std::pow(xs, 4) - 6 * std::pow(xs, 5);
+        const double dsw = (-30 * xs * xs + 60 * std::pow(xs, 3) - 30 * std::pow(xs, 4)) / (rc - rs);
+        const double u = c12 / std::pow(r, 12) - c6 / std::pow(r, 6);
+        const double rf = 12 * c12 / std::pow(r, 12) - 6 * c6 / std::pow(r, 6);  // r . F = -r dU/dr
+        const double rf_used = sw * rf - r * dsw * u;
+        const double simpson = (k == 0 || k == steps) ? 1 : (k % 2 ? 4 : 2);
+        e += h / 3 * simpson * r * r * (1 - sw) * u;
+        w += h / 3 * simpson * r * r * (rf - rf_used);
+      }
+      return std::array<double, 2>{e, w};
+    };
+    double e_sum = 0, w_sum = 0;
+    const std::size_t n = t.size();
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = i; j < n; ++j) {
+        const std::size_t pair = static_cast<std::size_t>(t.lj_type[i]) * t.lj_types + t.lj_type[j];
+        const auto [e, w] = integrals(t.c12[pair], t.c6[pair]);
+        e_sum += e, w_sum += w;
+      }
+    const double nn = static_cast<double>(n), v = box.volume();
+    const double expected_e = 2 * pi * nn * nn / v * e_sum / (nn * (nn + 1) / 2);
+    const double expected_w = 2 * pi * nn * nn / v * w_sum / (nn * (nn + 1) / 2);
+    const MolecularForces with = evaluate(t, x, s, Backend::reference, box);
+    s.dispersion_correction = false;
+    const MolecularForces without = evaluate(t, x, s, Backend::reference, box);
+    EXPECT_LT(expected_e, 0.0);  // attraction dominates beyond 7.5 A
+    EXPECT_NEAR(with.energy.dispersion_correction, expected_e, 1e-10 * std::abs(expected_e)) << switched;
+    EXPECT_NEAR(with.virial - without.virial, expected_w, 1e-10 * std::abs(expected_w)) << switched;
+    EXPECT_EQ(without.energy.dispersion_correction, 0.0);
+    EXPECT_EQ(with.energy.total() - with.energy.dispersion_correction, without.energy.total());
+    for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(with.force[i], without.force[i]);  // a constant of the positions
+  }
+  // Only the periodic methods have a volume to spread the tail over.
+  NonbondedSettings cut;
+  cut.method = Method::cutoff_non_periodic, cut.cutoff = 9;
+  EXPECT_EQ(evaluate(t, x, cut).energy.dispersion_correction, 0.0);
+}
+
 // The virial (the pressure's) is -dU/dlambda for every position and the box scaled by lambda:
 // each pair's and each bonded term's r . f, checked by central differences in every method.
 TEST(MolecularTerms, VirialIsMinusTheDerivativeOfUniformScaling) {
@@ -308,6 +368,7 @@ TEST(MolecularTerms, VirialIsMinusTheDerivativeOfUniformScaling) {
                                       : NonbondedSettings::CutoffStyle::openmm;
     NonbondedSettings s;
     s.method = variant == 2 ? Method::pme : Method::cutoff_periodic, s.cutoff = 8, s.switch_distance = 6.5, s.style = style;
+    s.dispersion_correction = false;  // its virial is the left-out pairs' (DispersionCorrectionIsTheTail...)
     auto energy_at = [&](double lambda) {
       std::vector<Vec3> scaled = x;
       for (Vec3& p : scaled) p = lambda * p;

@@ -22,7 +22,7 @@
 // rs and rc. Excluded pairs get nothing; 1-4 pairs get plain Coulomb and their own
 // Lennard-Jones whatever their distance (AMBER, CHARMM and OpenMM do the same); with PME their
 // Coulomb and that of every excluded pair is also taken out of the mesh's sum (the erf part).
-// The long-range dispersion correction is issue 18's, still to come.
+// The periodic methods add the long-range dispersion correction (dispersion_correction below).
 #include <array>
 #include <optional>
 #include <string>
@@ -55,6 +55,18 @@ struct NonbondedSettings {
   // PME: the Ewald error tolerance (OpenMM's default) and the B-spline order (4..6; OpenMM's 5).
   double ewald_tolerance = 5e-4;
   int pme_order = 5;
+  // The long-range dispersion (Lennard-Jones tail) correction of the periodic methods: the
+  // energy and pressure of the Lennard-Jones pairs beyond the cutoff (and the switch), as if the
+  // atoms were spread evenly there (md/dispersion_correction.hpp). On by default as in OpenMM's
+  // NonbondedForce and AMBER; the front ends turn it off for CHARMM and LAMMPS inputs, whose
+  // programs leave it off unless asked (OpenMM's CharmmPsfFile, NAMD's LJcorrection, LAMMPS's
+  // pair_modify tail).
+  bool dispersion_correction = true;
+  // Electrostatics at all: false leaves every Coulomb term out (`electrostatics = "none"`:
+  // Lennard-Jones and the bonded terms alone).
+  bool coulomb = true;
+  // k / eps of a pair's k q_i q_j / (eps r), zero without electrostatics.
+  double coulomb_k() const { return coulomb ? coulomb_constant / dielectric : 0.0; }
   bool periodic() const { return method == Method::cutoff_periodic || method == Method::pme; }
 };
 // PME's Ewald alpha (1/A) and mesh for these settings in `box`, as OpenMM derives them from the
@@ -68,6 +80,15 @@ NonbondedSettings::CutoffStyle parse_cutoff_style(const std::string& name);  // 
 std::string to_string(NonbondedSettings::CutoffStyle style);
 NonbondedSettings::Method parse_nonbonded_method(const std::string& name);  // "no-cutoff", "cutoff", "cutoff-periodic", "pme"
 std::string to_string(NonbondedSettings::Method method);
+// The front ends' one word for the electrostatics (`nbkit energy --electrostatics`, `[nonbonded]
+// electrostatics`), onto the method and style of `s`: "pme"; "reaction-field" (cutoff-periodic
+// with a box, else cutoff; the openmm style); "shifted-force" (the same methods, that style);
+// "none" (no Coulomb at all; Lennard-Jones cut as cutoff-periodic or cutoff); "coulomb" (plain
+// Coulomb between every pair, no cutoff, no box). "msm" is refused until multilevel summation
+// gives forces. Throws nbkit::Error for another word or pme without a box.
+void set_electrostatics(const std::string& name, bool box, NonbondedSettings& s);
+// The word for the settings (the reports): one of the above, or "charmm-switch" for the charmm style.
+std::string electrostatics_name(const NonbondedSettings& s);
 
 // Each force term's energy (kcal/mol).
 struct EnergyTerms {
@@ -76,9 +97,11 @@ struct EnergyTerms {
   // PME's terms beyond the pairs: the mesh's sum, the self energy, the excluded pairs' erf part
   // and a net charge's neutralising background (zero for the other methods).
   double coulomb_reciprocal = 0;
+  // The long-range dispersion correction (NonbondedSettings::dispersion_correction).
+  double dispersion_correction = 0;
   double total() const;
-  // The terms in print order with their names ("bond", ..., "coulomb_reciprocal"), without the total.
-  std::array<std::pair<const char*, double>, 11> named() const;
+  // The terms in print order with their names ("bond", ..., "dispersion_correction"), without the total.
+  std::array<std::pair<const char*, double>, 12> named() const;
 };
 
 struct MolecularForces {

@@ -11,6 +11,7 @@
 #include "cuda/stream.hpp"
 #include "md/bonded_law.hpp"
 #include "md/cmap.hpp"
+#include "md/dispersion_correction.hpp"
 #include "md/molecular_gpu.hpp"
 #include "md/molecular_pair_constants.hpp"
 #include "md/pair_law.hpp"
@@ -254,6 +255,7 @@ struct MolecularGpuForces::State {
   DeviceBuffer<int> cmap_size;
   DeviceBuffer<Range> ranges;
   int types = 0;
+  DispersionCorrection dispersion;
   cuda::Stream stream;
 };
 
@@ -270,6 +272,7 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   NBKIT_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
   s.name = properties.name;
   s.settings = settings;
+  s.dispersion = dispersion_correction(t, settings);
   s.n = static_cast<std::int64_t>(t.size());
   if (s.n >= (std::int64_t{1} << 30)) throw Error("the GPU's molecular forces handle fewer than 2^30 atoms");
   s.types = t.lj_types;
@@ -394,7 +397,7 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   launch(3, periodic_torsion_terms, s.dihedrals.data());
   launch(4, periodic_torsion_terms, s.periodic_impropers.data());
   launch(5, harmonic_improper_terms, s.harmonic_impropers.data());
-  const double coulomb_k = settings.coulomb_constant / settings.dielectric;
+  const double coulomb_k = settings.coulomb_k();
   if (s.count[6] > 0) {
     pair14_terms<<<blocks(s.count[6]), kThreads, 0, stream>>>(static_cast<int>(s.count[6]), s.pairs14.data(), im,
                                                                 s.charge.data(), coulomb_k, out(6),
@@ -446,6 +449,7 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   e.lennard_jones_14 = sums[lj14], e.coulomb_14 = sums[coulomb14], e.cmap = sums[cmap];
   e.lennard_jones = sums[lj], e.coulomb = sums[coulomb];
   result.virial = sums[term_virial] + sums[pair_virial];
+  if (periodic) s.dispersion.add_to(result, *box);
   return result;
 }
 
