@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <type_traits>
 
 #include "md/bonded_law.hpp"
@@ -444,26 +445,20 @@ void MolecularCpuForces::add_pme_terms(const std::vector<Vec3>& x, const Periodi
   double energy = mesh.energy;
   virial += mesh.virial;
   for (std::size_t i = 0; i < t.size(); ++i) f[i] = f[i] + V3{mesh.force[i].x, mesh.force[i].y, mesh.force[i].z};
-  // Self energy and a net charge's neutralising background (Essmann et al. eq. 2.5; the
-  // background scales as 1/V, so its virial -dE/dlambda is 3 E).
-  double q_sum = 0, q2_sum = 0;
-  for (double q : t.charge) q_sum += q, q2_sum += q * q;
-  const double pi = 3.14159265358979323846;
-  energy -= k * p.alpha / std::sqrt(pi) * q2_sum;
-  const double background = -k * pi * q_sum * q_sum / (2 * box.volume() * p.alpha * p.alpha);
-  energy += background;
-  virial += 3 * background;
+  const PmeConstantTerms constant = pme_constant_terms(t.charge, k, p.alpha, box.volume());
+  energy += constant.energy;
+  virial += constant.virial;
+  const double pi = std::numbers::pi;
   // Every excluded pair (1-2, 1-3, 1-4) is in the mesh's sum: its nearest image's erf part out.
   Images im{x, true, {box.length(0), box.length(1), box.length(2)},
             {1 / box.length(0), 1 / box.length(1), 1 / box.length(2)}, {}};
   const double gauss = 2 * p.alpha / std::sqrt(pi);
   for (const auto& [i, j] : t.exclusions) {
     const V3 d = im.separation(im.at(i) - im.at(j));
-    const double r2 = dot(d, d), r = std::sqrt(r2);
-    const double qq = k * t.charge[i] * t.charge[j];
-    const double erf_r = std::erf(p.alpha * r) / r;
-    energy -= qq * erf_r;
-    const double force_over_r = -qq * (erf_r - gauss * std::exp(-p.alpha * p.alpha * r2)) / r2;
+    const double r2 = dot(d, d);
+    double pair_energy, force_over_r;
+    ewald_excluded_pair(im.math, r2, k * t.charge[i] * t.charge[j], p.alpha, gauss, pair_energy, force_over_r);
+    energy += pair_energy;
     f[i] = f[i] + force_over_r * d, f[j] = f[j] - force_over_r * d;
     virial += force_over_r * r2;
   }

@@ -4,9 +4,10 @@
 // molecular_forces(..., Backend::cuda) and the molecular engine's cuda backend call. Every sum
 // has a fixed order (each bonded term writes its atoms' forces to slots of its own, gathered
 // per atom in a fixed order; each atom sums its nonbonded pairs itself; energies are reduced by
-// fixed trees), so an evaluation is the same bits every time on the same GPU. The nonbonded
-// pairs are found by testing every pair (a thread per atom): O(N^2), for the correctness of the
-// GPU path first; the cell list of the Lennard-Jones engine is the next step. Internal; no CUDA
+// fixed trees; PME's mesh is spread in fixed point: md/cuda/pme.cuh), so an evaluation is the
+// same bits every time on the same GPU. The nonbonded pairs are found by testing every pair (a
+// thread per atom): O(N^2), for the correctness of the GPU path first; the cell list of the
+// Lennard-Jones engine is the next step. Internal; no CUDA
 // in this header (the state is opaque). Builds without CUDA throw from the constructor.
 #include <memory>
 #include <optional>

@@ -80,6 +80,10 @@ struct ScalarPairMath {
     using std::exp;
     return exp(v);
   }
+  NBKIT_HOST_DEVICE Real erf(Real v) const {  // scalar only: PME's excluded pairs (ewald_excluded_pair)
+    using std::erf;
+    return erf(v);
+  }
   // Round half to even (the GPU's rint, the CPU's nearbyint in the default rounding mode,
   // Highway's Round): one rule for the minimum image everywhere.
   NBKIT_HOST_DEVICE Real round(Real v) const {

@@ -65,6 +65,18 @@ NBKIT_HOST_DEVICE void ewald_real_coulomb(const M& math, V r2, V qq, V alpha, V 
   force_over_r = qq * (screened + gauss * math.exp(math.set(0.0) - alpha * alpha * r2)) / r2;
 }
 
+// PME's correction for an excluded pair (1-2, 1-3, 1-4; Essmann et al. eq. 2.3): the mesh sums
+// every pair, so the pair's k q_i q_j erf(alpha r) / r is taken back out at its nearest image:
+// energy -qq erf(alpha r) / r, force / r = -qq (erf(alpha r) / r - gauss exp(-alpha^2 r^2)) / r^2
+// (gauss = 2 alpha / sqrt(pi)). The CPU (molecular_forces.cpp) and the GPU's pair kernel call it.
+template <class M, class V>
+NBKIT_HOST_DEVICE void ewald_excluded_pair(const M& math, V r2, V qq, V alpha, V gauss, V& energy, V& force_over_r) {
+  const V r = math.sqrt(r2);
+  const V erf_r = math.erf(alpha * r) / r;
+  energy = -qq * erf_r;
+  force_over_r = -qq * (erf_r - gauss * math.exp(math.set(0.0) - alpha * alpha * r2)) / r2;
+}
+
 // OpenMM's switching of a pair energy E(r) between rs and the cutoff: E S(x), S = 1 - 10 x^3 +
 // 15 x^4 - 6 x^5, x = (r - rs) / (rc - rs) (S, S' and S'' vanish at both ends), so the force /
 // r becomes S F/r - E S'(r) / r. Below rs, x is 0 and nothing changes.

@@ -9,27 +9,10 @@
 #include <mutex>
 #include <numbers>
 
+#include "md/bspline.hpp"
 #include "nbkit/core/error.hpp"
 
 namespace nbkit::md {
-
-void bspline_weights(int order, double w, double* value, double* derivative) {
-  // M_2(w + j): w, 1 - w; then M_{m+1}(x) = (x M_m(x) + (m + 1 - x) M_m(x - 1)) / m at x = w + j
-  // (de Boor's recurrence; Essmann et al. eq. 4.1), the derivative M_n'(x) = M_{n-1}(x) -
-  // M_{n-1}(x - 1) taken from the order below.
-  double v[8] = {w, 1 - w, 0, 0, 0, 0, 0, 0};
-  for (int m = 2; m < order; ++m) {
-    if (m == order - 1)
-      for (int j = 0; j < order; ++j) derivative[j] = (j < m ? v[j] : 0.0) - (j > 0 ? v[j - 1] : 0.0);
-    double next[8] = {};
-    for (int j = 0; j <= m; ++j) {
-      const double x = w + j;
-      next[j] = (x * (j < m ? v[j] : 0.0) + (m + 1 - x) * (j > 0 ? v[j - 1] : 0.0)) / m;
-    }
-    for (int j = 0; j <= m; ++j) v[j] = next[j];
-  }
-  for (int j = 0; j < order; ++j) value[j] = v[j];
-}
 
 namespace {
 
@@ -38,6 +21,8 @@ std::mutex& fftw_planner() {
   static std::mutex m;
   return m;
 }
+
+}  // namespace
 
 // |b(m)|^2 = 1 / |sum_{k=0}^{n-2} M_n(k + 1) exp(2 pi i m k / K)|^2 (Essmann et al. eq. 4.4),
 // with the usual fix where the sum vanishes (odd orders at m = K/2): the neighbours' average.
@@ -60,8 +45,6 @@ std::vector<double> bspline_moduli(int size, int order) {
   for (double& b : moduli) b = 1 / b;
   return moduli;
 }
-
-}  // namespace
 
 struct PmeCpu::Plans {
   double* mesh = nullptr;            // K1 K2 K3 reals (the charges, then the potential)
@@ -99,6 +82,14 @@ PmeCpu::PmeCpu(std::array<int, 3> grid, int order, double alpha, int threads)
 }
 
 PmeCpu::~PmeCpu() = default;
+
+PmeConstantTerms pme_constant_terms(const std::vector<double>& q, double coulomb_k, double alpha, double volume) {
+  double q_sum = 0, q2_sum = 0;
+  for (double c : q) q_sum += c, q2_sum += c * c;
+  const double pi = std::numbers::pi;
+  const double background = -coulomb_k * pi * q_sum * q_sum / (2 * volume * alpha * alpha);
+  return {-coulomb_k * alpha / std::sqrt(pi) * q2_sum + background, 3 * background};
+}
 
 PmeReciprocal PmeCpu::evaluate(const std::vector<Vec3>& x, const std::vector<double>& q, const PeriodicBox& box,
                                double coulomb_k) {

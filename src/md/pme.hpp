@@ -45,8 +45,16 @@ class PmeCpu {
   std::unique_ptr<Plans> plans_;
 };
 
-// The cardinal B-spline weights M_n(w + j), j = 0..n-1, of a point w in [0, 1) past a mesh point
-// (and their derivatives d/dw): the point's weight on mesh points floor(u) - j.
-void bspline_weights(int order, double w, double* value, double* derivative);
+// 1 / |b(m)|^2 of Essmann et al. eq. 4.4 for m = 0..size-1 (the B-spline moduli that the
+// convolution divides by), shared with the GPU's mesh (cuda/pme.cu).
+std::vector<double> bspline_moduli(int size, int order);
+
+// PME's terms that need no mesh: the self energy -k alpha / sqrt(pi) sum q^2 and a net charge's
+// neutralising background -k pi Q^2 / (2 V alpha^2) (Essmann et al. eq. 2.5), with its virial
+// (the background goes as 1/V: -dE/dlambda = 3 E).
+struct PmeConstantTerms {
+  double energy = 0, virial = 0;
+};
+PmeConstantTerms pme_constant_terms(const std::vector<double>& q, double coulomb_k, double alpha, double volume);
 
 }  // namespace nbkit::md

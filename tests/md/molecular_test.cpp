@@ -446,11 +446,16 @@ TEST_P(MolecularBackends, MatchTheReferenceOnAProteinInEveryMethod) {
     for (const Vec3& p : c.positions) lo = std::min(lo, p[a]), hi = std::max(hi, p[a]);
     box.lo[a] = lo - 6, box.hi[a] = hi + 6;
   }
-  std::vector<NonbondedSettings> cases(5);
+  std::vector<NonbondedSettings> cases(8);
   cases[1].method = Method::cutoff_non_periodic, cases[1].cutoff = 9, cases[1].switch_distance = 7.5;
   cases[2].method = Method::cutoff_periodic, cases[2].cutoff = 10;
   cases[3] = cases[2], cases[3].switch_distance = 8, cases[3].style = NonbondedSettings::CutoffStyle::charmm;
   cases[4] = cases[3], cases[4].style = NonbondedSettings::CutoffStyle::shifted_force;
+  // PME with each B-spline order (the GPU's mesh is 64-bit fixed point, 2^-40 e per
+  // contribution: ~1e-12 of the terms, inside the tolerance).
+  cases[5].method = Method::pme, cases[5].cutoff = 10, cases[5].switch_distance = 8;
+  cases[6] = cases[5], cases[6].pme_order = 4, cases[6].ewald_tolerance = 1e-3;
+  cases[7] = cases[5], cases[7].pme_order = 6, cases[7].ewald_tolerance = 1e-5;
   for (const NonbondedSettings& s : cases) {
     const auto reference = md::molecular_forces(t, c.positions, box, s, Backend::reference);
     const auto ours = md::molecular_forces(t, c.positions, box, s, GetParam(), 3);
@@ -458,7 +463,7 @@ TEST_P(MolecularBackends, MatchTheReferenceOnAProteinInEveryMethod) {
     // The same bits when evaluated again (a moving result is a race).
     const auto again = md::molecular_forces(t, c.positions, box, s, GetParam(), 3);
     EXPECT_EQ(again.energy.total(), ours.energy.total());
-    EXPECT_EQ(again.force[100].x, ours.force[100].x);
+    for (std::size_t i = 0; i < t.size(); ++i) ASSERT_EQ(again.force[i], ours.force[i]) << "atom " << i;
   }
 }
 
@@ -470,6 +475,13 @@ TEST_P(MolecularBackends, MatchTheReferenceOnChainsWithEveryTerm) {
   const PeriodicBox box = PeriodicBox::from_edges({24, 25, 26});
   expect_same(md::molecular_forces(t, x, box, s, GetParam(), 2), md::molecular_forces(t, x, box, s, Backend::reference),
               "chains");
+  // PME with a net charge (the neutralising background) and an odd mesh.
+  Topology charged = t;
+  charged.charge[3] += 0.7;
+  s.method = Method::pme, s.ewald_tolerance = 2e-4;
+  const PeriodicBox odd = PeriodicBox::from_edges({23.3, 25, 26.7});
+  expect_same(md::molecular_forces(charged, x, odd, s, GetParam(), 2),
+              md::molecular_forces(charged, x, odd, s, Backend::reference), "charged chains, pme");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MolecularBackends, ::testing::Values(Backend::cpu, Backend::cuda),
@@ -500,7 +512,7 @@ TEST(MolecularTerms, RefusesWhatItCannotComputeRight) {
   EXPECT_THROW(evaluate(t, x), Error);
   t.exclusions.clear();
   if (list_gpus().empty()) EXPECT_THROW(evaluate(t, x, {}, Backend::cuda), Error);
-  // PME: a box, the openmm style, an order of 4..6, a tolerance in (0, 0.5); not on the GPU yet.
+  // PME: a box, the openmm style, an order of 4..6, a tolerance in (0, 0.5).
   NonbondedSettings pme;
   pme.method = Method::pme, pme.cutoff = 9;
   const PeriodicBox box = PeriodicBox::from_edges({20, 20, 20});
@@ -513,7 +525,9 @@ TEST(MolecularTerms, RefusesWhatItCannotComputeRight) {
   pme.ewald_tolerance = 5e-4, pme.switch_distance = 7, pme.style = NonbondedSettings::CutoffStyle::charmm;
   EXPECT_THROW(evaluate(t, x, pme, Backend::reference, box), Error);
   pme.style = NonbondedSettings::CutoffStyle::openmm;
-  EXPECT_THROW(evaluate(t, x, pme, Backend::cuda, box), Error);  // no GPU, or the GPU's refusal
+  if (list_gpus().empty()) EXPECT_THROW(evaluate(t, x, pme, Backend::cuda, box), Error);
+  pme.coulomb = false;
+  EXPECT_THROW(evaluate(t, x, pme, Backend::reference, box), Error);  // pme without electrostatics
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Smooth particle-mesh Ewald's reciprocal sum on the CPU (md/pme.hpp) against the float64 Ewald
 // sum's (md/ewald.hpp): the B-splines, energy and forces converging with the mesh and the
 // order, the virial as -dE/dlambda, and the same bits on every run.
+#include "md/bspline.hpp"
 #include "md/pme.hpp"
 
 #include <gtest/gtest.h>

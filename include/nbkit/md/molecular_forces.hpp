@@ -12,7 +12,7 @@
 //                        within the cutoff get k q_i q_j erfc(alpha r) / r, the mesh the rest
 //                        (md/pme.hpp, md/ewald.hpp have the terms); alpha and the mesh from
 //                        ewald_tolerance exactly as OpenMM derives them, B-splines of pme_order.
-//                        Lennard-Jones as cutoff_periodic. CPU backends (the GPU's is to come).
+//                        Lennard-Jones as cutoff_periodic. Every backend (the GPU's: md/cuda/pme.cuh).
 // The reaction field (Tironi et al., J. Chem. Phys. 102, 5451 (1995), as OpenMM): with eps_rf
 // the solvent's dielectric and rc the cutoff, a pair within rc has
 //   E = k q_i q_j (1/r + k_rf r^2 - c_rf),  k_rf = (eps_rf - 1) / ((2 eps_rf + 1) rc^3),

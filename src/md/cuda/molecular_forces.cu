@@ -5,15 +5,19 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
+#include <vector>
 
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/stream.hpp"
 #include "md/bonded_law.hpp"
 #include "md/cmap.hpp"
+#include "md/cuda/pme.cuh"
 #include "md/dispersion_correction.hpp"
 #include "md/molecular_gpu.hpp"
 #include "md/molecular_pair_constants.hpp"
+#include "md/pme.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/backend.hpp"
 
@@ -157,10 +161,12 @@ struct PairTable {
 
 // A thread per atom i sums every other atom j's pair in increasing j (the excluded ones
 // skipped by a moving pointer), so its force is one fixed-order sum; each pair's energy and
-// virial are halved (every pair is met from both ends).
+// virial are halved (every pair is met from both ends). With Ewald's real-space Coulomb (PME),
+// an excluded pair is not skipped but gets the mesh's correction (ewald_excluded_pair) into
+// excluded_out.
 template <PairSwitch Switch, PairCoulomb Coulomb, bool Cut>
 __global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, double* lj_out, double* coulomb_out,
-                                double* virial_out) {
+                                double* virial_out, double* excluded_out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const ScalarPairMath<double> math;
@@ -170,11 +176,21 @@ __global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, 
   int skip = p.excluded_first[i];
   const int end = p.excluded_first[i + 1];
   V3 fi{0, 0, 0};
-  double lj_sum = 0, coulomb_sum = 0, virial = 0;
+  double lj_sum = 0, coulomb_sum = 0, virial = 0, excluded_sum = 0;
   for (int j = 0; j < n; ++j) {
     if (j == i) continue;
     while (skip < end && p.excluded[skip] < j) ++skip;
-    if (skip < end && p.excluded[skip] == j) continue;
+    if (skip < end && p.excluded[skip] == j) {
+      if constexpr (Coulomb == PairCoulomb::ewald) {
+        const V3 d = im.separation(xi - im.x[j]);
+        const double r2 = dot(d, d);
+        double energy, force_over_r;
+        ewald_excluded_pair(math, r2, qi * p.charge[j], p.k.ewald_alpha, p.k.ewald_gauss, energy, force_over_r);
+        fi = fi + force_over_r * d;
+        excluded_sum += energy, virial += force_over_r * r2;
+      }
+      continue;
+    }
     const V3 d = im.separation(xi - im.x[j]);
     const double r2 = dot(d, d);
     if (Cut && !(r2 < p.cutoff2)) continue;
@@ -187,13 +203,17 @@ __global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, 
   }
   force[i] = fi;
   lj_out[i] = 0.5 * lj_sum, coulomb_out[i] = 0.5 * coulomb_sum, virial_out[i] = 0.5 * virial;
+  excluded_out[i] = 0.5 * excluded_sum;
 }
 
-// Each atom's force: its nonbonded sum, then its bonded slots in the order the host listed them.
-__global__ void gather_forces(int n, const V3* nonbonded, const V3* slot, const int* first, const int* slots, V3* out) {
+// Each atom's force: its nonbonded sum, the mesh's (PME; null otherwise), then its bonded slots
+// in the order the host listed them.
+__global__ void gather_forces(int n, const V3* nonbonded, const V3* mesh, const V3* slot, const int* first,
+                              const int* slots, V3* out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   V3 f = nonbonded[i];
+  if (mesh) f = f + mesh[i];
   for (int k = first[i]; k < first[i + 1]; ++k) f = f + slot[slots[k]];
   out[i] = f;
 }
@@ -228,7 +248,7 @@ DeviceBuffer<T> upload(const std::vector<T>& host) {
 // The sums read back, in this order.
 // (The first kKinds are the bonded kinds' energies, in the order of their slots.)
 enum Sum { bond, urey_bradley, angle, dihedral, improper_periodic, improper_harmonic, lj14, cmap, coulomb14, lj, coulomb,
-           term_virial, pair_virial, kSums };
+           term_virial, pair_virial, excluded, kSums };
 constexpr int kKinds = 8;
 
 }  // namespace
@@ -240,9 +260,14 @@ struct MolecularGpuForces::State {
   std::int64_t n = 0;
   // Term counts and their offsets in the energy/virial arrays and the slots.
   std::array<std::int64_t, kKinds> count{}, term_offset{}, slot_offset{};
-  DeviceBuffer<V3> x, slot, nonbonded_force, force;
+  DeviceBuffer<V3> x, slot, nonbonded_force, force, mesh_force;
   DeviceBuffer<double> charge, c12, c6, term_energy, coulomb14_energy, term_virial, atom_lj, atom_coulomb, atom_virial,
-      sums;
+      atom_excluded, sums, mesh_sums;
+  // PME: the mesh (made at the first box, again when the box's edges change) and the charges
+  // on the host (the fixed-point range, the self and background terms).
+  std::unique_ptr<PmeGpu> pme;
+  std::array<double, 3> pme_edges{};
+  std::vector<double> host_charge;
   DeviceBuffer<int> type, excluded_first, excluded, gather_first, gather_slots;
   DeviceBuffer<HarmonicBond> bonds, urey_bradley;
   DeviceBuffer<HarmonicAngle> angles;
@@ -262,9 +287,6 @@ struct MolecularGpuForces::State {
 MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSettings& settings, int device)
     : state_(std::make_unique<State>()) {
   t.check();
-  if (settings.method == NonbondedSettings::Method::pme)
-    throw Error("particle-mesh Ewald runs on the CPU backends so far (--backend cpu or reference): the GPU's mesh is "
-                "issue 18's next step");
   State& s = *state_;
   s.device = device;
   NBKIT_CUDA_CHECK(cudaSetDevice(device));
@@ -277,6 +299,7 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   if (s.n >= (std::int64_t{1} << 30)) throw Error("the GPU's molecular forces handle fewer than 2^30 atoms");
   s.types = t.lj_types;
   s.charge = upload(t.charge), s.c12 = upload(t.c12), s.c6 = upload(t.c6);
+  s.host_charge = t.charge;
   s.type = upload(std::vector<int>(t.lj_type.begin(), t.lj_type.end()));
   // Each atom's excluded partners, both directions, sorted.
   std::vector<std::vector<int>> partners(t.size());
@@ -352,8 +375,9 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   s.term_energy = DeviceBuffer<double>(std::max<std::int64_t>(terms, 1));
   s.term_virial = DeviceBuffer<double>(std::max<std::int64_t>(terms, 1));
   s.coulomb14_energy = DeviceBuffer<double>(std::max<std::int64_t>(s.count[6], 1));
-  for (auto* b : {&s.atom_lj, &s.atom_coulomb, &s.atom_virial}) *b = DeviceBuffer<double>(s.n);
+  for (auto* b : {&s.atom_lj, &s.atom_coulomb, &s.atom_virial, &s.atom_excluded}) *b = DeviceBuffer<double>(s.n);
   s.sums = DeviceBuffer<double>(kSums);
+  if (settings.method == NonbondedSettings::Method::pme) s.mesh_force = DeviceBuffer<V3>(s.n), s.mesh_sums = DeviceBuffer<double>(2);
   std::vector<Range> ranges(kSums);
   for (int kind = 0; kind < kKinds; ++kind)
     ranges[kind] = {s.term_energy.data() + s.term_offset[kind], static_cast<int>(s.count[kind])};
@@ -362,6 +386,7 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   ranges[coulomb] = {s.atom_coulomb.data(), static_cast<int>(s.n)};
   ranges[term_virial] = {s.term_virial.data(), static_cast<int>(terms)};
   ranges[pair_virial] = {s.atom_virial.data(), static_cast<int>(s.n)};
+  ranges[excluded] = {s.atom_excluded.data(), static_cast<int>(s.n)};
   s.ranges = upload(ranges);
   NBKIT_CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -421,27 +446,41 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   const int n = static_cast<int>(s.n);
   auto pairs = [&](auto kernel) {
     kernel<<<blocks(n), kThreads, 0, stream>>>(n, im, table, s.nonbonded_force.data(), s.atom_lj.data(),
-                                               s.atom_coulomb.data(), s.atom_virial.data());
+                                               s.atom_coulomb.data(), s.atom_virial.data(), s.atom_excluded.data());
     NBKIT_CUDA_CHECK_LAUNCH();
   };
   if (!cut) {
     pairs(nonbonded_pairs<PairSwitch::none, PairCoulomb::reaction_field, false>);
   } else {
     with_law(switched, coulomb_law, [&](auto sw, auto c) {
-      if constexpr (decltype(c)::value != PairCoulomb::ewald)  // refused in the constructor
-        pairs(nonbonded_pairs<decltype(sw)::value, decltype(c)::value, true>);
+      pairs(nonbonded_pairs<decltype(sw)::value, decltype(c)::value, true>);
     });
   }
-  gather_forces<<<blocks(n), kThreads, 0, stream>>>(n, s.nonbonded_force.data(), s.slot.data(), s.gather_first.data(),
-                                                    s.gather_slots.data(), s.force.data());
+  const bool pme = settings.method == NonbondedSettings::Method::pme;
+  PmeParameters mesh{};
+  if (pme) {
+    mesh = pme_parameters(settings, *box);
+    const std::array<double, 3> edges{box->length(0), box->length(1), box->length(2)};
+    if (!s.pme || edges != s.pme_edges) {
+      s.pme.reset();
+      s.pme = std::make_unique<PmeGpu>(mesh.mesh, settings.pme_order, mesh.alpha, s.host_charge, stream);
+      s.pme_edges = edges;
+    }
+    s.pme->evaluate(s.x.data(), s.charge.data(), n, *box, coulomb_k, s.mesh_force.data(), s.mesh_sums.data());
+  }
+  gather_forces<<<blocks(n), kThreads, 0, stream>>>(n, s.nonbonded_force.data(), pme ? s.mesh_force.data() : nullptr,
+                                                    s.slot.data(), s.gather_first.data(), s.gather_slots.data(),
+                                                    s.force.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   sum_ranges<<<kSums, kReduceThreads, 0, stream>>>(s.ranges.data(), s.sums.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   MolecularForces result;
   result.force.resize(positions.size());
   std::array<double, kSums> sums{};
+  std::array<double, 2> mesh_sums{};
   s.force.download(reinterpret_cast<V3*>(result.force.data()), positions.size(), stream);
   s.sums.download(sums.data(), kSums, stream);
+  if (pme) s.mesh_sums.download(mesh_sums.data(), 2, stream);
   NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
   EnergyTerms& e = result.energy;
   e.bond = sums[bond], e.urey_bradley = sums[urey_bradley], e.angle = sums[angle], e.dihedral = sums[dihedral];
@@ -449,6 +488,11 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   e.lennard_jones_14 = sums[lj14], e.coulomb_14 = sums[coulomb14], e.cmap = sums[cmap];
   e.lennard_jones = sums[lj], e.coulomb = sums[coulomb];
   result.virial = sums[term_virial] + sums[pair_virial];
+  if (pme) {
+    const PmeConstantTerms constant = pme_constant_terms(s.host_charge, coulomb_k, mesh.alpha, box->volume());
+    e.coulomb_reciprocal = mesh_sums[0] + constant.energy + sums[excluded];
+    result.virial += mesh_sums[1] + constant.virial;
+  }
   if (periodic) s.dispersion.add_to(result, *box);
   return result;
 }
