@@ -72,7 +72,13 @@ PmeCpu::PmeCpu(std::array<int, 3> grid, int order, double alpha, int threads)
   std::lock_guard<std::mutex> lock(fftw_planner());
   static const bool threads_ready = fftw_init_threads() != 0;
   if (!threads_ready) throw Error("PME: FFTW's threads could not start");
-  fftw_plan_with_nthreads(std::max(1, threads));
+  // Threads only where the transform is large enough to pay for them: below ~2^18 points an
+  // FFT takes tens of microseconds, less than waking a team (and under load, with other
+  // processes on the cores, a team's barriers cost a scheduler's time slice each: measured on
+  // the GPU machine, a 27^3 mesh on 16 threads ran 100 times slower beside 15 other tests).
+  const double points = static_cast<double>(grid[0]) * grid[1] * grid[2];
+  fft_threads_ = points >= 262144 ? std::max(1, threads) : 1;
+  fftw_plan_with_nthreads(fft_threads_);
   plans_->mesh = fftw_alloc_real(reals);
   plans_->spectrum = fftw_alloc_complex(complexes);
   if (!plans_->mesh || !plans_->spectrum) throw Error("PME: out of memory for the mesh");
@@ -170,7 +176,7 @@ PmeReciprocal PmeCpu::evaluate(const std::vector<Vec3>& x, const std::vector<dou
   // F_i = -q_i sum_k phi(k) grad theta: the B-spline derivative along each axis times K_a / L_a
   // (u grows with x; the weight M(u - k) has d/du = M'(w + j)).
   out.force.assign(n, Vec3{0, 0, 0});
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(fft_threads_) schedule(static) if (n >= 4096)
   for (std::int64_t ii = 0; ii < static_cast<std::int64_t>(n); ++ii) {
     const std::size_t i = static_cast<std::size_t>(ii);
     double gx = 0, gy = 0, gz = 0;
