@@ -18,6 +18,7 @@
 #define HWY_TARGET_INCLUDE "src/md/molecular_simd.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nbkit::md::HWY_NAMESPACE {
