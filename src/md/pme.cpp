@@ -3,6 +3,7 @@
 
 #include <fftw3.h>
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <cmath>
 #include <complex>
@@ -60,7 +61,7 @@ struct PmeCpu::Plans {
 };
 
 PmeCpu::PmeCpu(std::array<int, 3> grid, int order, double alpha, int threads)
-    : grid_(grid), order_(order), alpha_(alpha), plans_(std::make_unique<Plans>()) {
+    : grid_(grid), order_(order), alpha_(alpha), threads_(std::max(1, threads)), plans_(std::make_unique<Plans>()) {
   if (order < 4 || order > 6) throw Error(fmt::format("PME: B-spline order {} (expected 4, 5 or 6)", order));
   if (!(alpha > 0) || !std::isfinite(alpha)) throw Error("PME: alpha must be positive");
   for (int a = 0; a < 3; ++a)
@@ -103,45 +104,60 @@ PmeReciprocal PmeCpu::evaluate(const std::vector<Vec3>& x, const std::vector<dou
   if (q.size() != n) throw Error(fmt::format("PME: {} charges for {} positions", q.size(), n));
   const int order = order_;
   const int k1 = grid_[0], k2 = grid_[1], k3 = grid_[2];
-  const std::size_t reals = static_cast<std::size_t>(k1) * k2 * k3;
   double length[3], scale[3];
   for (int a = 0; a < 3; ++a) {
     length[a] = box.length(a);
     if (!(length[a] > 0) || !std::isfinite(length[a])) throw Error("PME: the box edges must be positive lengths");
     scale[a] = grid_[a] / length[a];
   }
-  // Each atom's first mesh point (floor(u) - (order - 1), wrapped) and its splines and derivatives.
-  std::vector<std::array<int, 3>> base(n);
+  // Each atom's mesh points along each axis (floor(u) - j, wrapped, j = 0..order-1) and its
+  // splines and derivatives there.
+  const int threads = threads_;
+  std::vector<int> index(3 * n * order);
   std::vector<double> theta(3 * n * order), dtheta(3 * n * order);
-  for (std::size_t i = 0; i < n; ++i)
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= 4096)
+  for (std::int64_t ii = 0; ii < static_cast<std::int64_t>(n); ++ii) {
+    const std::size_t i = static_cast<std::size_t>(ii);
     for (int a = 0; a < 3; ++a) {
       double u = (x[i][a] - box.lo[a]) * scale[a];
       u -= grid_[a] * std::floor(u / grid_[a]);
       const double cell = std::floor(u);
-      const double w = u - cell;
       double value[8], derivative[8];
-      bspline_weights(order, w, value, derivative);
+      bspline_weights(order, u - cell, value, derivative);
       for (int j = 0; j < order; ++j) {  // mesh point floor(u) - j holds M(w + j)
-        theta[(3 * i + a) * order + j] = value[j];
-        dtheta[(3 * i + a) * order + j] = derivative[j];
+        const std::size_t at = (3 * i + a) * order + j;
+        theta[at] = value[j], dtheta[at] = derivative[j];
+        int k = static_cast<int>(cell) - j;
+        while (k < 0) k += grid_[a];
+        while (k >= grid_[a]) k -= grid_[a];
+        index[at] = k;
       }
-      base[i][a] = static_cast<int>(cell);
     }
-  auto wrap = [](int k, int size) { return ((k % size) + size) % size; };
-  // Spread, atom by atom in order (one thread: the same sum every run).
+  }
+  // Spread: each thread owns a range of the mesh's x planes and adds, atom by atom in index
+  // order, the contributions that fall on its planes. Every mesh point gets its terms in atom
+  // order whatever the thread count: the same bits on 1 thread or 64.
   double* mesh = plans_->mesh;
-  std::fill(mesh, mesh + reals, 0.0);
-  for (std::size_t i = 0; i < n; ++i)
-    for (int j0 = 0; j0 < order; ++j0) {
-      const int a = wrap(base[i][0] - j0, k1);
-      const double w0 = q[i] * theta[(3 * i) * order + j0];
-      for (int j1 = 0; j1 < order; ++j1) {
-        const int b = wrap(base[i][1] - j1, k2);
-        const double w1 = w0 * theta[(3 * i + 1) * order + j1];
-        double* row = mesh + (static_cast<std::size_t>(a) * k2 + b) * k3;
-        for (int j2 = 0; j2 < order; ++j2) row[wrap(base[i][2] - j2, k3)] += w1 * theta[(3 * i + 2) * order + j2];
+  const std::size_t plane = static_cast<std::size_t>(k2) * k3;
+#pragma omp parallel num_threads(threads) if (n >= 4096)
+  {
+    const int team = omp_get_num_threads(), me = omp_get_thread_num();
+    const int first = static_cast<int>(static_cast<std::int64_t>(k1) * me / team);
+    const int last = static_cast<int>(static_cast<std::int64_t>(k1) * (me + 1) / team);
+    std::fill(mesh + first * plane, mesh + last * plane, 0.0);
+    for (std::size_t i = 0; i < n; ++i)
+      for (int j0 = 0; j0 < order; ++j0) {
+        const int a = index[(3 * i) * order + j0];
+        if (a < first || a >= last) continue;
+        const double w0 = q[i] * theta[(3 * i) * order + j0];
+        for (int j1 = 0; j1 < order; ++j1) {
+          const double w1 = w0 * theta[(3 * i + 1) * order + j1];
+          double* row = mesh + a * plane + static_cast<std::size_t>(index[(3 * i + 1) * order + j1]) * k3;
+          for (int j2 = 0; j2 < order; ++j2)
+            row[index[(3 * i + 2) * order + j2]] += w1 * theta[(3 * i + 2) * order + j2];
+        }
       }
-    }
+  }
   fftw_execute(plans_->forward);
   // The kernel G(m) = (k / pi V) exp(-pi^2 m^2 / alpha^2) / m^2 B(m), m = (m1/L1, m2/L2, m3/L3)
   // with signed indices; E = 1/2 sum over the full spectrum of G |F|^2, the half spectrum's
@@ -176,20 +192,21 @@ PmeReciprocal PmeCpu::evaluate(const std::vector<Vec3>& x, const std::vector<dou
   // F_i = -q_i sum_k phi(k) grad theta: the B-spline derivative along each axis times K_a / L_a
   // (u grows with x; the weight M(u - k) has d/du = M'(w + j)).
   out.force.assign(n, Vec3{0, 0, 0});
-#pragma omp parallel for num_threads(fft_threads_) schedule(static) if (n >= 4096)
+#pragma omp parallel for num_threads(threads) schedule(static) if (n >= 4096)
   for (std::int64_t ii = 0; ii < static_cast<std::int64_t>(n); ++ii) {
     const std::size_t i = static_cast<std::size_t>(ii);
     double gx = 0, gy = 0, gz = 0;
     for (int j0 = 0; j0 < order; ++j0) {
-      const int a = wrap(base[i][0] - j0, k1);
-      const double t0 = theta[(3 * i) * order + j0], d0 = dtheta[(3 * i) * order + j0];
+      const std::size_t at0 = (3 * i) * order + j0;
+      const double t0 = theta[at0], d0 = dtheta[at0];
       for (int j1 = 0; j1 < order; ++j1) {
-        const int b = wrap(base[i][1] - j1, k2);
-        const double t1 = theta[(3 * i + 1) * order + j1], d1 = dtheta[(3 * i + 1) * order + j1];
-        const double* row = mesh + (static_cast<std::size_t>(a) * k2 + b) * k3;
+        const std::size_t at1 = (3 * i + 1) * order + j1;
+        const double t1 = theta[at1], d1 = dtheta[at1];
+        const double* row = mesh + index[at0] * plane + static_cast<std::size_t>(index[at1]) * k3;
         for (int j2 = 0; j2 < order; ++j2) {
-          const double phi = row[wrap(base[i][2] - j2, k3)];
-          const double t2 = theta[(3 * i + 2) * order + j2], d2 = dtheta[(3 * i + 2) * order + j2];
+          const std::size_t at2 = (3 * i + 2) * order + j2;
+          const double phi = row[index[at2]];
+          const double t2 = theta[at2], d2 = dtheta[at2];
           gx += phi * d0 * t1 * t2, gy += phi * t0 * d1 * t2, gz += phi * t0 * t1 * d2;
         }
       }

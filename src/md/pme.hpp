@@ -41,7 +41,8 @@ class PmeCpu {
   std::array<int, 3> grid_;
   int order_;
   double alpha_;
-  int fft_threads_ = 1;  // FFTW's threads, and the gather's: 1 for small meshes
+  int threads_ = 1;      // spreading's and gathering's (atoms of 4,096 and more)
+  int fft_threads_ = 1;  // FFTW's: 1 for small meshes
   std::array<std::vector<double>, 3> moduli_;  // |b_a(m)|^2 per mesh index
   std::unique_ptr<Plans> plans_;
 };
