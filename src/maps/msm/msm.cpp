@@ -33,6 +33,31 @@ double basis(MsmInterpolation interpolation, double t) {
   return 0;
 }
 
+double basis_derivative(MsmInterpolation interpolation, double t) {
+  const double x = std::fabs(t), sign = t < 0 ? -1.0 : 1.0;
+  if (interpolation == MsmInterpolation::cubic) {
+    if (x <= 1) return sign * x * (-5 + 4.5 * x);             // (1 - 2.5 x^2 + 1.5 x^3)'
+    if (x <= 2) return sign * -0.5 * (2 - x) * (4 - 3 * x);  // (-0.5 (x - 1) (2 - x)^2)'
+    return 0;
+  }
+  const double x2 = x * x;
+  if (x <= 1) {
+    const double p = 6 + 3 * x - 5 * x2;
+    return sign * (-2 * x * (2 - x) * p - (1 - x2) * p + (1 - x2) * (2 - x) * (3 - 10 * x)) / 12;
+  }
+  if (x <= 2) {
+    const double p = 4 + 9 * x - 5 * x2;
+    return sign * -((2 - x) * (3 - x) * p - (x - 1) * (3 - x) * p - (x - 1) * (2 - x) * p +
+                    (x - 1) * (2 - x) * (3 - x) * (9 - 10 * x)) /
+           24;
+  }
+  if (x <= 3)
+    return sign * ((x - 2) * (3 - x) * (3 - x) * (4 - x) + (x - 1) * (3 - x) * (3 - x) * (4 - x) -
+                   2 * (x - 1) * (x - 2) * (3 - x) * (4 - x) - (x - 1) * (x - 2) * (3 - x) * (3 - x)) /
+           24;
+  return 0;
+}
+
 int basis_support(MsmInterpolation interpolation) { return interpolation == MsmInterpolation::cubic ? 2 : 3; }
 
 double smoothed_kernel(Smoothing splitting, double cutoff, double distance) {

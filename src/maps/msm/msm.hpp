@@ -17,6 +17,7 @@
 // Phi is the nodal basis of piecewise cubic (C1) or quintic (C1) interpolation, separable
 // in x, y, z. Everything here is float64 on the CPU (OpenMP): the grids are ~1/64 to 1/500
 // of the map's points, and the method's own error (1e-3 to 1e-5) dwarfs float32 rounding.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -72,6 +73,22 @@ void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, co
 void add_long_range_periodic(const PreparedAtoms& atoms, const PreparedAtoms& images, const Vec3& box,
                              const Parameters& parameters, const RowRange& rows, int threads, Stages* stages = nullptr);
 
+// The periodic grids' geometry in a box (add_long_range_periodic's rule): R halvings down to at
+// least 4 points on the shortest axis, N_0 = c 2^R points per axis (spacing L / N_0 <= h).
+// Throws nbkit::Error for a box too elongated for the top grid.
+struct PeriodicLevels {
+  std::array<std::int64_t, 3> finest{};
+  int halvings = 0;
+};
+PeriodicLevels periodic_levels(const Vec3& box, const Parameters& parameters);
+
+// The long-range potential on the finest periodic grid of `levels` in `box` (spacing box / N_0
+// per axis) from the charges anterpolated onto it, both x slowest: restriction, the lattice
+// cutoff at every level, the top level's periodic sum, prolongation (the stages above). The
+// molecular dynamics' MSM (md/msm.cpp) interpolates it and its gradient at the atoms.
+std::vector<double> periodic_grid_potential(std::vector<double> q0, const PeriodicLevels& levels, const Vec3& box,
+                                            const Parameters& parameters, Stages& stages);
+
 // Takes out g_a(r) of every atom within singular distance of a lattice point of the rows (the
 // short range left those out, as every method does).
 void remove_singular_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows);
@@ -102,6 +119,7 @@ double smoothed_kernel(Smoothing splitting, double cutoff, double distance);
 
 // The nodal basis function Phi(t) and its support: Phi(t) = 0 for |t| >= support.
 double basis(MsmInterpolation interpolation, double t);
+double basis_derivative(MsmInterpolation interpolation, double t);  // dPhi/dt
 int basis_support(MsmInterpolation interpolation);
 
 }  // namespace nbkit::maps::msm

@@ -172,63 +172,41 @@ class TopLevelKernel {
 
 }  // namespace
 
-void add_long_range_periodic(const PreparedAtoms& atoms, const PreparedAtoms& images, const Vec3& box,
-                             const Parameters& parameters, const RowRange& rows, int threads, Stages* stages) {
-  const Lattice& lattice = *rows.lattice;
+PeriodicLevels periodic_levels(const Vec3& box, const Parameters& parameters) {
   check_parameters(parameters);
-  const double a = parameters.cutoff;
-  const MsmInterpolation ip = parameters.interpolation;
-  const Smoothing split = parameters.splitting;
-  const int support = basis_support(ip);
-  const ScopedThreadCount thread_count(threads);
-  Stages local;
-  Stages& st = stages ? *stages : local;
-
-  // Grid sizes: R halvings down to at least 4 points on the shortest axis; N_0 = c 2^R points
-  // per axis with spacing L / N_0 <= h.
+  // R halvings down to at least 4 points on the shortest axis; N_0 = c 2^R points per axis
+  // with spacing L / N_0 <= h.
   const double shortest = std::min({box.x, box.y, box.z});
-  int halvings = 0;
-  while (shortest / parameters.grid_spacing / std::ldexp(1.0, halvings + 1) >= 4) ++halvings;
-  Index3 finest, top;
-  Vec3 spacing;
+  PeriodicLevels levels;
+  while (shortest / parameters.grid_spacing / std::ldexp(1.0, levels.halvings + 1) >= 4) ++levels.halvings;
+  std::int64_t top[3];
   for (int ax = 0; ax < 3; ++ax) {
-    top[ax] = static_cast<std::int64_t>(std::ceil(box[ax] / (parameters.grid_spacing * std::ldexp(1.0, halvings)) - 1e-9));
+    top[ax] = static_cast<std::int64_t>(
+        std::ceil(box[ax] / (parameters.grid_spacing * std::ldexp(1.0, levels.halvings)) - 1e-9));
     top[ax] = std::max<std::int64_t>(top[ax], 1);
-    finest[ax] = top[ax] << halvings;
-    spacing[ax] = box[ax] / static_cast<double>(finest[ax]);
+    levels.finest[static_cast<std::size_t>(ax)] = top[ax] << levels.halvings;
   }
   if (top[0] * top[1] * top[2] > 32768)
     throw Error(fmt::format("periodic MSM: the box ({} x {} x {} A) is too elongated for the top grid ({} x {} x {} "
                             "points): use a coarser --msm-spacing or the cutoff method",
                             box.x, box.y, box.z, top[0], top[1], top[2]));
+  return levels;
+}
 
-  // Anterpolation of the atoms themselves (any image of each: the grid indices wrap).
-  const Vec3 origin = lattice.origin;
-  auto start = Clock::now();
+std::vector<double> periodic_grid_potential(std::vector<double> q0, const PeriodicLevels& levels, const Vec3& box,
+                                            const Parameters& parameters, Stages& st) {
+  const double a = parameters.cutoff;
+  const MsmInterpolation ip = parameters.interpolation;
+  const Smoothing split = parameters.splitting;
+  const int halvings = levels.halvings;
+  const Index3 finest{levels.finest[0], levels.finest[1], levels.finest[2]};
+  Vec3 spacing;
+  for (int ax = 0; ax < 3; ++ax) spacing[ax] = box[ax] / static_cast<double>(finest[static_cast<std::size_t>(ax)]);
   std::vector<PeriodicGrid> charge;
   charge.emplace_back(finest);
-  {
-    PeriodicGrid& q0 = charge[0];
-    for (std::int64_t n = 0; n < atoms.size(); ++n) {
-      const double p[3] = {atoms.x[n] + origin.x, atoms.y[n] + origin.y, atoms.z[n] + origin.z};
-      std::int64_t base[3];
-      double phi[3][6];
-      for (int ax = 0; ax < 3; ++ax) {
-        const double u = p[ax] / spacing[ax];
-        base[ax] = static_cast<std::int64_t>(std::floor(u)) - support + 1;
-        for (int t = 0; t < 2 * support; ++t) phi[ax][t] = basis(ip, u - static_cast<double>(base[ax] + t));
-      }
-      for (int tx = 0; tx < 2 * support; ++tx)
-        for (int ty = 0; ty < 2 * support; ++ty) {
-          const double wxy = atoms.coefficient[n] * phi[0][tx] * phi[1][ty];
-          const std::int64_t i = wrap_index(base[0] + tx, finest[0]), j = wrap_index(base[1] + ty, finest[1]);
-          for (int tz = 0; tz < 2 * support; ++tz) q0.at(i, j, wrap_index(base[2] + tz, finest[2])) += wxy * phi[2][tz];
-        }
-    }
-  }
-  st.anterpolation = seconds_since(start);
-
-  start = Clock::now();
+  if (q0.size() != charge[0].v.size()) throw Error("periodic MSM: a charge grid of another size");
+  charge[0].v = std::move(q0);
+  auto start = Clock::now();
   int half = 0;
   const std::vector<double> transfer = transfer_weights(ip, half);
   for (int l = 0; l < halvings; ++l) charge.push_back(restrict_periodic(charge.back(), transfer, half));
@@ -306,9 +284,55 @@ void add_long_range_periodic(const PreparedAtoms& atoms, const PreparedAtoms& im
   }
   st.prolongation = seconds_since(start);
 
+  st.levels = halvings + 1;
+  st.finest_points = charge[0].size();
+  return std::move(potential[0].v);
+}
+
+void add_long_range_periodic(const PreparedAtoms& atoms, const PreparedAtoms& images, const Vec3& box,
+                             const Parameters& parameters, const RowRange& rows, int threads, Stages* stages) {
+  const Lattice& lattice = *rows.lattice;
+  check_parameters(parameters);
+  const MsmInterpolation ip = parameters.interpolation;
+  const int support = basis_support(ip);
+  const ScopedThreadCount thread_count(threads);
+  Stages local;
+  Stages& st = stages ? *stages : local;
+
+  const PeriodicLevels levels = periodic_levels(box, parameters);
+  const Index3 finest{levels.finest[0], levels.finest[1], levels.finest[2]};
+  Vec3 spacing;
+  for (int ax = 0; ax < 3; ++ax) spacing[ax] = box[ax] / static_cast<double>(finest[static_cast<std::size_t>(ax)]);
+
+  // Anterpolation of the atoms themselves (any image of each: the grid indices wrap).
+  const Vec3 origin = lattice.origin;
+  auto start = Clock::now();
+  PeriodicGrid q0(finest);
+  {
+    for (std::int64_t n = 0; n < atoms.size(); ++n) {
+      const double p[3] = {atoms.x[n] + origin.x, atoms.y[n] + origin.y, atoms.z[n] + origin.z};
+      std::int64_t base[3];
+      double phi[3][6];
+      for (int ax = 0; ax < 3; ++ax) {
+        const double u = p[ax] / spacing[ax];
+        base[ax] = static_cast<std::int64_t>(std::floor(u)) - support + 1;
+        for (int t = 0; t < 2 * support; ++t) phi[ax][t] = basis(ip, u - static_cast<double>(base[ax] + t));
+      }
+      for (int tx = 0; tx < 2 * support; ++tx)
+        for (int ty = 0; ty < 2 * support; ++ty) {
+          const double wxy = atoms.coefficient[n] * phi[0][tx] * phi[1][ty];
+          const std::int64_t i = wrap_index(base[0] + tx, finest[0]), j = wrap_index(base[1] + ty, finest[1]);
+          for (int tz = 0; tz < 2 * support; ++tz) q0.at(i, j, wrap_index(base[2] + tz, finest[2])) += wxy * phi[2][tz];
+        }
+    }
+  }
+  st.anterpolation = seconds_since(start);
+
+  PeriodicGrid e0(finest);
+  e0.v = periodic_grid_potential(std::move(q0.v), levels, box, parameters, st);
+
   // Interpolation onto the rows' points, wrapped into the box.
   start = Clock::now();
-  const PeriodicGrid& e0 = potential[0];
   const std::int64_t nz = lattice.dims[2];
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::int64_t row = rows.row_begin; row < rows.row_end; ++row) {
@@ -335,8 +359,6 @@ void add_long_range_periodic(const PreparedAtoms& atoms, const PreparedAtoms& im
   }
   remove_singular_long_range(images, parameters, rows);
   st.interpolation = seconds_since(start);
-  st.levels = halvings + 1;
-  st.finest_points = e0.size();
 }
 
 }  // namespace nbkit::maps::msm
