@@ -3,12 +3,12 @@
 10 ps at 1 fs (issue 18's measurement), with PME or a reaction field.
 
 Usage: md_nve_drift.py NBKIT --system DIR [--backend cuda|cpu] [--threads N] [--steps N]
-                       [--electrostatics pme|reaction-field] [--json FILE]
+                       [--electrostatics pme|msm|reaction-field] [--json FILE]
 
 The run: `nbkit md` from DIR/protein.prmtop and DIR/protein.inpcrd (md_protein_bench.py
 --write-system makes them), velocities at 300 K, NVE velocity Verlet at 1 fs, no constraints
 (flexible TIP3P: O-H bonds vibrate with a ~9 fs period, so 1 fs is near Verlet's useful limit),
-Lennard-Jones switched from 7.5 to 9 A, PME at tolerance 5e-4 (or the reaction field), the
+Lennard-Jones switched from 7.5 to 9 A, PME at tolerance 5e-4 (or MSM at its defaults, or the reaction field), the
 dispersion correction on, thermo every 100 steps. Reported, as papers report NVE quality:
   drift        the slope of a least-squares line through the total energy, in kcal/mol/ns and in
                kT per degree of freedom per ns (kT at 300 K, 3N - 3 degrees of freedom);
@@ -32,7 +32,7 @@ def main():
     parser.add_argument("--backend", default="cuda", choices=["cpu", "cuda"])
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--steps", type=int, default=10000)
-    parser.add_argument("--electrostatics", default="pme", choices=["pme", "reaction-field"])
+    parser.add_argument("--electrostatics", default="pme", choices=["pme", "msm", "reaction-field"])
     parser.add_argument("--json")
     args = parser.parse_args()
     prmtop, inpcrd = (os.path.abspath(os.path.join(args.system, n)) for n in ("protein.prmtop", "protein.inpcrd"))

@@ -32,6 +32,8 @@ struct EnergyArguments {
   std::string method = "auto", style = "openmm", electrostatics, dispersion = "auto";
   double cutoff = 10, reaction_field_dielectric = 78.3, switch_distance = 0, ewald_tolerance = 5e-4;
   int pme_order = 5;
+  double msm_spacing = 1.5;
+  std::string msm_interpolation = "cubic";
   RunOptions run;
 };
 
@@ -133,6 +135,14 @@ md::NonbondedSettings settings_of(const EnergyArguments& args, const std::option
   refuse_if_given(args.run.given, "--reaction-field-dielectric", !pme, "pme has no reaction field");
   refuse_if_given(args.run.given, "--ewald-tolerance", pme, "only pme has an Ewald tolerance");
   refuse_if_given(args.run.given, "--pme-order", pme, "only pme has B-splines");
+  const bool msm = s.method == md::NonbondedSettings::Method::msm;
+  refuse_if_given(args.run.given, "--reaction-field-dielectric", !msm, "msm has no reaction field");
+  refuse_if_given(args.run.given, "--msm-spacing", msm, "only msm has grids");
+  refuse_if_given(args.run.given, "--msm-interpolation", msm, "only msm has grids");
+  if (args.msm_interpolation != "cubic" && args.msm_interpolation != "quintic")
+    throw Error("--msm-interpolation: cubic or quintic, not '" + args.msm_interpolation + "'");
+  s.msm_spacing = args.msm_spacing;
+  s.msm_quintic = args.msm_interpolation == "quintic";
   s.ewald_tolerance = args.ewald_tolerance;
   s.pme_order = args.pme_order;
   s.cutoff = args.cutoff;
@@ -202,6 +212,10 @@ int run_energy(const EnergyArguments& args) {
       const md::PmeParameters p = md::pme_parameters(settings, *box);
       report["nonbonded"]["pme"] = {{"ewald_tolerance", settings.ewald_tolerance}, {"alpha_per_angstrom", p.alpha},
                                     {"mesh", p.mesh}, {"order", settings.pme_order}};
+    } else if (settings.method == md::NonbondedSettings::Method::msm) {
+      report["nonbonded"]["msm"] = {{"spacing", settings.msm_spacing},
+                                    {"interpolation", settings.msm_quintic ? "quintic" : "cubic"},
+                                    {"splitting", "taylor2"}};
     } else {
       report["nonbonded"]["reaction_field_dielectric"] = settings.reaction_field_dielectric;
     }
@@ -261,12 +275,12 @@ Action setup_energy(CLI::App& app) {
                  "CHARMM-GUI's box size)");
   app.add_option("--nonbonded", args->method,
                  "no-cutoff (every pair), cutoff (reaction field, no box), cutoff-periodic (reaction field, minimum "
-                 "images), pme (particle-mesh Ewald), or auto: cutoff-periodic when the files give a "
+                 "images), pme (particle-mesh Ewald), msm (multilevel summation), or auto: cutoff-periodic when the files give a "
                  "box, else no-cutoff")
       ->capture_default_str();
   app.add_option("--electrostatics", args->electrostatics,
-                 "the Coulomb treatment in one word, instead of --nonbonded and --cutoff-style: pme, reaction-field, "
-                 "shifted-force, coulomb (every pair, no cutoff) or none (no electrostatics)");
+                 "the Coulomb treatment in one word, instead of --nonbonded and --cutoff-style: pme, msm (multilevel "
+                 "summation), reaction-field, shifted-force, coulomb (every pair, no cutoff) or none (no electrostatics)");
   app.add_option("--dispersion-correction", args->dispersion,
                  "the long-range Lennard-Jones (tail) correction of the periodic methods: on, off, or auto (on for "
                  "AMBER files as in OpenMM and AMBER; off for CHARMM and LAMMPS files as in their programs)")
@@ -276,6 +290,11 @@ Action setup_energy(CLI::App& app) {
                  "pme: the Ewald error tolerance; alpha and the mesh follow from it as OpenMM derives them")
       ->capture_default_str();
   app.add_option("--pme-order", args->pme_order, "pme: the B-splines' order (4, 5 or 6)")->capture_default_str();
+  app.add_option("--msm-spacing", args->msm_spacing,
+                 "msm: the finest grid's spacing (Angstrom, at most half the cutoff)")
+      ->capture_default_str();
+  app.add_option("--msm-interpolation", args->msm_interpolation, "msm: cubic or quintic (C1 both)")
+      ->capture_default_str();
   app.add_option("--switch-distance", args->switch_distance,
                  "switch Lennard-Jones off from this distance to the cutoff (Angstrom; OpenMM's switching function)");
   app.add_option("--cutoff-style", args->style,

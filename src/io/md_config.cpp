@@ -398,6 +398,16 @@ void read_nonbonded(const Config& c, MdConfig& run) {
     if (!pme && c.find(key)) c.fail(c.find(key), key, "only method = \"pme\" takes it");
   if (pme && c.find("nonbonded.reaction_field_dielectric"))
     c.fail(c.find("nonbonded.reaction_field_dielectric"), "nonbonded.reaction_field_dielectric", "pme has no reaction field");
+  const bool msm = s.method == md::NonbondedSettings::Method::msm;
+  for (const char* key : {"nonbonded.msm_spacing", "nonbonded.msm_interpolation"})
+    if (!msm && c.find(key)) c.fail(c.find(key), key, "only msm (electrostatics = \"msm\") takes it");
+  if (msm && c.find("nonbonded.reaction_field_dielectric"))
+    c.fail(c.find("nonbonded.reaction_field_dielectric"), "nonbonded.reaction_field_dielectric", "msm has no reaction field");
+  s.msm_spacing = c.number("nonbonded.msm_spacing", 1.5, true);
+  const std::string interpolation = c.text("nonbonded.msm_interpolation", "cubic");
+  if (interpolation != "cubic" && interpolation != "quintic")
+    c.fail(c.find("nonbonded.msm_interpolation"), "nonbonded.msm_interpolation", "expected cubic or quintic");
+  s.msm_quintic = interpolation == "quintic";
   s.ewald_tolerance = c.number("nonbonded.ewald_tolerance", 5e-4, true);
   s.pme_order = static_cast<int>(c.integer("nonbonded.pme_order", 5, 4));
   if (s.pme_order > 6) c.fail(c.find("nonbonded.pme_order"), "nonbonded.pme_order", "expected 4, 5 or 6");
@@ -415,7 +425,8 @@ MdConfig parse_md_config(std::string_view text, const std::string& source, const
   c.check_keys("system", {"data", "lattice", "density", "cells", "temperature", "seed", "prmtop", "psf", "parameters",
                           "coordinates", "box", "special_bonds"});
   c.check_keys("nonbonded", {"method", "electrostatics", "cutoff", "switch_distance", "cutoff_style",
-                             "reaction_field_dielectric", "ewald_tolerance", "pme_order", "dispersion_correction"});
+                             "reaction_field_dielectric", "ewald_tolerance", "pme_order", "dispersion_correction",
+                             "msm_spacing", "msm_interpolation"});
   c.check_keys("pair", {"style", "cutoff", "shift", "mixing", "coeffs", "exclusions", "coulomb_cutoff", "dielectric"});
   c.check_keys("neighbor", {"skin"});
   c.check_keys("run", {"timestep", "steps", "thermo", "ensemble", "temperature", "damping", "seed"});

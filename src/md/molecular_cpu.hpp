@@ -17,6 +17,7 @@
 namespace nbkit::md {
 
 class PmeCpu;
+class MsmCpu;
 
 // molecular_forces' checks of its inputs (the topology, the positions, the box, the settings).
 void check_molecular_inputs(const Topology& topology, const std::vector<Vec3>& positions,
@@ -43,6 +44,9 @@ class MolecularCpuForces {
   // `f`, the energy's coulomb_reciprocal and the virial; the mesh planned at the first call's box.
   void add_pme_terms(const std::vector<Vec3>& positions, const PeriodicBox& box, std::vector<Vector3<double>>& f,
                      EnergyTerms& e, double& virial);
+  // MSM's terms beyond the pairs (the grids, self, excluded pairs' g_a), the same way.
+  void add_msm_terms(const std::vector<Vec3>& positions, const PeriodicBox& box, std::vector<Vector3<double>>& f,
+                     EnergyTerms& e, double& virial);
 
   const Topology& t_;
   NonbondedSettings s_;
@@ -55,6 +59,8 @@ class MolecularCpuForces {
   std::unique_ptr<PmeCpu> pme_;
   DispersionCorrection dispersion_;  // its coefficients, of the topology's type counts
   PeriodicBox pme_box_;  // the box the mesh was sized for
+  std::unique_ptr<MsmCpu> msm_;
+  PeriodicBox msm_box_;
   std::int64_t builds_ = 0;
 };
 

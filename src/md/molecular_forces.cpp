@@ -23,6 +23,7 @@
 #include "md/molecular_pair_constants.hpp"
 #include "md/molecular_simd.hpp"
 #include "md/ewald.hpp"
+#include "md/msm.hpp"
 #include "md/pme.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/error.hpp"
@@ -293,6 +294,15 @@ void check_molecular_inputs(const Topology& t, const std::vector<Vec3>& x, const
     if (s.pme_order < 4 || s.pme_order > 6) throw Error(fmt::format("PME's B-spline order {}: 4, 5 or 6", s.pme_order));
     if (!s.coulomb) throw Error("pme sums Coulomb: it cannot go with electrostatics turned off");
   }
+  if (s.method == Method::msm) {
+    if (s.style != NonbondedSettings::CutoffStyle::openmm)
+      throw Error("msm: the " + to_string(s.style) +
+                  " style changes plain Coulomb; with MSM, switch Lennard-Jones in the openmm style");
+    if (!s.coulomb) throw Error("msm sums Coulomb: it cannot go with electrostatics turned off");
+    if (!(s.msm_spacing > 0) || !(2 * s.msm_spacing <= s.cutoff))
+      throw Error(fmt::format("msm: the grid spacing {} A must be positive and at most half the cutoff ({} A)",
+                              s.msm_spacing, s.cutoff));
+  }
   if (!s.periodic()) return;
   if (!box)
     throw Error(to_string(s.method) + " needs a periodic box: neither the topology nor the coordinates have one");
@@ -419,6 +429,7 @@ MolecularForces MolecularCpuForces::evaluate(const std::vector<Vec3>& x, const s
     add_listed_pairs(t, list_for(x, periodic ? box : std::nullopt), pair, threads_, f, out.energy, out.virial);
 
   if (s.method == Method::pme) add_pme_terms(x, *box, f, out.energy, out.virial);
+  if (s.method == Method::msm) add_msm_terms(x, *box, f, out.energy, out.virial);
   if (periodic) dispersion_.add_to(out, *box);
 
   out.force.resize(t.size());
@@ -458,6 +469,34 @@ void MolecularCpuForces::add_pme_terms(const std::vector<Vec3>& x, const Periodi
     const double r2 = dot(d, d);
     double pair_energy, force_over_r;
     ewald_excluded_pair(im.math, r2, k * t.charge[i] * t.charge[j], p.alpha, gauss, pair_energy, force_over_r);
+    energy += pair_energy;
+    f[i] = f[i] + force_over_r * d, f[j] = f[j] - force_over_r * d;
+    virial += force_over_r * r2;
+  }
+  e.coulomb_reciprocal += energy;
+}
+
+void MolecularCpuForces::add_msm_terms(const std::vector<Vec3>& x, const PeriodicBox& box, std::vector<V3>& f,
+                                       EnergyTerms& e, double& virial) {
+  const Topology& t = t_;
+  const double k = s_.coulomb_k();
+  if (!msm_ || box.edges() != msm_box_.edges()) {
+    msm_ = std::make_unique<MsmCpu>(box, s_.cutoff, s_.msm_spacing, s_.msm_quintic, threads_);
+    msm_box_ = box;
+  }
+  const MsmLongRange grids = msm_->evaluate(x, t.charge, box, k);
+  double energy = grids.energy;
+  virial += grids.virial;
+  for (std::size_t i = 0; i < t.size(); ++i) f[i] = f[i] + V3{grids.force[i].x, grids.force[i].y, grids.force[i].z};
+  // Every excluded pair (1-2, 1-3, 1-4) is in the grids' sum: its nearest image's g_a(r) out.
+  Images im{x, true, {box.length(0), box.length(1), box.length(2)},
+            {1 / box.length(0), 1 / box.length(1), 1 / box.length(2)}, {}};
+  const double inverse_cutoff = 1 / s_.cutoff;
+  for (const auto& [i, j] : t.exclusions) {
+    const V3 d = im.separation(im.at(i) - im.at(j));
+    const double r2 = dot(d, d);
+    double pair_energy, force_over_r;
+    msm_excluded_pair(im.math, r2, k * t.charge[i] * t.charge[j], inverse_cutoff, pair_energy, force_over_r);
     energy += pair_energy;
     f[i] = f[i] + force_over_r * d, f[j] = f[j] - force_over_r * d;
     virial += force_over_r * r2;

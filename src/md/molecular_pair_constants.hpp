@@ -26,6 +26,9 @@ inline MolecularPairConstants<double> molecular_pair_constants(const NonbondedSe
     coulomb = PairCoulomb::ewald;
     k.ewald_alpha = ewald_alpha(s);
     k.ewald_gauss = 2 * k.ewald_alpha / std::sqrt(3.14159265358979323846);
+  } else if (s.method == NonbondedSettings::Method::msm) {
+    coulomb = PairCoulomb::msm;
+    k.inverse_cutoff = 1 / rc;
   } else if (s.style == Style::shifted_force) {
     coulomb = PairCoulomb::shifted_force;
     k.inverse_cutoff = 1 / rc;
@@ -60,9 +63,13 @@ void with_law(PairSwitch s, PairCoulomb c, Body&& body) {
   using Rf = std::integral_constant<PairCoulomb, PairCoulomb::reaction_field>;
   using Ewald = std::integral_constant<PairCoulomb, PairCoulomb::ewald>;
   using Shifted = std::integral_constant<PairCoulomb, PairCoulomb::shifted_force>;
+  using Msm = std::integral_constant<PairCoulomb, PairCoulomb::msm>;
   if (c == PairCoulomb::ewald) {
     if (s == PairSwitch::openmm) body(OpenMM{}, Ewald{});
     else body(None{}, Ewald{});
+  } else if (c == PairCoulomb::msm) {
+    if (s == PairSwitch::openmm) body(OpenMM{}, Msm{});
+    else body(None{}, Msm{});
   } else if (c == PairCoulomb::shifted_force) {
     if (s == PairSwitch::charmm_lennard_jones) body(CharmmLj{}, Shifted{});
     else body(None{}, Shifted{});

@@ -12,7 +12,8 @@ NonbondedSettings::Method parse_nonbonded_method(const std::string& name) {
   if (name == "cutoff") return NonbondedSettings::Method::cutoff_non_periodic;
   if (name == "cutoff-periodic") return NonbondedSettings::Method::cutoff_periodic;
   if (name == "pme") return NonbondedSettings::Method::pme;
-  throw Error("unknown nonbonded method '" + name + "' (expected no-cutoff, cutoff, cutoff-periodic or pme)");
+  if (name == "msm") return NonbondedSettings::Method::msm;
+  throw Error("unknown nonbonded method '" + name + "' (expected no-cutoff, cutoff, cutoff-periodic, pme or msm)");
 }
 
 NonbondedSettings::CutoffStyle parse_cutoff_style(const std::string& name) {
@@ -37,6 +38,7 @@ std::string to_string(NonbondedSettings::Method method) {
     case NonbondedSettings::Method::cutoff_non_periodic: return "cutoff";
     case NonbondedSettings::Method::cutoff_periodic: return "cutoff-periodic";
     case NonbondedSettings::Method::pme: return "pme";
+    case NonbondedSettings::Method::msm: return "msm";
   }
   return "?";
 }
@@ -57,10 +59,11 @@ void set_electrostatics(const std::string& name, bool box, NonbondedSettings& s)
   } else if (name == "coulomb") {
     s.method = Method::no_cutoff, s.style = Style::openmm;
   } else if (name == "msm") {
-    throw Error("electrostatics msm: multilevel summation gives maps (nbkit map --method msm) but not yet forces on "
-                "atoms; use pme");
+    if (!box) throw Error("electrostatics msm needs a periodic box: neither the files nor the options give one");
+    s.method = Method::msm, s.style = Style::openmm;
   } else {
-    throw Error("unknown electrostatics '" + name + "' (expected pme, reaction-field, shifted-force, coulomb or none)");
+    throw Error("unknown electrostatics '" + name +
+                "' (expected pme, msm, reaction-field, shifted-force, coulomb or none)");
   }
 }
 
@@ -69,6 +72,7 @@ std::string electrostatics_name(const NonbondedSettings& s) {
   if (!s.coulomb) return "none";
   if (s.method == NonbondedSettings::Method::no_cutoff) return "coulomb";
   if (s.method == NonbondedSettings::Method::pme) return "pme";
+  if (s.method == NonbondedSettings::Method::msm) return "msm";
   return s.style == Style::openmm ? "reaction-field" : s.style == Style::charmm ? "charmm-switch" : "shifted-force";
 }
 

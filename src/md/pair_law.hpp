@@ -57,7 +57,7 @@ struct MolecularPairConstants {
 
 // Which Coulomb molecular_pair computes: with a reaction field (k_rf = c_rf = 0: plain), or
 // Ewald's real-space part (PME).
-enum class PairCoulomb { reaction_field, ewald, shifted_force };
+enum class PairCoulomb { reaction_field, ewald, shifted_force, msm };
 
 // Which switching molecular_pair applies: none; OpenMM's, to Lennard-Jones; CHARMM's, to
 // Lennard-Jones and Coulomb both (LAMMPS's lj/charmm/coul/charmm), or to Lennard-Jones alone.

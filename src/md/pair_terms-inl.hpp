@@ -65,6 +65,39 @@ NBKIT_HOST_DEVICE void ewald_real_coulomb(const M& math, V r2, V qq, V alpha, V 
   force_over_r = qq * (screened + gauss * math.exp(math.set(0.0) - alpha * alpha * r2)) / r2;
 }
 
+// Multilevel summation's short-range Coulomb (Skeel, Tezcan and Hardy, J. Comput. Chem. 23, 673
+// (2002); the maps' splitting, law_terms-inl.hpp): 1/r = (1/r - g_a(r)) + g_a(r), the smooth
+// g_a(r) = gamma(r/a)/a below the cutoff a (C2 Taylor: gamma(rho) = 15/8 - 5/4 rho^2 + 3/8 rho^4,
+// with gamma(1) = 1 and two derivatives matching 1/rho there) and 1/r beyond, summed on the
+// grids; the pairs within a keep qq (1/r - g_a(r)), force / r = qq (1/r^3 + (gamma'(rho)/rho)/a^3),
+// gamma'(rho)/rho = -5/2 + 3/2 rho^2: energy, force and its derivative zero at a.
+template <class M, class V>
+NBKIT_HOST_DEVICE void msm_short_coulomb(const M& math, V r2, V qq, V inverse_cutoff, V& energy, V& force_over_r) {
+  const V inverse_r = math.set(1.0) / math.sqrt(r2);
+  const V rho2 = r2 * inverse_cutoff * inverse_cutoff;
+  const V gamma = math.set(15.0 / 8) + rho2 * (math.set(-5.0 / 4) + math.set(3.0 / 8) * rho2);
+  const V slope = math.set(-5.0 / 2) + math.set(3.0 / 2) * rho2;  // gamma'(rho) / rho
+  energy = qq * (inverse_r - gamma * inverse_cutoff);
+  force_over_r = qq * (inverse_r * inverse_r * inverse_r + slope * inverse_cutoff * inverse_cutoff * inverse_cutoff);
+}
+
+// MSM's correction for an excluded pair (and a 1-4 pair, which the grids also hold): the grids
+// sum g_a(r) between every two charges, so -qq g_a(r) is taken back out: below a,
+// -qq gamma(rho)/a with force / r = qq (gamma'(rho)/rho) / a^3; from a on, -qq / r with
+// force / r = -qq / r^3.
+template <class M, class V>
+NBKIT_HOST_DEVICE void msm_excluded_pair(const M& math, V r2, V qq, V inverse_cutoff, V& energy, V& force_over_r) {
+  const V rho2 = r2 * inverse_cutoff * inverse_cutoff;
+  if (rho2 < math.set(1.0)) {
+    energy = -qq * (math.set(15.0 / 8) + rho2 * (math.set(-5.0 / 4) + math.set(3.0 / 8) * rho2)) * inverse_cutoff;
+    force_over_r = qq * (math.set(-5.0 / 2) + math.set(3.0 / 2) * rho2) * inverse_cutoff * inverse_cutoff * inverse_cutoff;
+  } else {
+    const V inverse_r = math.set(1.0) / math.sqrt(r2);
+    energy = -qq * inverse_r;
+    force_over_r = -qq * inverse_r * inverse_r * inverse_r;
+  }
+}
+
 // PME's correction for an excluded pair (1-2, 1-3, 1-4; Essmann et al. eq. 2.3): the mesh sums
 // every pair, so the pair's k q_i q_j erf(alpha r) / r is taken back out at its nearest image:
 // energy -qq erf(alpha r) / r, force / r = -qq (erf(alpha r) / r - gauss exp(-alpha^2 r^2)) / r^2
@@ -119,6 +152,8 @@ NBKIT_HOST_DEVICE void molecular_pair(const M& math, V r2, V c12, V c6, V qq, co
     (ewald_real_coulomb)(math, r2, qq, k.ewald_alpha, k.ewald_gauss, coulomb_energy, coulomb_force_over_r);
   else if constexpr (Coulomb == PairCoulomb::shifted_force)
     (shifted_force_coulomb)(math, r2, qq, k.inverse_cutoff, coulomb_energy, coulomb_force_over_r);
+  else if constexpr (Coulomb == PairCoulomb::msm)
+    (msm_short_coulomb)(math, r2, qq, k.inverse_cutoff, coulomb_energy, coulomb_force_over_r);
   else
     (reaction_field_coulomb)(math, r2, qq, k.k_rf, k.c_rf, coulomb_energy, coulomb_force_over_r);
   // (Parenthesised names: no argument-dependent lookup through MolecularPairConstants, whose

@@ -551,12 +551,18 @@ TEST(Cli, EnergyElectrostaticsWordsAndTheDispersionCorrection) {
   EXPECT_EQ(pme["nonbonded"]["method"], "pme");
   EXPECT_LT(pme["energy_kcal_per_mol"]["dispersion_correction"].get<double>(), 0.0);
   EXPECT_NE(pme["energy_kcal_per_mol"]["coulomb_reciprocal"].get<double>(), 0.0);
-  for (const char* refused : {"--electrostatics pme --nonbonded cutoff", "--electrostatics msm",
-                              "--electrostatics ewald", "--nonbonded no-cutoff --dispersion-correction on",
+  const auto msm = energy_of("--electrostatics msm --msm-spacing 2 --msm-interpolation quintic", "msm.json");
+  EXPECT_EQ(msm["nonbonded"]["method"], "msm");
+  EXPECT_EQ(msm["nonbonded"]["msm"]["interpolation"], "quintic");
+  EXPECT_NE(msm["energy_kcal_per_mol"]["coulomb_reciprocal"].get<double>(), 0.0);
+  for (const char* refused : {"--electrostatics pme --nonbonded cutoff", "--electrostatics msm --msm-spacing 6",
+                              "--electrostatics ewald", "--electrostatics pme --msm-spacing 2", "--nonbonded no-cutoff --dispersion-correction on",
                               "--dispersion-correction maybe"}) {
     const Result r = run_nbkit("energy " + chain + " " + refused);
     EXPECT_NE(r.status, 0) << refused;
-    EXPECT_TRUE(contains(r.output, refused[2] == 'e' ? "electrostatics" : "dispersion")) << refused << r.output;
+    EXPECT_TRUE(contains(r.output, refused[2] == 'e' ? (contains(refused, "msm-spacing") ? "msm" : "electrostatics")
+                                                     : "dispersion"))
+        << refused << r.output;
   }
   if (!nbkit::list_gpus().empty()) {
     const auto gpu = energy_of("--electrostatics pme --dispersion-correction on --backend cuda", "pme-gpu.json");

@@ -13,6 +13,10 @@
 //                        (md/pme.hpp, md/ewald.hpp have the terms); alpha and the mesh from
 //                        ewald_tolerance exactly as OpenMM derives them, B-splines of pme_order.
 //                        Lennard-Jones as cutoff_periodic. Every backend (the GPU's: md/cuda/pme.cuh).
+//   msm                  multilevel summation (Skeel et al. 2002; Hardy 2006) in that box: pairs
+//                        within the cutoff a get k q_i q_j (1/r - g_a(r)), the maps' periodic
+//                        grids (src/maps/msm) the smooth rest, interpolated with its gradient at
+//                        the atoms (md/msm.hpp); Ewald's energy (tin-foil) to MSM's accuracy.
 // The reaction field (Tironi et al., J. Chem. Phys. 102, 5451 (1995), as OpenMM): with eps_rf
 // the solvent's dielectric and rc the cutoff, a pair within rc has
 //   E = k q_i q_j (1/r + k_rf r^2 - c_rf),  k_rf = (eps_rf - 1) / ((2 eps_rf + 1) rc^3),
@@ -35,7 +39,7 @@
 namespace nbkit::md {
 
 struct NonbondedSettings {
-  enum class Method { no_cutoff, cutoff_non_periodic, cutoff_periodic, pme };
+  enum class Method { no_cutoff, cutoff_non_periodic, cutoff_periodic, pme, msm };
   // How pairs within a cutoff are summed: OpenMM's (Coulomb with a reaction field; Lennard-Jones
   // cut, or switched by OpenMM's polynomial from switch_distance), CHARMM's switch on both
   // Lennard-Jones and plain Coulomb from switch_distance (LAMMPS's lj/charmm/coul/charmm; the
@@ -55,6 +59,11 @@ struct NonbondedSettings {
   // PME: the Ewald error tolerance (OpenMM's default) and the B-spline order (4..6; OpenMM's 5).
   double ewald_tolerance = 5e-4;
   int pme_order = 5;
+  // Multilevel summation (method msm): the finest grid's spacing h (A; at most cutoff / 2) and
+  // its interpolation, cubic or quintic (the maps' MsmInterpolation, C1 both); the splitting is
+  // the C2 Taylor one (pair_terms-inl.hpp's msm_short_coulomb) at the cutoff.
+  double msm_spacing = 1.5;
+  bool msm_quintic = false;
   // The long-range dispersion (Lennard-Jones tail) correction of the periodic methods: the
   // energy and pressure of the Lennard-Jones pairs beyond the cutoff (and the switch), as if the
   // atoms were spread evenly there (md/dispersion_correction.hpp). On by default as in OpenMM's
@@ -67,7 +76,7 @@ struct NonbondedSettings {
   bool coulomb = true;
   // k / eps of a pair's k q_i q_j / (eps r), zero without electrostatics.
   double coulomb_k() const { return coulomb ? coulomb_constant / dielectric : 0.0; }
-  bool periodic() const { return method == Method::cutoff_periodic || method == Method::pme; }
+  bool periodic() const { return method == Method::cutoff_periodic || method == Method::pme || method == Method::msm; }
 };
 // PME's Ewald alpha (1/A) and mesh for these settings in `box`, as OpenMM derives them from the
 // tolerance and the cutoff.
@@ -84,8 +93,8 @@ std::string to_string(NonbondedSettings::Method method);
 // electrostatics`), onto the method and style of `s`: "pme"; "reaction-field" (cutoff-periodic
 // with a box, else cutoff; the openmm style); "shifted-force" (the same methods, that style);
 // "none" (no Coulomb at all; Lennard-Jones cut as cutoff-periodic or cutoff); "coulomb" (plain
-// Coulomb between every pair, no cutoff, no box). "msm" is refused until multilevel summation
-// gives forces. Throws nbkit::Error for another word or pme without a box.
+// Coulomb between every pair, no cutoff, no box), "msm" (multilevel summation). Throws
+// nbkit::Error for another word, or pme or msm without a box.
 void set_electrostatics(const std::string& name, bool box, NonbondedSettings& s);
 // The word for the settings (the reports): one of the above, or "charmm-switch" for the charmm style.
 std::string electrostatics_name(const NonbondedSettings& s);

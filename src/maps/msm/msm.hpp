@@ -86,8 +86,11 @@ PeriodicLevels periodic_levels(const Vec3& box, const Parameters& parameters);
 // per axis) from the charges anterpolated onto it, both x slowest: restriction, the lattice
 // cutoff at every level, the top level's periodic sum, prolongation (the stages above). The
 // molecular dynamics' MSM (md/msm.cpp) interpolates it and its gradient at the atoms.
+// `top_table`: the top level's kernel between its points for this box (an Ewald sum per point,
+// the stage's cost): used when it has the top grid's size, else computed and stored there.
 std::vector<double> periodic_grid_potential(std::vector<double> q0, const PeriodicLevels& levels, const Vec3& box,
-                                            const Parameters& parameters, Stages& stages);
+                                            const Parameters& parameters, Stages& stages,
+                                            std::vector<double>* top_table = nullptr);
 
 // Takes out g_a(r) of every atom within singular distance of a lattice point of the rows (the
 // short range left those out, as every method does).

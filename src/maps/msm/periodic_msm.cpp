@@ -194,7 +194,7 @@ PeriodicLevels periodic_levels(const Vec3& box, const Parameters& parameters) {
 }
 
 std::vector<double> periodic_grid_potential(std::vector<double> q0, const PeriodicLevels& levels, const Vec3& box,
-                                            const Parameters& parameters, Stages& st) {
+                                            const Parameters& parameters, Stages& st, std::vector<double>* top_table) {
   const double a = parameters.cutoff;
   const MsmInterpolation ip = parameters.interpolation;
   const Smoothing split = parameters.splitting;
@@ -253,15 +253,20 @@ std::vector<double> periodic_grid_potential(std::vector<double> q0, const Period
   {
     const PeriodicGrid& q = charge.back();
     PeriodicGrid& e = potential.back();
-    const TopLevelKernel kernel(split, std::ldexp(a, halvings), box);
     PeriodicGrid table(q.n);
-    const double top_spacing[3] = {spacing[0] * std::ldexp(1.0, halvings), spacing[1] * std::ldexp(1.0, halvings),
-                                   spacing[2] * std::ldexp(1.0, halvings)};
+    if (top_table && top_table->size() == table.v.size()) {
+      table.v = *top_table;  // the caller's, for this box
+    } else {
+      const TopLevelKernel kernel(split, std::ldexp(a, halvings), box);
+      const double top_spacing[3] = {spacing[0] * std::ldexp(1.0, halvings), spacing[1] * std::ldexp(1.0, halvings),
+                                     spacing[2] * std::ldexp(1.0, halvings)};
 #pragma omp parallel for collapse(2)
-    for (std::int64_t i = 0; i < q.n[0]; ++i)
-      for (std::int64_t j = 0; j < q.n[1]; ++j)
-        for (std::int64_t k = 0; k < q.n[2]; ++k)
-          table.at(i, j, k) = kernel(Vec3{i * top_spacing[0], j * top_spacing[1], k * top_spacing[2]});
+      for (std::int64_t i = 0; i < q.n[0]; ++i)
+        for (std::int64_t j = 0; j < q.n[1]; ++j)
+          for (std::int64_t k = 0; k < q.n[2]; ++k)
+            table.at(i, j, k) = kernel(Vec3{i * top_spacing[0], j * top_spacing[1], k * top_spacing[2]});
+      if (top_table) *top_table = table.v;
+    }
 #pragma omp parallel for collapse(2)
     for (std::int64_t i = 0; i < q.n[0]; ++i)
       for (std::int64_t j = 0; j < q.n[1]; ++j)

@@ -17,6 +17,7 @@
 #include "md/dispersion_correction.hpp"
 #include "md/molecular_gpu.hpp"
 #include "md/molecular_pair_constants.hpp"
+#include "md/msm.hpp"
 #include "md/pme.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/backend.hpp"
@@ -161,9 +162,9 @@ struct PairTable {
 
 // A thread per atom i sums every other atom j's pair in increasing j (the excluded ones
 // skipped by a moving pointer), so its force is one fixed-order sum; each pair's energy and
-// virial are halved (every pair is met from both ends). With Ewald's real-space Coulomb (PME),
-// an excluded pair is not skipped but gets the mesh's correction (ewald_excluded_pair) into
-// excluded_out.
+// virial are halved (every pair is met from both ends). With Ewald's real-space Coulomb (PME)
+// or MSM's short range, an excluded pair is not skipped but gets the mesh's or the grids'
+// correction (ewald_excluded_pair, msm_excluded_pair) into excluded_out.
 template <PairSwitch Switch, PairCoulomb Coulomb, bool Cut>
 __global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, double* lj_out, double* coulomb_out,
                                 double* virial_out, double* excluded_out) {
@@ -181,11 +182,14 @@ __global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, 
     if (j == i) continue;
     while (skip < end && p.excluded[skip] < j) ++skip;
     if (skip < end && p.excluded[skip] == j) {
-      if constexpr (Coulomb == PairCoulomb::ewald) {
+      if constexpr (Coulomb == PairCoulomb::ewald || Coulomb == PairCoulomb::msm) {
         const V3 d = im.separation(xi - im.x[j]);
         const double r2 = dot(d, d);
         double energy, force_over_r;
-        ewald_excluded_pair(math, r2, qi * p.charge[j], p.k.ewald_alpha, p.k.ewald_gauss, energy, force_over_r);
+        if constexpr (Coulomb == PairCoulomb::ewald)
+          ewald_excluded_pair(math, r2, qi * p.charge[j], p.k.ewald_alpha, p.k.ewald_gauss, energy, force_over_r);
+        else
+          msm_excluded_pair(math, r2, qi * p.charge[j], p.k.inverse_cutoff, energy, force_over_r);
         fi = fi + force_over_r * d;
         excluded_sum += energy, virial += force_over_r * r2;
       }
@@ -267,6 +271,10 @@ struct MolecularGpuForces::State {
   // on the host (the fixed-point range, the self and background terms).
   std::unique_ptr<PmeGpu> pme;
   std::array<double, 3> pme_edges{};
+  // MSM: the grids run on the host (md/msm.hpp, every core) beside the GPU's pairs, their
+  // lattice-cutoff sums on this GPU; made at the first box, again when its edges change.
+  std::unique_ptr<MsmCpu> msm;
+  std::array<double, 3> msm_edges{};
   std::vector<double> host_charge;
   DeviceBuffer<int> type, excluded_first, excluded, gather_first, gather_slots;
   DeviceBuffer<HarmonicBond> bonds, urey_bradley;
@@ -474,6 +482,18 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   NBKIT_CUDA_CHECK_LAUNCH();
   sum_ranges<<<kSums, kReduceThreads, 0, stream>>>(s.ranges.data(), s.sums.data());
   NBKIT_CUDA_CHECK_LAUNCH();
+  // MSM's grids on the host while the GPU sums the pairs.
+  const bool msm = settings.method == NonbondedSettings::Method::msm;
+  MsmLongRange grids;
+  if (msm) {
+    const std::array<double, 3> edges{box->length(0), box->length(1), box->length(2)};
+    if (!s.msm || edges != s.msm_edges) {
+      s.msm = std::make_unique<MsmCpu>(*box, settings.cutoff, settings.msm_spacing, settings.msm_quintic,
+                                         resolve_threads(0), s.device);
+      s.msm_edges = edges;
+    }
+    grids = s.msm->evaluate(positions, s.host_charge, *box, coulomb_k);
+  }
   MolecularForces result;
   result.force.resize(positions.size());
   std::array<double, kSums> sums{};
@@ -488,6 +508,11 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   e.lennard_jones_14 = sums[lj14], e.coulomb_14 = sums[coulomb14], e.cmap = sums[cmap];
   e.lennard_jones = sums[lj], e.coulomb = sums[coulomb];
   result.virial = sums[term_virial] + sums[pair_virial];
+  if (msm) {
+    e.coulomb_reciprocal = grids.energy + sums[excluded];
+    result.virial += grids.virial;
+    for (std::size_t i = 0; i < result.force.size(); ++i) result.force[i] = result.force[i] + grids.force[i];
+  }
   if (pme) {
     const PmeConstantTerms constant = pme_constant_terms(s.host_charge, coulomb_k, mesh.alpha, box->volume());
     e.coulomb_reciprocal = mesh_sums[0] + constant.energy + sums[excluded];
