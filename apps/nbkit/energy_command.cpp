@@ -32,7 +32,8 @@ struct EnergyArguments {
   std::string method = "auto", style = "openmm", electrostatics, dispersion = "auto";
   double cutoff = 10, reaction_field_dielectric = 78.3, switch_distance = 0, ewald_tolerance = 5e-4;
   int pme_order = 5;
-  double msm_spacing = 1.5;
+  double msm_spacing = 1.5, ewald_alpha = 0;
+  std::string pme_mesh;  // a,b,c
   std::string msm_interpolation = "cubic";
   RunOptions run;
 };
@@ -143,6 +144,19 @@ md::NonbondedSettings settings_of(const EnergyArguments& args, const std::option
     throw Error("--msm-interpolation: cubic or quintic, not '" + args.msm_interpolation + "'");
   s.msm_spacing = args.msm_spacing;
   s.msm_quintic = args.msm_interpolation == "quintic";
+  refuse_if_given(args.run.given, "--ewald-alpha", pme, "only pme has an Ewald alpha");
+  refuse_if_given(args.run.given, "--pme-mesh", pme, "only pme has a mesh");
+  if (args.run.given.count("--ewald-alpha")) s.ewald_alpha = args.ewald_alpha;
+  if (!args.pme_mesh.empty()) {
+    const Vec3 mesh = parse_triple(args.pme_mesh, "--pme-mesh", true);
+    std::array<int, 3> points{};
+    for (int a = 0; a < 3; ++a) {
+      if (mesh[a] != std::floor(mesh[a]) || mesh[a] > 4096)
+        throw Error("--pme-mesh: three whole numbers of mesh points, e.g. 64,64,64");
+      points[static_cast<std::size_t>(a)] = static_cast<int>(mesh[a]);
+    }
+    s.pme_mesh = points;
+  }
   s.ewald_tolerance = args.ewald_tolerance;
   s.pme_order = args.pme_order;
   s.cutoff = args.cutoff;
@@ -290,6 +304,8 @@ Action setup_energy(CLI::App& app) {
                  "pme: the Ewald error tolerance; alpha and the mesh follow from it as OpenMM derives them")
       ->capture_default_str();
   app.add_option("--pme-order", args->pme_order, "pme: the B-splines' order (4, 5 or 6)")->capture_default_str();
+  app.add_option("--ewald-alpha", args->ewald_alpha, "pme: Ewald's alpha (1/Angstrom), instead of the tolerance's");
+  app.add_option("--pme-mesh", args->pme_mesh, "pme: the mesh a,b,c (points per edge), instead of the tolerance's");
   app.add_option("--msm-spacing", args->msm_spacing,
                  "msm: the finest grid's spacing (Angstrom, at most half the cutoff)")
       ->capture_default_str();

@@ -394,7 +394,7 @@ void read_nonbonded(const Config& c, MdConfig& run) {
   s.reaction_field_dielectric = c.number("nonbonded.reaction_field_dielectric", 78.3, true);
   if (c.find("nonbonded.switch_distance")) s.switch_distance = c.number("nonbonded.switch_distance", std::nullopt, true);
   const bool pme = s.method == md::NonbondedSettings::Method::pme;
-  for (const char* key : {"nonbonded.ewald_tolerance", "nonbonded.pme_order"})
+  for (const char* key : {"nonbonded.ewald_tolerance", "nonbonded.pme_order", "nonbonded.ewald_alpha", "nonbonded.pme_mesh"})
     if (!pme && c.find(key)) c.fail(c.find(key), key, "only method = \"pme\" takes it");
   if (pme && c.find("nonbonded.reaction_field_dielectric"))
     c.fail(c.find("nonbonded.reaction_field_dielectric"), "nonbonded.reaction_field_dielectric", "pme has no reaction field");
@@ -411,6 +411,18 @@ void read_nonbonded(const Config& c, MdConfig& run) {
   s.ewald_tolerance = c.number("nonbonded.ewald_tolerance", 5e-4, true);
   s.pme_order = static_cast<int>(c.integer("nonbonded.pme_order", 5, 4));
   if (s.pme_order > 6) c.fail(c.find("nonbonded.pme_order"), "nonbonded.pme_order", "expected 4, 5 or 6");
+  if (c.find("nonbonded.ewald_alpha")) s.ewald_alpha = c.number("nonbonded.ewald_alpha", std::nullopt, true);
+  if (const toml::node* mesh = c.find("nonbonded.pme_mesh")) {
+    const toml::array* points = mesh->as_array();
+    std::array<int, 3> m{};
+    for (std::size_t a = 0; a < 3; ++a) {
+      const auto v = points && points->size() == 3 ? (*points)[a].value<std::int64_t>() : std::nullopt;
+      if (!v || *v < s.pme_order || *v > 4096)
+        c.fail(mesh, "nonbonded.pme_mesh", "expected three whole numbers of mesh points (order..4096), e.g. [64, 64, 64]");
+      m[a] = static_cast<int>(*v);
+    }
+    s.pme_mesh = m;
+  }
   if (const toml::node* tail = c.find("nonbonded.dispersion_correction")) {
     s.dispersion_correction = c.flag("nonbonded.dispersion_correction", true);
     if (s.dispersion_correction && !s.periodic())
@@ -426,7 +438,7 @@ MdConfig parse_md_config(std::string_view text, const std::string& source, const
                           "coordinates", "box", "special_bonds"});
   c.check_keys("nonbonded", {"method", "electrostatics", "cutoff", "switch_distance", "cutoff_style",
                              "reaction_field_dielectric", "ewald_tolerance", "pme_order", "dispersion_correction",
-                             "msm_spacing", "msm_interpolation"});
+                             "msm_spacing", "msm_interpolation", "ewald_alpha", "pme_mesh"});
   c.check_keys("pair", {"style", "cutoff", "shift", "mixing", "coeffs", "exclusions", "coulomb_cutoff", "dielectric"});
   c.check_keys("neighbor", {"skin"});
   c.check_keys("run", {"timestep", "steps", "thermo", "ensemble", "temperature", "damping", "seed"});

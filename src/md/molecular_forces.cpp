@@ -292,6 +292,12 @@ void check_molecular_inputs(const Topology& t, const std::vector<Vec3>& x, const
                   " style changes plain Coulomb; with PME, switch Lennard-Jones in the openmm style");
     if (!(s.ewald_tolerance > 0 && s.ewald_tolerance < 0.5)) throw Error("the Ewald error tolerance must lie in (0, 0.5)");
     if (s.pme_order < 4 || s.pme_order > 6) throw Error(fmt::format("PME's B-spline order {}: 4, 5 or 6", s.pme_order));
+    if (s.ewald_alpha && !(*s.ewald_alpha > 0 && std::isfinite(*s.ewald_alpha)))
+      throw Error("PME's alpha must be a positive number (1/A)");
+    if (s.pme_mesh)
+      for (int m : *s.pme_mesh)
+        if (m < s.pme_order || m > 4096)
+          throw Error(fmt::format("PME's mesh: {} points along an edge (expected {}..4096)", m, s.pme_order));
     if (!s.coulomb) throw Error("pme sums Coulomb: it cannot go with electrostatics turned off");
   }
   if (s.method == Method::msm) {
@@ -440,16 +446,16 @@ MolecularForces MolecularCpuForces::evaluate(const std::vector<Vec3>& x, const s
 
 PmeParameters pme_parameters(const NonbondedSettings& s, const PeriodicBox& box) {
   const EwaldParameters p = ewald_parameters(box, s.cutoff, s.ewald_tolerance);
-  return {p.alpha, p.pme_grid};
+  return {s.ewald_alpha ? *s.ewald_alpha : p.alpha, s.pme_mesh ? *s.pme_mesh : p.pme_grid};
 }
 
 void MolecularCpuForces::add_pme_terms(const std::vector<Vec3>& x, const PeriodicBox& box, std::vector<V3>& f,
                                        EnergyTerms& e, double& virial) {
   const Topology& t = t_;
   const double k = s_.coulomb_k();
-  const EwaldParameters p = ewald_parameters(box, s_.cutoff, s_.ewald_tolerance);
+  const PmeParameters p = pme_parameters(s_, box);
   if (!pme_ || box.edges() != pme_box_.edges()) {
-    pme_ = std::make_unique<PmeCpu>(p.pme_grid, s_.pme_order, p.alpha, threads_);
+    pme_ = std::make_unique<PmeCpu>(p.mesh, s_.pme_order, p.alpha, threads_);
     pme_box_ = box;
   }
   const PmeReciprocal mesh = pme_->evaluate(x, t.charge, box, k);

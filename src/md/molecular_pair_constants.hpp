@@ -10,9 +10,10 @@
 
 namespace nbkit::md {
 
-// OpenMM's alpha for PME: sqrt(-ln(2 tolerance)) / cutoff (md/ewald.hpp's ewald_parameters).
+// PME's alpha: the one given, else OpenMM's sqrt(-ln(2 tolerance)) / cutoff (md/ewald.hpp's
+// ewald_parameters).
 inline double ewald_alpha(const NonbondedSettings& s) {
-  return std::sqrt(-std::log(2 * s.ewald_tolerance)) / s.cutoff;
+  return s.ewald_alpha ? *s.ewald_alpha : std::sqrt(-std::log(2 * s.ewald_tolerance)) / s.cutoff;
 }
 
 inline MolecularPairConstants<double> molecular_pair_constants(const NonbondedSettings& s, PairSwitch& switched,

@@ -551,18 +551,34 @@ TEST(Cli, EnergyElectrostaticsWordsAndTheDispersionCorrection) {
   EXPECT_EQ(pme["nonbonded"]["method"], "pme");
   EXPECT_LT(pme["energy_kcal_per_mol"]["dispersion_correction"].get<double>(), 0.0);
   EXPECT_NE(pme["energy_kcal_per_mol"]["coulomb_reciprocal"].get<double>(), 0.0);
+  // alpha and the mesh given outright: the tolerance's own give the same bits, others another sum.
+  char alpha[64];
+  std::snprintf(alpha, sizeof alpha, "%.17g", pme["nonbonded"]["pme"]["alpha_per_angstrom"].get<double>());
+  const auto& mesh = pme["nonbonded"]["pme"]["mesh"];
+  const auto given = energy_of(std::string("--electrostatics pme --dispersion-correction on --ewald-alpha ") + alpha +
+                                   " --pme-mesh " + std::to_string(mesh[0].get<int>()) + "," +
+                                   std::to_string(mesh[1].get<int>()) + "," + std::to_string(mesh[2].get<int>()),
+                               "given.json");
+  EXPECT_EQ(given["energy_kcal_per_mol"]["total"], pme["energy_kcal_per_mol"]["total"]);
+  const auto finer = energy_of("--electrostatics pme --pme-mesh 48,48,48", "finer.json");
+  EXPECT_EQ(finer["nonbonded"]["pme"]["mesh"][0].get<int>(), 48);
+  EXPECT_NE(finer["energy_kcal_per_mol"]["coulomb_reciprocal"], pme["energy_kcal_per_mol"]["coulomb_reciprocal"]);
   const auto msm = energy_of("--electrostatics msm --msm-spacing 2 --msm-interpolation quintic", "msm.json");
   EXPECT_EQ(msm["nonbonded"]["method"], "msm");
   EXPECT_EQ(msm["nonbonded"]["msm"]["interpolation"], "quintic");
   EXPECT_NE(msm["energy_kcal_per_mol"]["coulomb_reciprocal"].get<double>(), 0.0);
-  for (const char* refused : {"--electrostatics pme --nonbonded cutoff", "--electrostatics msm --msm-spacing 6",
-                              "--electrostatics ewald", "--electrostatics pme --msm-spacing 2", "--nonbonded no-cutoff --dispersion-correction on",
-                              "--dispersion-correction maybe"}) {
+  for (const auto& [refused, named] : std::vector<std::pair<std::string, std::string>>{
+           {"--electrostatics pme --nonbonded cutoff", "--electrostatics"},
+           {"--electrostatics msm --msm-spacing 6", "msm"},
+           {"--electrostatics ewald", "electrostatics"},
+           {"--electrostatics pme --msm-spacing 2", "--msm-spacing"},
+           {"--electrostatics pme --pme-mesh 64,64", "--pme-mesh"},
+           {"--electrostatics msm --ewald-alpha 0.3", "--ewald-alpha"},
+           {"--nonbonded no-cutoff --dispersion-correction on", "dispersion"},
+           {"--dispersion-correction maybe", "dispersion"}}) {
     const Result r = run_nbkit("energy " + chain + " " + refused);
     EXPECT_NE(r.status, 0) << refused;
-    EXPECT_TRUE(contains(r.output, refused[2] == 'e' ? (contains(refused, "msm-spacing") ? "msm" : "electrostatics")
-                                                     : "dispersion"))
-        << refused << r.output;
+    EXPECT_TRUE(contains(r.output, named)) << refused << "\n" << r.output;
   }
   if (!nbkit::list_gpus().empty()) {
     const auto gpu = energy_of("--electrostatics pme --dispersion-correction on --backend cuda", "pme-gpu.json");

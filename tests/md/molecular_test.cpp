@@ -601,8 +601,22 @@ TEST(MolecularTerms, RefusesWhatItCannotComputeRight) {
   EXPECT_THROW(evaluate(t, x, pme, Backend::reference, box), Error);
   pme.style = NonbondedSettings::CutoffStyle::openmm;
   if (list_gpus().empty()) EXPECT_THROW(evaluate(t, x, pme, Backend::cuda, box), Error);
+  pme.ewald_alpha = -0.3;
+  EXPECT_THROW(evaluate(t, x, pme, Backend::reference, box), Error);
+  pme.ewald_alpha = 0.3, pme.pme_mesh = std::array<int, 3>{32, 32, 4};  // an edge shorter than the order
+  EXPECT_THROW(evaluate(t, x, pme, Backend::reference, box), Error);
+  pme.pme_mesh = std::array<int, 3>{32, 30, 28};
+  EXPECT_NO_THROW(evaluate(t, x, pme, Backend::reference, box));
   pme.coulomb = false;
   EXPECT_THROW(evaluate(t, x, pme, Backend::reference, box), Error);  // pme without electrostatics
+  // MSM: a spacing of at most half the cutoff, the openmm style.
+  NonbondedSettings msm;
+  msm.method = Method::msm, msm.cutoff = 9, msm.msm_spacing = 5;
+  EXPECT_THROW(evaluate(t, x, msm, Backend::reference, box), Error);
+  msm.msm_spacing = 2, msm.switch_distance = 7, msm.style = NonbondedSettings::CutoffStyle::charmm;
+  EXPECT_THROW(evaluate(t, x, msm, Backend::reference, box), Error);
+  msm.style = NonbondedSettings::CutoffStyle::openmm;
+  EXPECT_NO_THROW(evaluate(t, x, msm, Backend::reference, box));
 }
 
 }  // namespace

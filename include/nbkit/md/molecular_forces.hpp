@@ -59,6 +59,10 @@ struct NonbondedSettings {
   // PME: the Ewald error tolerance (OpenMM's default) and the B-spline order (4..6; OpenMM's 5).
   double ewald_tolerance = 5e-4;
   int pme_order = 5;
+  // PME's alpha (1/A) and mesh given outright instead of from the tolerance (as OpenMM's
+  // setPMEParameters): to match another program's run, or to pick FFT-friendly mesh sizes.
+  std::optional<double> ewald_alpha;
+  std::optional<std::array<int, 3>> pme_mesh;
   // Multilevel summation (method msm): the finest grid's spacing h (A; at most cutoff / 2) and
   // its interpolation, cubic or quintic (the maps' MsmInterpolation, C1 both); the splitting is
   // the C2 Taylor one (pair_terms-inl.hpp's msm_short_coulomb) at the cutoff.
@@ -78,8 +82,8 @@ struct NonbondedSettings {
   double coulomb_k() const { return coulomb ? coulomb_constant / dielectric : 0.0; }
   bool periodic() const { return method == Method::cutoff_periodic || method == Method::pme || method == Method::msm; }
 };
-// PME's Ewald alpha (1/A) and mesh for these settings in `box`, as OpenMM derives them from the
-// tolerance and the cutoff.
+// PME's Ewald alpha (1/A) and mesh for these settings in `box`: as given (ewald_alpha, pme_mesh),
+// else as OpenMM derives them from the tolerance and the cutoff.
 struct PmeParameters {
   double alpha;
   std::array<int, 3> mesh;
