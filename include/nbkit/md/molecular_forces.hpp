@@ -108,7 +108,8 @@ struct EnergyTerms {
   double bond = 0, angle = 0, urey_bradley = 0, dihedral = 0, improper = 0, cmap = 0;
   double lennard_jones = 0, coulomb = 0, lennard_jones_14 = 0, coulomb_14 = 0;
   // PME's terms beyond the pairs: the mesh's sum, the self energy, the excluded pairs' erf part
-  // and a net charge's neutralising background (zero for the other methods).
+  // and a net charge's neutralising background; MSM's: the grids' sum, the self energy and the
+  // excluded pairs' g_a part (zero for the other methods).
   double coulomb_reciprocal = 0;
   // The long-range dispersion correction (NonbondedSettings::dispersion_correction).
   double dispersion_correction = 0;
