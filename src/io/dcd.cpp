@@ -103,11 +103,21 @@ DcdReader::DcdReader(const std::string& path) : path_(path), in_(path, std::ios:
   const std::int64_t size = static_cast<std::int64_t>(in_.tellg());
   file_bytes_ = size;
   frames_ = (size - first_frame_offset_) / frame_bytes_;
+  // A partial frame at the end whose header counts exactly the whole frames before it is an
+  // append a killed writer did not finish (DcdWriter writes a frame, then the count): those
+  // frames are read and the tail ignored. A partial frame the count includes is a truncated
+  // file, refused when it is reached.
+  const bool partial_tail = (size - first_frame_offset_) % frame_bytes_ != 0;
+  if (partial_tail && control[0] == frames_) {
+    unfinished_tail_ = true;
+    file_bytes_ = first_frame_offset_ + frames_ * frame_bytes_;
+  }
   in_.seekg(first_frame_offset_);
   read_ = 0;
 }
 
 bool DcdReader::next(DcdFrame& frame) {
+  if (unfinished_tail_ && read_ >= frames_) return false;
   if (in_.peek() == std::char_traits<char>::eof()) return false;
 
   if (has_cell_) {

@@ -107,6 +107,12 @@ TEST(Dcd, TruncatedAndCorruptFilesNameTheFrame) {
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("frame 4: Z: the file ends inside the frame"), std::string::npos) << error.what();
   }
+  // A writer killed inside its fourth frame: three frames counted, part of a fourth on the disk.
+  // The three are read, the unfinished append ignored (DcdWriter counts a frame after writing it).
+  write_dcd(dir.file("three.dcd"), random_frames(3, 20, false, 5));
+  std::ofstream(dir.file("killed.dcd"), std::ios::binary)
+      << read_bytes(dir.file("three.dcd")) << bytes.substr(bytes.size() - 3 * (20 * 4 + 8), 100);
+  EXPECT_EQ(read_all(dir.file("killed.dcd")).size(), 3u);
   std::string corrupt = bytes;
   corrupt[corrupt.size() - 3 * (20 * 4 + 8) - 2] ^= 0x7f;  // the trailing marker of frame 3's Z record
   std::ofstream(dir.file("bad.dcd"), std::ios::binary) << corrupt;

@@ -35,6 +35,7 @@ class DcdReader {
   std::ifstream in_;
   bool swap_ = false, has_cell_ = false;
   std::int64_t atoms_ = 0, frames_ = 0, read_ = 0, first_frame_offset_ = 0, frame_bytes_ = 0, file_bytes_ = 0;
+  bool unfinished_tail_ = false;  // a partial last frame the header does not count: ignored
   double timestep_ = 0;
 };
 
