@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench_args.hpp"
+#include "memory_bandwidth.cuh"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/md.hpp"
 
@@ -29,39 +30,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kPublishedKokkosMi250x = 2.4e8;
 
-#define BENCH_CHECK(call)                                                                      \
-  do {                                                                                         \
-    const cudaError_t status_ = (call);                                                        \
-    if (status_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(status_));                    \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
-
-// Bytes per second of a 1 GiB device-to-device copy (read + write), the best of 5.
-double memory_bandwidth() {
-  const std::size_t bytes = std::size_t(1) << 30;
-  void *a = nullptr, *b = nullptr;
-  BENCH_CHECK(cudaMalloc(&a, bytes));
-  BENCH_CHECK(cudaMalloc(&b, bytes));
-  BENCH_CHECK(cudaMemset(a, 1, bytes));
-  cudaEvent_t start, stop;
-  BENCH_CHECK(cudaEventCreate(&start));
-  BENCH_CHECK(cudaEventCreate(&stop));
-  double best = 0;
-  for (int rep = 0; rep < 6; ++rep) {
-    BENCH_CHECK(cudaEventRecord(start));
-    BENCH_CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
-    BENCH_CHECK(cudaEventRecord(stop));
-    BENCH_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    BENCH_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    if (rep > 0) best = std::max(best, 2.0 * bytes / (ms * 1e-3));
-  }
-  cudaEventDestroy(start), cudaEventDestroy(stop);
-  cudaFree(a), cudaFree(b);
-  return best;
-}
 
 struct Result {
   std::string name;
@@ -115,7 +83,7 @@ int main(int argc, char** argv) {
     std::printf("bench_md_cuda: no GPU, nothing measured\n");
     return 0;
   }
-  const double bandwidth = memory_bandwidth();
+  const double bandwidth = nbkit::bench::memory_bandwidth();
   std::printf("bench_md_cuda: in.lj (fcc 0.8442, T 1.44, lj/cut 2.5, skin 0.3, NVE, dt 0.005) on %s\n",
               gpus[0].name.c_str());
   std::printf("ceiling: memory bandwidth %.3g B/s measured here; streaming a list of ~78 neighbours once "

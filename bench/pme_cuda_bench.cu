@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench_args.hpp"
+#include "memory_bandwidth.cuh"
 #include "cuda/device_buffer.hpp"
 #include "md/cuda/pme.cuh"
 #include "md/ewald.hpp"
@@ -39,38 +40,6 @@ namespace {
 using nbkit::Vec3;
 using V3 = nbkit::md::Vector3<double>;
 using Clock = std::chrono::steady_clock;
-
-#define BENCH_CHECK(call)                                                   \
-  do {                                                                      \
-    const cudaError_t status_ = (call);                                     \
-    if (status_ != cudaSuccess) {                                           \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(status_)); \
-      std::exit(1);                                                         \
-    }                                                                       \
-  } while (0)
-
-double memory_bandwidth() {  // bytes/s of a 1 GiB device-to-device copy (read + write), best of 5
-  const std::size_t bytes = std::size_t(1) << 30;
-  void *a = nullptr, *b = nullptr;
-  BENCH_CHECK(cudaMalloc(&a, bytes));
-  BENCH_CHECK(cudaMalloc(&b, bytes));
-  BENCH_CHECK(cudaMemset(a, 1, bytes));
-  cudaEvent_t start, stop;
-  BENCH_CHECK(cudaEventCreate(&start));
-  BENCH_CHECK(cudaEventCreate(&stop));
-  double best = 0;
-  for (int rep = 0; rep < 6; ++rep) {
-    BENCH_CHECK(cudaEventRecord(start));
-    BENCH_CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
-    BENCH_CHECK(cudaEventRecord(stop));
-    BENCH_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    BENCH_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    if (rep > 0) best = std::max(best, 2.0 * bytes / (ms * 1e-3));
-  }
-  cudaFree(a), cudaFree(b);
-  return best;
-}
 
 struct Water {
   std::vector<Vec3> x;
@@ -115,7 +84,7 @@ int main(int argc, char** argv) {
   if (!args) return 2;
   cudaDeviceProp properties{};
   BENCH_CHECK(cudaGetDeviceProperties(&properties, 0));
-  const double bandwidth = memory_bandwidth();
+  const double bandwidth = nbkit::bench::memory_bandwidth();
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::printf("PME's reciprocal part, tolerance 5e-4, cutoff 9 A, order 5, float64; %s (%.0f GB/s measured); "
               "CPU: %d threads\n",

@@ -249,6 +249,39 @@ TEST(MolecularTerms, EveryTermTogetherIsMinusTheGradient) {
   expect_forces_are_minus_gradient(t, x, s, PeriodicBox::from_edges({14.5, 15, 16}));
 }
 
+// Chains with Coulomb alone (no Lennard-Jones, ordinary or 1-4), one charge raised by 0.7 e
+// when `charged`, and their Coulomb by the float64 Ewald sum (converged to `tolerance` with a
+// real-space cutoff `cutoff`, the exclusions taken out) plus the 1-4 pairs' own scaled plain
+// Coulomb at the nearest image: the oracle of the PME and MSM tests.
+Topology coulomb_chains(int molecules, std::vector<Vec3>& x, double edge, bool charged) {
+  Topology t = chains(molecules, 17, x, edge);
+  if (charged) t.charge[3] += 0.7;
+  for (double& c : t.c12) c = 0;
+  for (double& c : t.c6) c = 0;
+  for (md::Pair14& p : t.pairs14) p.c12 = p.c6 = 0;
+  return t;
+}
+
+struct CoulombOracle {
+  double energy;
+  std::vector<Vec3> force;
+};
+
+CoulombOracle ewald_with_pairs14(const Topology& t, const std::vector<Vec3>& x, const PeriodicBox& box, double k,
+                                 double cutoff, double tolerance) {
+  const md::EwaldParameters p = md::ewald_parameters(box, cutoff, tolerance);
+  const auto ewald = md::ewald_coulomb(x, t.charge, box, k, cutoff, p, t.exclusions);
+  CoulombOracle out{ewald.total(), ewald.force};
+  for (const md::Pair14& q : t.pairs14) {
+    Vec3 d = x[q.i] - x[q.j];
+    for (int a = 0; a < 3; ++a) d[a] -= box.length(a) * std::nearbyint(d[a] / box.length(a));
+    const double r = norm(d), qq = q.coulomb_scale * k * t.charge[q.i] * t.charge[q.j];
+    out.energy += qq / r;
+    out.force[q.i] = out.force[q.i] + (qq / (r * r * r)) * d, out.force[q.j] = out.force[q.j] - (qq / (r * r * r)) * d;
+  }
+  return out;
+}
+
 // PME's Coulomb (the pairs' erfc part, the mesh, the self, excluded and background terms, and
 // the 1-4 pairs' plain Coulomb) against the float64 Ewald sum with the same exclusions plus the
 // 1-4 pairs' scaled Coulomb: equal within PME's error at tolerance 1e-7 and order 6 (measured
@@ -257,27 +290,14 @@ TEST(MolecularTerms, EveryTermTogetherIsMinusTheGradient) {
 TEST(MolecularTerms, PmeMatchesTheEwaldSum) {
   for (bool charged : {false, true}) {
     std::vector<Vec3> x;
-    Topology t = chains(12, 17, x, 16.0);
-    if (charged) t.charge[3] += 0.7;
-    for (double& c : t.c12) c = 0;
-    for (double& c : t.c6) c = 0;
-    for (md::Pair14& p : t.pairs14) p.c12 = p.c6 = 0;
+    const Topology t = coulomb_chains(12, x, 16.0, charged);
     const PeriodicBox box = PeriodicBox::from_edges({16.0, 17.0, 18.0});
     NonbondedSettings s;
     s.method = Method::pme, s.cutoff = 7.5, s.ewald_tolerance = 1e-7, s.pme_order = 6;
     const MolecularForces pme = evaluate(t, x, s, Backend::reference, box);
-    const md::EwaldParameters p = md::ewald_parameters(box, 7.5, 1e-12);
-    const double k = s.coulomb_constant;
-    auto ewald = md::ewald_coulomb(x, t.charge, box, k, 7.5, p, t.exclusions);
-    double e = ewald.total();
-    std::vector<Vec3> f = ewald.force;
-    for (const md::Pair14& q : t.pairs14) {  // the 1-4 pairs' own scaled Coulomb, nearest image
-      Vec3 d = x[q.i] - x[q.j];
-      for (int a = 0; a < 3; ++a) d[a] -= box.length(a) * std::nearbyint(d[a] / box.length(a));
-      const double r = norm(d), qq = q.coulomb_scale * k * t.charge[q.i] * t.charge[q.j];
-      e += qq / r;
-      f[q.i] = f[q.i] + (qq / (r * r * r)) * d, f[q.j] = f[q.j] - (qq / (r * r * r)) * d;
-    }
+    const CoulombOracle oracle = ewald_with_pairs14(t, x, box, s.coulomb_constant, 7.5, 1e-12);
+    const double e = oracle.energy;
+    const std::vector<Vec3>& f = oracle.force;
     const double ours = pme.energy.coulomb + pme.energy.coulomb_reciprocal + pme.energy.coulomb_14;
     std::printf("  PME against Ewald (%s): Coulomb energy %.1e relative", charged ? "charged" : "neutral",
                 std::abs(ours - e) / std::abs(e));
@@ -309,24 +329,11 @@ TEST(MolecularTerms, PmeMatchesTheEwaldSum) {
 TEST(MolecularTerms, MsmMatchesTheEwaldSumToItsAccuracyAndIsItsOwnGradient) {
   for (bool charged : {false, true}) {
     std::vector<Vec3> x;
-    Topology t = chains(20, 17, x, 24.0);
-    if (charged) t.charge[3] += 0.7;
-    for (double& c : t.c12) c = 0;
-    for (double& c : t.c6) c = 0;
-    for (md::Pair14& p : t.pairs14) p.c12 = p.c6 = 0;
+    const Topology t = coulomb_chains(20, x, 24.0, charged);
     const PeriodicBox box = PeriodicBox::from_edges({24.0, 25.0, 26.0});
-    const md::EwaldParameters p = md::ewald_parameters(box, 12.0, 1e-13);
-    const double k = units::coulomb_constant_kcal;
-    auto ewald = md::ewald_coulomb(x, t.charge, box, k, 12.0, p, t.exclusions);
-    double e = ewald.total();
-    std::vector<Vec3> f = ewald.force;
-    for (const md::Pair14& q : t.pairs14) {  // the 1-4 pairs' own scaled Coulomb, nearest image
-      Vec3 d = x[q.i] - x[q.j];
-      for (int a = 0; a < 3; ++a) d[a] -= box.length(a) * std::nearbyint(d[a] / box.length(a));
-      const double r = norm(d), qq = q.coulomb_scale * k * t.charge[q.i] * t.charge[q.j];
-      e += qq / r;
-      f[q.i] = f[q.i] + (qq / (r * r * r)) * d, f[q.j] = f[q.j] - (qq / (r * r * r)) * d;
-    }
+    const CoulombOracle oracle = ewald_with_pairs14(t, x, box, units::coulomb_constant_kcal, 12.0, 1e-13);
+    const double e = oracle.energy;
+    const std::vector<Vec3>& f = oracle.force;
     double size = 0;
     for (const Vec3& g : f) size += g.x * g.x + g.y * g.y + g.z * g.z;
     Topology bonded = t;  // the bonded terms' forces alone, to take out
