@@ -7,6 +7,7 @@
 //
 // The readers fill this (io/amber.hpp, io/charmm.hpp, io/lammps_data.hpp); the evaluators read it.
 // Plain C++.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -105,5 +106,17 @@ struct Coordinates {
   std::vector<Vec3> velocities;  // Angstrom/fs (LAMMPS real units, as md::System), empty when the file has none
   std::optional<PeriodicBox> box;
 };
+
+// The periodic system repeated copies[0] x copies[1] x copies[2] times along the box's edges
+// (LAMMPS's `replicate`): every atom and term of copy (a, b, c) is the original's, its atoms
+// numbered after the copies before it (x fastest) and moved by (a, b, c) times the edges; residue
+// numbers run on; the box grows to match. For weak-scaling benchmarks and larger test systems
+// from one equilibrated box. Throws nbkit::Error without a box (the coordinates' or the
+// topology's), for a count below 1, or past 2^31 atoms.
+struct Replicated {
+  Topology topology;
+  Coordinates coordinates;
+};
+Replicated replicate(const Topology& topology, const Coordinates& coordinates, std::array<int, 3> copies);
 
 }  // namespace nbkit::md
