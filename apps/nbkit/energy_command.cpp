@@ -179,8 +179,7 @@ md::NonbondedSettings settings_of(const EnergyArguments& args, const std::option
 
 int run_energy(const EnergyArguments& args) {
   const Backend backend = args.run.backend_requested();
-  if (args.run.precision_given() == Precision::single)
-    throw Error("nbkit energy computes in double precision on every backend");
+  const Precision precision = args.run.precision_given().value_or(Precision::double_);
   args.run.refuse_gpus_on_the_cpu();
   std::vector<io::NamedFile> inputs{{args.topology, "the topology"}, {args.coordinates, "the coordinates"}};
   for (const std::string& p : args.parameters) inputs.push_back({p, "--parameters"});
@@ -204,13 +203,18 @@ int run_energy(const EnergyArguments& args) {
   const Backend used = backend != Backend::automatic ? backend
                        : args.run.given.count("--gpus") ? Backend::cuda
                                                         : Backend::cpu;
+  if (precision == Precision::single && used != Backend::cuda)
+    throw Error("--precision single (mixed: float32 pairs, float64 sums) is the GPU's: add --backend cuda");
   const std::vector<int> gpus = used == Backend::cuda ? args.run.gpu_list() : std::vector<int>{};
   const auto start = std::chrono::steady_clock::now();
   const md::MolecularForces result =
-      md::molecular_forces(topology, coordinates.positions, box, settings, used, threads, gpus);
+      md::molecular_forces(topology, coordinates.positions, box, settings, used, threads, gpus, precision);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string gpu_detail =
+      std::string(settings.periodic() ? ", pair list" : ", every pair") +
+      (precision == Precision::single ? ", mixed precision (float32 pairs, float64 sums)" : ", float64");
   const std::string detail = used == Backend::reference ? "every pair, 1 thread, float64"
-                             : used == Backend::cuda    ? resolve_gpu(gpus).name + ", every pair, float64"
+                             : used == Backend::cuda    ? resolve_gpu(gpus).name + gpu_detail
                                                         : fmt::format("{} threads, float64", threads);
   const std::string what = fmt::format("{}, {}, {}", topology.source, count_of(static_cast<std::int64_t>(topology.size()), "atom"),
                                        md::to_string(settings.method));
@@ -324,9 +328,10 @@ Action setup_energy(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--forces", args->forces, "write every atom's force (kcal/mol/Angstrom; text: atom fx fy fz)");
   add_run_options(app, args->run,
-                  {"auto or cpu (all threads, a cell list with a cutoff), cuda (one GPU, every pair, float64), or "
-                   "reference (every pair, one thread)",
-                   "double (the only one: float64 on every backend)", "the GPU of --backend cuda (its index)",
+                  {"auto or cpu (all threads, a cell list with a cutoff), cuda (one GPU: a pair list with a periodic "
+                   "box, else every pair), or reference (every pair, one thread)",
+                   "double (float64, the default), or single with --backend cuda and a periodic box (mixed: float32 "
+                   "pair arithmetic, float64 sums, as OpenMM's mixed precision)", "the GPU of --backend cuda (its index)",
                    "no table, no summary"});
   return [args, &app]() {
     args->run.given = given_options(app);

@@ -206,10 +206,12 @@ Action setup_md(CLI::App& app) {
   app.add_option("config", args->config, "the run's TOML file (keys: README.md, \"Molecular dynamics\"; example: examples/in.lj.toml)")->required()->check(CLI::ExistingFile);
   app.add_option("-o,--output", args->output, "output directory (overrides [output] directory)");
   add_run_options(app, args->run,
-                  {"auto (the GPU when usable and the box is longer than twice cutoff + skin, else the CPU), cuda, cpu "
-                   "or reference (every periodic image, one thread, float64: small systems)",
-                   "on the GPU: single (float32 pair forces, float64 positions and velocities) or double; the CPU "
-                   "and reference engines compute in double",
+                  {"auto (the GPU when usable: for Lennard-Jones when the box is longer than twice cutoff + skin, for "
+                   "biomolecular systems when periodic; else the CPU), cuda, cpu or reference (every periodic image, "
+                   "one thread, float64: small systems)",
+                   "on the GPU: single (float32 pair forces, float64 sums, positions and velocities, as OpenMM's mixed "
+                   "precision; the default with a periodic box) or double; the CPU and reference engines compute in "
+                   "double",
                    "the GPU to run on: all or 1 (the first), or an index like 2, (MD runs on one GPU)",
                    "no thermo on the terminal, no summary"});
   return [args, &app]() {

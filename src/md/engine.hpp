@@ -39,8 +39,9 @@ std::unique_ptr<Engine> make_cpu_engine(System& system, const ForceField& field,
 std::unique_ptr<Engine> make_gpu_engine(System& system, const ForceField& field, double skin,
                                         const GpuEngine::Options& options);
 // A biomolecular system (md/molecular_engine.cpp): its energy and forces every step on the
-// reference or cpu backend (a cell list with `skin`), or on GPU `gpu` (backend cuda).
+// reference or cpu backend (a cell list with `skin`), or on GPU `gpu` (backend cuda; a pair list
+// with `skin` for periodic systems, in mixed precision where `single`).
 std::unique_ptr<Engine> make_molecular_engine(System& system, const MolecularForceField& field, Backend backend,
-                                              int threads, int gpu, double skin);
+                                              int threads, int gpu, double skin, bool single = false);
 
 }  // namespace nbkit::md

@@ -1,8 +1,8 @@
 // The engine of biomolecular systems behind md::Simulation: velocity Verlet with each atom's own
 // mass around the energy and forces of MolecularCpuForces (the float64 reference, or the CPU's
 // cell list with a skin, rebuilt when an atom has moved half of it) or MolecularGpuForces (one
-// GPU: the topology stays on the device, positions go up and forces come back each step; the
-// whole step on the GPU is issue 19's). Periodic atoms are wrapped into the box every step (the
+// GPU, a pair list with the same skin: the topology stays on the device, positions go up and
+// forces come back each step; the whole step on the GPU is issue 19's). Periodic atoms are wrapped into the box every step (the
 // bonded terms take their atoms' nearest images, so a molecule may straddle the box's faces).
 #include <fmt/format.h>
 
@@ -21,7 +21,7 @@ namespace {
 class MolecularEngine final : public Engine {
  public:
   MolecularEngine(System& system, const MolecularForceField& field, Backend backend, int threads, int gpu,
-                  double skin)
+                  double skin, bool single)
       : system_(system),
         field_(field),
         backend_(backend),
@@ -33,7 +33,7 @@ class MolecularEngine final : public Engine {
     copy_positions();
     check_molecular_inputs(field_.topology, positions_, box(), field_.nonbonded);
     if (backend == Backend::cuda)
-      gpu_ = std::make_unique<MolecularGpuForces>(field_.topology, field_.nonbonded, gpu);
+      gpu_ = std::make_unique<MolecularGpuForces>(field_.topology, field_.nonbonded, gpu, single, skin);
     else
       cpu_ = std::make_unique<MolecularCpuForces>(field_.topology, field_.nonbonded, backend, threads_, skin);
     if (periodic_) wrap_into_box(system_);
@@ -42,8 +42,8 @@ class MolecularEngine final : public Engine {
   void step(double dt, bool, Langevin* thermostat) override {
     half_kick(system_, forces_, dt, threads_);
     drift(system_, dt, threads_);
-    // Atoms wrapped into the box where the cell list is rebuilt anyway (every step on the GPU,
-    // which has none), so that a wrap never forces a rebuild.
+    // Atoms wrapped into the box where the CPU's cell list is rebuilt anyway, so that a wrap never
+    // forces a rebuild; every step on the GPU, whose list measures moves by the minimum image.
     if (periodic_) {
       copy_positions();
       if (!cpu_ || cpu_->needs_rebuild(positions_, box())) wrap_into_box(system_);
@@ -56,7 +56,7 @@ class MolecularEngine final : public Engine {
   Thermo thermo(std::int64_t step) const override { return md::thermo(system_, forces_, step); }
   void sync_host() override {}
   void forces(Forces& out) const override { out = forces_; }
-  std::int64_t builds() const override { return cpu_ ? cpu_->builds() : 0; }
+  std::int64_t builds() const override { return cpu_ ? cpu_->builds() : gpu_->list_builds(); }
   std::string description() const override {
     if (gpu_) return "GPU: " + gpu_->description();
     return backend_ == Backend::reference ? "reference, 1 thread, float64"
@@ -106,8 +106,8 @@ class MolecularEngine final : public Engine {
 }  // namespace
 
 std::unique_ptr<Engine> make_molecular_engine(System& system, const MolecularForceField& field, Backend backend,
-                                              int threads, int gpu, double skin) {
-  return std::make_unique<MolecularEngine>(system, field, backend, threads, gpu, skin);
+                                              int threads, int gpu, double skin, bool single) {
+  return std::make_unique<MolecularEngine>(system, field, backend, threads, gpu, skin, single);
 }
 
 }  // namespace nbkit::md

@@ -335,10 +335,13 @@ void check_finite(const MolecularForces& out) {
 }  // namespace
 
 MolecularForces molecular_forces(const Topology& t, const std::vector<Vec3>& x, const std::optional<PeriodicBox>& box,
-                                 const NonbondedSettings& s, Backend backend, int threads, const std::vector<int>& gpus) {
+                                 const NonbondedSettings& s, Backend backend, int threads, const std::vector<int>& gpus,
+                                 Precision precision) {
   check_molecular_inputs(t, x, box, s);
+  if (precision == Precision::single && backend != Backend::cuda)
+    throw Error("single (mixed) precision is the GPU's; the " + to_string(backend) + " backend computes in double");
   if (backend == Backend::cuda) {
-    MolecularGpuForces gpu(t, s, resolve_gpu(gpus).index);
+    MolecularGpuForces gpu(t, s, resolve_gpu(gpus).index, precision == Precision::single);
     MolecularForces out = gpu.evaluate(x, box);
     check_finite(out);
     return out;

@@ -1,14 +1,18 @@
 #pragma once
 // The energy and forces of a biomolecular system on one GPU (src/md/cuda/molecular_forces.cu),
-// float64 throughout: the topology uploaded once, positions each evaluation. What
+// float64, or mixed precision (the pairs' law in float32, every sum in float64: OpenMM's
+// "mixed") for periodic systems: the topology uploaded once, positions each evaluation. What
 // molecular_forces(..., Backend::cuda) and the molecular engine's cuda backend call. Every sum
 // has a fixed order (each bonded term writes its atoms' forces to slots of its own, gathered
 // per atom in a fixed order; each atom sums its nonbonded pairs itself; energies are reduced by
 // fixed trees; PME's mesh is spread in fixed point: md/cuda/pme.cuh), so an evaluation is the
-// same bits every time on the same GPU. The nonbonded pairs are found by testing every pair (a
-// thread per atom): O(N^2), for the correctness of the GPU path first; the cell list of the
-// Lennard-Jones engine is the next step. Internal; no CUDA
+// same bits every time on the same GPU. Periodic systems find their pairs through a Verlet list
+// built from cells on the GPU (cuda/molecular_pair_list.cuh; rebuilt when an atom has moved
+// half the skin); without a box every pair is tested (a thread per atom, O(N^2): molecules in
+// vacuum are small). Internal; no CUDA
 // in this header (the state is opaque). Builds without CUDA throw from the constructor.
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,14 +24,27 @@ namespace nbkit::md {
 
 class MolecularGpuForces {
  public:
-  MolecularGpuForces(const Topology& topology, const NonbondedSettings& settings, int device);
+  // `single`: mixed precision (periodic settings only). `skin`: the pair list's (A; 0 rebuilds it
+  // every evaluation, as one `nbkit energy` needs).
+  MolecularGpuForces(const Topology& topology, const NonbondedSettings& settings, int device, bool single = false,
+                     double skin = 0);
   ~MolecularGpuForces();
   MolecularGpuForces(const MolecularGpuForces&) = delete;
   MolecularGpuForces& operator=(const MolecularGpuForces&) = delete;
 
   // `box`: the periodic box (cutoff_periodic; checked by the caller).
   MolecularForces evaluate(const std::vector<Vec3>& positions, const std::optional<PeriodicBox>& box);
-  std::string description() const;  // "NVIDIA H100 80GB HBM3, float64"
+  std::string description() const;  // "NVIDIA H100 80GB HBM3, float64, pair list"
+  std::int64_t list_builds() const;
+
+  // Benchmarks: each evaluation's phases timed by events from now on; the last one's seconds
+  // (waits for it). mesh_phases: PME's spread, forward FFT, convolution, inverse FFT, gather.
+  struct Phases {
+    double upload = 0, bonded = 0, list = 0, pairs = 0, mesh = 0, finish = 0, download = 0, total = 0;
+    std::array<double, 5> mesh_phases{};
+  };
+  void time_phases();
+  Phases phase_seconds() const;
 
  private:
   struct State;

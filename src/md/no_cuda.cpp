@@ -23,9 +23,14 @@ void GpuEngine::set_neighbor_capacity(int) {}
 std::string GpuEngine::description() const { return "no GPU"; }
 
 struct MolecularGpuForces::State {};
-MolecularGpuForces::MolecularGpuForces(const Topology&, const NonbondedSettings&, int) { throw_no_cuda_build(); }
+MolecularGpuForces::MolecularGpuForces(const Topology&, const NonbondedSettings&, int, bool, double) {
+  throw_no_cuda_build();
+}
 MolecularGpuForces::~MolecularGpuForces() = default;
 MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>&, const std::optional<PeriodicBox>&) { return {}; }
 std::string MolecularGpuForces::description() const { return "no GPU"; }
+std::int64_t MolecularGpuForces::list_builds() const { return 0; }
+void MolecularGpuForces::time_phases() {}
+MolecularGpuForces::Phases MolecularGpuForces::phase_seconds() const { return {}; }
 
 }  // namespace nbkit::md

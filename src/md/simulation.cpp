@@ -83,13 +83,27 @@ Simulation::Simulation(System system, MolecularForceField field, Integrator inte
     throw Error(fmt::format("--gpus: MD runs on one GPU; {} were named", options.gpus.size()));
   if (!options.gpus.empty() && (options.backend == Backend::cpu || options.backend == Backend::reference))
     throw Error("--gpus picks GPUs for --backend auto or cuda, not " + to_string(options.backend));
-  if (options.precision == Precision::single && options.backend != Backend::automatic)
-    throw Error("--precision single: the biomolecular engines compute in double");
-  // automatic: the CPU, whose cell list beats the GPU's every-pair test beyond a few thousand
-  // atoms (docs/performance.md), unless --gpus names a GPU; the GPU when asked for.
-  backend_ = options.backend == Backend::reference ? Backend::reference
-             : options.backend == Backend::cuda || !options.gpus.empty() ? Backend::cuda
-                                                                         : Backend::cpu;
+  // automatic: the GPU when one is usable and the system is periodic (the GPU's pair list; a
+  // molecule in vacuum has every pair tested there, which the CPU's cell list beats beyond a few
+  // thousand atoms: docs/performance.md), or when --gpus names one; else the CPU.
+  const bool periodic = molecular_->nonbonded.periodic();
+  if (options.backend == Backend::reference) {
+    backend_ = Backend::reference;
+  } else if (options.backend == Backend::cuda || !options.gpus.empty()) {
+    backend_ = Backend::cuda;
+  } else if (options.backend == Backend::automatic && periodic) {
+    backend_ = resolve_backend(Backend::automatic, nullptr);
+  } else {
+    backend_ = Backend::cpu;
+  }
+  // The GPU's arithmetic: mixed precision (float32 pairs, float64 sums) by default for periodic
+  // systems, as the Lennard-Jones engine's single; float64 when asked, and always without a box.
+  if (options.precision == Precision::single && backend_ != Backend::cuda && options.backend != Backend::automatic)
+    throw Error(fmt::format("--precision single: the {} biomolecular engine computes in double; use --backend cuda",
+                            to_string(backend_)));
+  if (options.precision == Precision::single && backend_ == Backend::cuda && !periodic)
+    throw Error("--precision single: without a periodic box the GPU sums every pair in double; leave --precision out");
+  const bool single = backend_ == Backend::cuda && periodic && options.precision != Precision::double_;
   const int gpu = backend_ == Backend::cuda ? resolve_gpu(options.gpus).index : 0;
   const int threads = resolve_threads(options.threads);
   // The system, the topology's terms, each thread's force array, the cell list (~2 x 300 pairs of
@@ -99,7 +113,7 @@ Simulation::Simulation(System system, MolecularForceField field, Integrator inte
                fmt::format("an MD run of {} atoms ({})", system_.size(), molecular_->topology.source));
   if (!(options.skin >= 0) || !std::isfinite(options.skin))
     throw Error(fmt::format("the neighbour skin must not be negative, got {}", options.skin));
-  engine_ = make_molecular_engine(system_, *molecular_, backend_, threads, gpu, options.skin);
+  engine_ = make_molecular_engine(system_, *molecular_, backend_, threads, gpu, options.skin, single);
   start_thermostat();
 }
 

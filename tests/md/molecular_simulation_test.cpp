@@ -4,7 +4,9 @@
 // backend refusals. The NVE run of a solvated protein is tests/clients/check_energy_openmm.py's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "md/molecular_test_support.hpp"
 #include "nbkit/core/error.hpp"
@@ -44,10 +46,12 @@ Chains chains_at_300k() {
   return c;
 }
 
+// float64 on every backend (the GPU's default for periodic systems is mixed precision).
 SimulationOptions on(Backend backend) {
   SimulationOptions o;
   o.backend = backend;
   o.threads = 2;
+  o.precision = Precision::double_;
   return o;
 }
 
@@ -107,6 +111,39 @@ TEST(MolecularSimulation, PmeAndMsmRunsMatchTheReferenceAndRepeatOnTheGpu) {
   }
 }
 
+// The GPU's default for periodic systems, mixed precision, through a run long enough for its pair
+// list to be rebuilt (a skin of 0.5 A; atoms at 300 K move ~0.005 A/fs): the trajectory stays
+// within float32's rounding of the float64 reference's (the force errors of ~1e-6 relative move
+// the atoms by ~1e-8 A in 100 steps of 0.5 fs; 1e-6 A allows growth by the chaos), and repeats
+// to the bit.
+TEST(MolecularSimulation, MixedPrecisionRunsRebuildTheirListAndRepeat) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const Chains c = chains_at_300k();
+  MolecularForceField field = c.field();
+  field.nonbonded.method = NonbondedSettings::Method::pme;
+  field.nonbonded.style = NonbondedSettings::CutoffStyle::openmm;
+  Integrator integrator;
+  integrator.timestep = 0.5;
+  Simulation reference(c.system, field, integrator, on(Backend::cpu));
+  reference.run(100);
+  SimulationOptions mixed = on(Backend::cuda);
+  mixed.precision.reset();
+  mixed.skin = 0.5;
+  Simulation ours(c.system, field, integrator, mixed), again(c.system, field, integrator, mixed);
+  ours.run(100), again.run(100);
+  EXPECT_NE(ours.description().find("mixed"), std::string::npos) << ours.description();
+  EXPECT_GT(ours.list_builds(), 1);
+  double worst = 0;
+  for (std::size_t i = 0; i < c.system.size(); ++i)
+    worst = std::max(worst, std::abs(reference.state().x[i] - ours.state().x[i]));
+  std::printf("  mixed precision, 100 steps of PME dynamics: %lld list builds, positions within %.2e A of float64\n",
+              static_cast<long long>(ours.list_builds()), worst);
+  EXPECT_LT(worst, 1e-6);
+  EXPECT_EQ(again.state().x, ours.state().x);
+  EXPECT_EQ(again.state().vx, ours.state().vx);
+}
+
 TEST(MolecularSimulation, NveConservesEnergyAndTheTemperatureCountsEachMass) {
   Chains c = chains_at_300k();
   Simulation simulation(c.system, c.field(), Integrator{0.5, std::nullopt}, on(Backend::cpu));
@@ -153,6 +190,12 @@ TEST(MolecularSimulation, RefusesWhatItCannotRun) {
   SimulationOptions single = on(Backend::cpu);
   single.precision = Precision::single;
   EXPECT_THROW(Simulation(c.system, c.field(), Integrator{}, single), Error);
+  if (!list_gpus().empty()) {  // mixed precision needs a box (without one the GPU sums every pair in float64)
+    MolecularForceField vacuum = c.field();
+    vacuum.nonbonded.method = NonbondedSettings::Method::no_cutoff;
+    single.backend = Backend::cuda;
+    EXPECT_THROW(Simulation(c.system, vacuum, Integrator{}, single), Error);
+  }
   System wrong = c.system;
   wrong.resize(wrong.size() - 1);
   wrong.atom_mass.pop_back();

@@ -569,6 +569,98 @@ TEST_P(MolecularBackends, MatchTheReferenceOnChainsWithEveryTerm) {
 INSTANTIATE_TEST_SUITE_P(Backends, MolecularBackends, ::testing::Values(Backend::cpu, Backend::cuda),
                          [](const auto& info) { return to_string(info.param); });
 
+// The GPU's mixed precision (float32 pair arithmetic, float64 sums: OpenMM's "mixed") against
+// the float64 reference on the protein in its box and on the chains (1,020 atoms: no multiple of
+// 32; their box 2 cells wide, the protein's 4 to 5), in each periodic method. OpenMM's own tests
+// hold its single and mixed precision to 1e-3 relative (1e-5 in double: the tolerances of its
+// nonbonded tests, e.g. testDispersionCorrection); float32's rounding of each pair (6e-8) summed
+// in float64 leaves ~1e-6 here (measured on an H100: forces 2.4e-6 relative RMS on the protein,
+// 4.5e-6 on the chains; energy terms 2.5e-6 of their size at worst), so the bounds are 1e-5 for
+// both, a hundred times tighter than OpenMM's. The virial, a sum with cancellation, is bounded by
+// 1e-6 of the pair energies' size (its terms are of that size). Two evaluations give the same bits.
+TEST(MolecularGpu, MixedPrecisionIsWithinFloat32sRoundingOfTheReferenceAndRepeats) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const Topology protein = io::read_prmtop(test_data_file("fkbp-amber14.prmtop.gz"));
+  const md::Coordinates c = io::read_inpcrd(test_data_file("fkbp-amber14.inpcrd.gz"), protein.size());
+  PeriodicBox protein_box;
+  for (int a = 0; a < 3; ++a) {
+    double lo = 1e9, hi = -1e9;
+    for (const Vec3& p : c.positions) lo = std::min(lo, p[a]), hi = std::max(hi, p[a]);
+    protein_box.lo[a] = lo - 6, protein_box.hi[a] = hi + 6;
+  }
+  std::vector<Vec3> chain_x;
+  const Topology chain = chains(60, 17, chain_x, 24.0);
+  const PeriodicBox chain_box = PeriodicBox::from_edges({24, 25, 26});
+  std::vector<NonbondedSettings> cases(4);
+  cases[0].method = Method::pme, cases[0].cutoff = 9, cases[0].switch_distance = 7.5;
+  cases[1].method = Method::cutoff_periodic, cases[1].cutoff = 9, cases[1].switch_distance = 7;
+  cases[2] = cases[1], cases[2].style = NonbondedSettings::CutoffStyle::charmm;
+  cases[3].method = Method::msm, cases[3].cutoff = 9, cases[3].msm_spacing = 2.5;
+  using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
+  for (const auto& [t, x, box, name] : {Case{&protein, &c.positions, protein_box, "protein"},
+                                        Case{&chain, &chain_x, chain_box, "chains"}})
+    for (const NonbondedSettings& s : cases) {
+      const std::string what = std::string(name) + " " + md::to_string(s.method) + " " + md::to_string(s.style);
+      const auto reference = md::molecular_forces(*t, *x, box, s, Backend::reference);
+      const auto mixed = md::molecular_forces(*t, *x, box, s, Backend::cuda, 0, {}, Precision::single);
+      const auto a = mixed.energy.named(), b = reference.energy.named();
+      double worst_energy = 0;
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        const double relative = std::abs(a[k].second - b[k].second) / (1 + std::abs(b[k].second));
+        worst_energy = std::max(worst_energy, relative);
+        EXPECT_LT(relative, 1e-5) << what << " " << a[k].first;
+      }
+      double error = 0, size = 0;
+      for (std::size_t i = 0; i < x->size(); ++i)
+        error += std::pow(norm(mixed.force[i] - reference.force[i]), 2), size += std::pow(norm(reference.force[i]), 2);
+      const double rms = std::sqrt(error / size);
+      std::printf("  mixed precision, %s: forces %.2e relative RMS, energy terms %.2e relative (worst)\n", what.c_str(),
+                  rms, worst_energy);
+      EXPECT_LT(rms, 1e-5) << what;
+      const double pair_size = std::abs(reference.energy.coulomb) + std::abs(reference.energy.lennard_jones);
+      EXPECT_NEAR(mixed.virial, reference.virial, 1e-6 * (pair_size + std::abs(reference.virial))) << what;
+      const auto again = md::molecular_forces(*t, *x, box, s, Backend::cuda, 0, {}, Precision::single);
+      EXPECT_EQ(again.energy.total(), mixed.energy.total()) << what;
+      for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(again.force[i], mixed.force[i]) << what << " atom " << i;
+    }
+  // Mixed precision is the GPU's, and needs a box (without one every pair is summed in float64).
+  EXPECT_THROW(md::molecular_forces(chain, chain_x, chain_box, cases[0], Backend::cpu, 0, {}, Precision::single), Error);
+  NonbondedSettings vacuum;
+  EXPECT_THROW(md::molecular_forces(chain, chain_x, std::nullopt, vacuum, Backend::cuda, 0, {}, Precision::single),
+               Error);
+}
+
+// md::replicate: a periodic system repeated along its edges is the same infinite system, so with
+// a cutoff (every pair within it the same pair) each copy's atoms feel the original's forces and
+// the energy is the copies' count times the original's (to rounding); indices and box follow.
+TEST(MolecularTerms, ReplicatedSystemsRepeatTheOriginalsEnergyAndForces) {
+  std::vector<Vec3> x;
+  const Topology t = chains(12, 17, x, 24.0);
+  md::Coordinates c{x, {}, PeriodicBox::from_edges({24, 25, 26})};
+  const md::Replicated r = md::replicate(t, c, {2, 1, 3});
+  ASSERT_EQ(r.topology.size(), 6 * t.size());
+  EXPECT_EQ(r.topology.bonds.size(), 6 * t.bonds.size());
+  EXPECT_EQ(r.topology.exclusions.size(), 6 * t.exclusions.size());
+  EXPECT_EQ(r.coordinates.box->edges(), (Vec3{48, 25, 78}));
+  EXPECT_EQ(r.coordinates.positions[t.size() + 5], (x[5] + Vec3{24, 0, 0}));   // copy (1, 0, 0)
+  EXPECT_EQ(r.coordinates.positions[2 * t.size() + 5], (x[5] + Vec3{0, 0, 26}));  // copy (0, 0, 1)
+  EXPECT_EQ(r.topology.bonds[t.bonds.size()].i, t.bonds[0].i + static_cast<int>(t.size()));
+  NonbondedSettings s;
+  s.method = Method::cutoff_periodic, s.cutoff = 9, s.switch_distance = 7;
+  s.dispersion_correction = false;  // OpenMM's pair weighting counts i = j pairs: not extensive to the bit
+  const MolecularForces one = md::molecular_forces(t, x, c.box, s, Backend::cpu, 2);
+  const MolecularForces six = md::molecular_forces(r.topology, r.coordinates.positions, r.coordinates.box, s,
+                                                   Backend::cpu, 2);
+  EXPECT_NEAR(six.energy.total(), 6 * one.energy.total(), 1e-10 * std::abs(6 * one.energy.total()));
+  EXPECT_NEAR(six.virial, 6 * one.virial, 1e-9 * std::abs(6 * one.virial));
+  for (std::size_t copy = 0; copy < 6; ++copy)
+    for (std::size_t i = 0; i < t.size(); ++i)
+      ASSERT_LT(norm(six.force[copy * t.size() + i] - one.force[i]), 1e-9) << "copy " << copy << " atom " << i;
+  EXPECT_THROW(md::replicate(t, md::Coordinates{x, {}, std::nullopt}, {2, 1, 1}), Error);  // no box
+  EXPECT_THROW(md::replicate(t, c, {0, 1, 1}), Error);
+}
+
 TEST(MolecularTerms, RefusesWhatItCannotComputeRight) {
   Topology t = pair_of_atoms(0.5, -0.5);
   const std::vector<Vec3> x{{0, 0, 0}, {3, 0, 0}};

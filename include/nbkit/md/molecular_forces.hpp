@@ -142,11 +142,13 @@ System molecular_system(const Topology& topology, const Coordinates& coordinates
 // The energy and forces. `box`: the periodic box for cutoff_periodic (every edge at least twice
 // the cutoff: one image per pair); ignored by the other methods. `backend`: reference (every
 // pair, one thread, float64: the oracle), cpu (a cell list on `threads` threads, 0: all;
-// float64) or cuda (one GPU, the first of `gpus`, float64, every pair tested: md/molecular_gpu.hpp);
-// automatic means cpu. Throws nbkit::Error for positions of the wrong count or not finite, a
+// float64) or cuda (one GPU, the first of `gpus`: a pair list for periodic systems, every pair
+// tested otherwise; float64, or with `precision` single OpenMM's mixed precision, float32 pair
+// arithmetic with float64 sums, periodic systems only: md/molecular_gpu.hpp); automatic means cpu. Throws nbkit::Error for positions of the wrong count or not finite, a
 // box too small, a switch distance outside (0, cutoff), a result not finite.
 MolecularForces molecular_forces(const Topology& topology, const std::vector<Vec3>& positions,
                                  const std::optional<PeriodicBox>& box, const NonbondedSettings& settings,
-                                 Backend backend = Backend::cpu, int threads = 0, const std::vector<int>& gpus = {});
+                                 Backend backend = Backend::cpu, int threads = 0, const std::vector<int>& gpus = {},
+                                 Precision precision = Precision::double_);
 
 }  // namespace nbkit::md

@@ -32,11 +32,14 @@ struct Integrator {
 
 struct SimulationOptions {
   // automatic: the GPU when one is usable and the box is longer than twice (reach + skin)
-  // along every axis (the GPU engine's minimum image), else the CPU, `notice` saying why.
+  // along every axis (the GPU engine's minimum image), else the CPU, `notice` saying why;
+  // biomolecular systems: the GPU when one is usable and the system is periodic, else the CPU.
   // reference: the all-images float64 forces on one thread (small systems; the oracle).
   Backend backend = Backend::automatic;
-  // The GPU's pair arithmetic (single: float32 pair forces, float64 positions and velocities);
-  // the CPU and reference engines compute in float64, and refuse single when it is given.
+  // The GPU's pair arithmetic (single: float32 pair forces, float64 positions and velocities;
+  // biomolecular systems: float32 pairs with float64 sums, OpenMM's mixed, periodic only); empty:
+  // single on the GPU (biomolecular: where periodic). The CPU and reference engines compute in
+  // float64, and refuse single when it is given.
   std::optional<Precision> precision;
   int threads = 0;        // CPU threads (0: all; nbkit::resolve_threads)
   std::vector<int> gpus;  // the GPU to run on (empty: the first); MD runs on one GPU

@@ -2,6 +2,7 @@
 // The list rebuild: atoms wrapped, binned and sorted by cell, packed, and the Verlet list built.
 // Part of the GPU MD engine (engine_cuda.cu, whose comment has the design); included there
 // only, one translation unit, split by job as GROMACS's nbnxm splits its GPU code.
+#include "md/cuda/cell_starts.cuh"
 #include "md/cuda/integrate.cuh"
 
 namespace nbkit::md {
@@ -28,19 +29,6 @@ template <class T>
 __global__ void gather(int n, const int* __restrict__ order, const T* __restrict__ from, T* __restrict__ to) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) to[i] = from[order[i]];
-}
-
-// cell_start[c] = the first sorted atom in cell c or later (c = 0 .. cells), by binary search.
-__global__ void cell_starts(int n, int cells, const unsigned* __restrict__ sorted_cell, int* __restrict__ cell_start) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c > cells) return;
-  int lo = 0, hi = n;
-  while (lo < hi) {
-    const int mid = (lo + hi) / 2;
-    if (sorted_cell[mid] < static_cast<unsigned>(c)) lo = mid + 1;
-    else hi = mid;
-  }
-  cell_start[c] = lo;
 }
 
 template <class Real>

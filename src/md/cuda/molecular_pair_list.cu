@@ -1,0 +1,618 @@
+// The molecular pair list and its pair sums on one GPU (molecular_pair_list.cuh has the design).
+#include "md/cuda/molecular_pair_list.cuh"
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cuda/check.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/stream.hpp"
+#include "md/cuda/cell_starts.cuh"
+#include "md/molecular_pair_constants.hpp"
+#include "md/pair_law.hpp"
+#include "nbkit/core/error.hpp"
+
+namespace nbkit::md {
+
+namespace {
+
+using cuda::DeviceBuffer;
+using V3 = Vector3<double>;
+constexpr int kThreads = 128;
+constexpr int kRowThreads = 32;  // the list build: one warp per home cell
+
+int blocks(std::int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
+
+// A sorted atom as the pair kernel reads it: its position relative to the centre of the cell it
+// was binned into at the last build, and its charge, one 16- or 32-byte load. Relative to its
+// cell, a float32 position keeps ~1e-6 A whatever the box's size (wrapped into a box of 250 A it
+// would keep 1.5e-5 A, and each force ~1e-5 of itself); a pair's separation adds the two cells'
+// distance, a small whole number of cell widths (axis_separation).
+template <class Real>
+struct alignas(4 * sizeof(Real)) PositionCharge {
+  Real x, y, z, q;
+};
+
+// The box and its cells: cells[a] = floor(length / (cutoff + skin)), at least 1 and at most
+// 1023 (10 bits an axis in TypeCell). Along an axis of 3 or more cells a pair within reach lies
+// in neighbouring cells; along a shorter one every cell is searched (the minimum image still
+// picks each pair's nearest copy: edges >= 2 cutoffs).
+constexpr int kMaxCellsPerAxis = 1023;
+struct Cells {
+  double length[3], inverse[3], per_length[3];
+  int count[3];
+  int total() const { return count[0] * count[1] * count[2]; }
+};
+
+// A sorted atom's Lennard-Jones type and its cell's coordinates (x | y << 10 | z << 20): one
+// 8-byte load per neighbour beside its position.
+struct alignas(8) TypeCell {
+  int type, cell;
+};
+
+// The box and cells in the pair kernels' arithmetic.
+template <class Real>
+struct Frame {
+  Real width[3], length[3], inverse[3];
+  int count[3];
+};
+
+template <class Real>
+Frame<Real> frame_of(const Cells& g) {
+  Frame<Real> f{};
+  for (int a = 0; a < 3; ++a) {
+    f.width[a] = Real(g.length[a] / g.count[a]), f.length[a] = Real(g.length[a]), f.inverse[a] = Real(g.inverse[a]);
+    f.count[a] = g.count[a];
+  }
+  return f;
+}
+
+__device__ inline double wrapped(double v, double length, double inverse) {
+  const double w = v - length * floor(v * inverse);
+  return w < length ? w : 0.0;  // v a hair below a multiple of the length rounds up to it
+}
+
+template <class Real>
+__device__ inline Real nearest(Real d, Real length, Real inverse) {
+  return minimum_image(ScalarPairMath<Real>{}, d, length, inverse);
+}
+
+__device__ inline int cell_axis(int cell, int axis) { return (cell >> (10 * axis)) & kMaxCellsPerAxis; }
+
+// r_i - r_j along one axis from cell-relative positions: the cells' distance taken the short way
+// round (|dc| <= 1 for any pair within reach along an axis of 3 or more cells, so it adds at most
+// one cell width's rounding), then the minimum image (a no-op there; along a shorter axis it
+// picks the nearest copy).
+template <class Real>
+__device__ inline Real axis_separation(const Frame<Real>& f, int axis, Real ri, Real rj, int ci, int cj) {
+  int dc = cell_axis(ci, axis) - cell_axis(cj, axis);
+  const int n = f.count[axis];
+  if (2 * dc > n) dc -= n;
+  else if (2 * dc < -n) dc += n;
+  return nearest((ri - rj) + Real(dc) * f.width[axis], f.length[axis], f.inverse[axis]);
+}
+
+// Each atom's cell (x fastest) and its index, the sort's values.
+__global__ void bin_atoms(int n, const V3* __restrict__ x, Cells g, unsigned* __restrict__ key, int* __restrict__ index) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const double v[3] = {x[i].x, x[i].y, x[i].z};
+  int c[3];
+  for (int a = 0; a < 3; ++a)
+    c[a] = min(g.count[a] - 1, static_cast<int>(wrapped(v[a], g.length[a], g.inverse[a]) * g.per_length[a]));
+  key[i] = static_cast<unsigned>((c[2] * g.count[1] + c[1]) * g.count[0] + c[0]);
+  index[i] = i;
+}
+
+// At a build: each sorted atom's type and cell.
+__global__ void sorted_attributes(int n, const int* __restrict__ order, const int* __restrict__ type,
+                                  const unsigned* __restrict__ sorted_key, Cells g, TypeCell* __restrict__ out) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const int key = static_cast<int>(sorted_key[t]);
+  const int cx = key % g.count[0], cy = key / g.count[0] % g.count[1], cz = key / g.count[0] / g.count[1];
+  out[t] = {type[order[t]], cx | cy << 10 | cz << 20};
+}
+
+// Every evaluation: the sorted atoms' positions relative to their cells' centres (in float64,
+// the minimum image, then rounded to Real) and their charges.
+template <class Real>
+__global__ void pack(int n, const V3* __restrict__ x, const double* __restrict__ charge, const int* __restrict__ order,
+                     const TypeCell* __restrict__ attributes, Cells g, PositionCharge<Real>* __restrict__ packed) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const int a = order[t], cell = attributes[t].cell;
+  const V3 p = x[a];
+  const double v[3] = {p.x, p.y, p.z};
+  Real r[3];
+  for (int axis = 0; axis < 3; ++axis) {
+    const double centre = (cell_axis(cell, axis) + 0.5) * g.length[axis] / g.count[axis];
+    r[axis] = Real(nearest(v[axis] - centre, g.length[axis], g.inverse[axis]));
+  }
+  packed[t] = {r[0], r[1], r[2], Real(charge[a])};
+}
+
+// The largest squared displacement since the list was built (minimum image: a wrap is no move),
+// as float bits (non-negative floats order as their bits do); a warp's maximum, then one atomic.
+__global__ void largest_displacement(int n, const V3* __restrict__ x, const V3* __restrict__ built, Cells g,
+                                     unsigned* __restrict__ out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned bits = 0;
+  if (i < n) {
+    const V3 d = x[i] - built[i];
+    const double dx = nearest(d.x, g.length[0], g.inverse[0]), dy = nearest(d.y, g.length[1], g.inverse[1]),
+                 dz = nearest(d.z, g.length[2], g.inverse[2]);
+    bits = __float_as_uint(static_cast<float>(dx * dx + dy * dy + dz * dz));
+  }
+  bits = __reduce_max_sync(0xffffffffu, bits);
+  if (threadIdx.x % 32 == 0 && bits) atomicMax(out, bits);
+}
+
+// Entry k of row t in a list of n rows whose entries come in chunks of `lanes`: chunk k / lanes of
+// every row, then the next chunk (lanes = 1: entry-major, a thread per row reading coalesced).
+__device__ inline std::size_t list_index(int k, int t, int n, int lanes) {
+  return (static_cast<std::size_t>(k / lanes) * n + t) * lanes + k % lanes;
+}
+
+// Is (a, b) (topology indices) an excluded pair? Row a, sorted.
+__device__ inline bool is_excluded(int a, int b, const int* __restrict__ first, const int* __restrict__ partner) {
+  for (int k = first[a]; k < first[a + 1]; ++k) {
+    const int p = partner[k];
+    if (p >= b) return p == b;
+  }
+  return false;
+}
+
+// Row t of the list: every sorted atom j != t within reach (cutoff + skin, minimum image) and not
+// excluded, in the order of the cells searched and of the atoms within each. A warp per 32 atoms
+// of a home cell (blockIdx.x the cell, blockIdx.y the first group of 32, gridDim.y groups apart),
+// a lane per atom: each searched cell's atoms pass through shared memory once for the warp's 32
+// (the Lennard-Jones engine's layout, cell_list.cuh; a warp per whole cell left an H100's SMs
+// idle: 6 ms a build for 30,000 atoms in 125 cells). A cell whose nearest
+// face is beyond reach from atom t is skipped by that atom. A row longer than `capacity` keeps
+// its first `capacity` entries; every row's length goes to `longest`, so the host can grow the list.
+// Layout: rows in chunks of `lanes` entries (list_index), so that the lanes sharing a row in the
+// pair kernel read consecutive words.
+template <class Real>
+__global__ void __launch_bounds__(kRowThreads)
+    build_rows(int n, const PositionCharge<Real>* __restrict__ packed, const TypeCell* __restrict__ attributes,
+               const int* __restrict__ order, const int* __restrict__ cell_start, Cells g, Frame<Real> f,
+               Real reach2, const int* __restrict__ excluded_first, const int* __restrict__ excluded, int lanes,
+               int capacity,
+               int* __restrict__ list, int* __restrict__ row_length, int* __restrict__ longest) {
+  __shared__ PositionCharge<Real> tile[kRowThreads];
+  __shared__ int tile_atom[kRowThreads], tile_cell[kRowThreads];
+  const int home = blockIdx.x;
+  const int home_begin = cell_start[home], home_end = cell_start[home + 1];
+  const int c[3] = {home % g.count[0], home / g.count[0] % g.count[1], home / g.count[0] / g.count[1]};
+  const int home_cell = c[0] | c[1] << 10 | c[2] << 20;
+  int lo[3], hi[3];
+  for (int a = 0; a < 3; ++a) {
+    const bool stencil = g.count[a] >= 3;
+    lo[a] = stencil ? c[a] - 1 : 0, hi[a] = stencil ? c[a] + 1 : g.count[a] - 1;
+  }
+  for (int home_base = home_begin + blockIdx.y * kRowThreads; home_base < home_end;
+       home_base += kRowThreads * gridDim.y) {
+    const int t = home_base + threadIdx.x;
+    const bool active = t < home_end;
+    const PositionCharge<Real> pi = packed[active ? t : home_begin];
+    const int atom_i = order[active ? t : home_begin];
+    // The span of atom i's excluded partners (sorted): a candidate outside it needs no search
+    // (most candidates: other molecules).
+    const int first_excluded = excluded_first[atom_i], end_excluded = excluded_first[atom_i + 1];
+    const int lowest = first_excluded < end_excluded ? excluded[first_excluded] : 1;
+    const int highest = first_excluded < end_excluded ? excluded[end_excluded - 1] : 0;
+    const Real position[3] = {pi.x, pi.y, pi.z};
+    // Distance from atom t to the face shared with the neighbour cell at offset o along axis a
+    // (its position is relative to its cell's centre).
+    auto gap = [&](int a, int raw) -> Real {
+      if (g.count[a] < 3 || raw == c[a]) return Real(0);
+      const Real inside = position[a] + Real(0.5) * f.width[a];
+      const Real d = raw < c[a] ? inside : f.width[a] - inside;
+      return d > Real(0) ? d : Real(0);
+    };
+    int count = 0;
+    for (int rz = lo[2]; rz <= hi[2]; ++rz) {
+      const int cz = (rz + g.count[2]) % g.count[2];
+      const Real gz = gap(2, rz);
+      for (int ry = lo[1]; ry <= hi[1]; ++ry) {
+        const int cy = (ry + g.count[1]) % g.count[1];
+        const Real gy = gap(1, ry);
+        for (int rx = lo[0]; rx <= hi[0]; ++rx) {
+          const int cx = (rx + g.count[0]) % g.count[0];
+          const Real gx = gap(0, rx);
+          const bool near = active && gx * gx + gy * gy + gz * gz < reach2;
+          const int cell = (cz * g.count[1] + cy) * g.count[0] + cx;
+          const int end = cell_start[cell + 1];
+          for (int base = cell_start[cell]; base < end; base += kRowThreads) {
+            const int tile_count = min(kRowThreads, end - base);
+            __syncthreads();  // the previous tile is no longer read
+            if (static_cast<int>(threadIdx.x) < tile_count) {
+              tile[threadIdx.x] = packed[base + threadIdx.x];
+              tile_atom[threadIdx.x] = order[base + threadIdx.x];
+              tile_cell[threadIdx.x] = attributes[base + threadIdx.x].cell;
+            }
+            __syncthreads();
+            if (!near) continue;
+            for (int k = 0; k < tile_count; ++k) {
+              const int j = base + k;
+              if (j == t) continue;
+              const Real dx = axis_separation(f, 0, pi.x, tile[k].x, home_cell, tile_cell[k]);
+              const Real dy = axis_separation(f, 1, pi.y, tile[k].y, home_cell, tile_cell[k]);
+              const Real dz = axis_separation(f, 2, pi.z, tile[k].z, home_cell, tile_cell[k]);
+              if (!(dx * dx + dy * dy + dz * dz < reach2)) continue;
+              const int atom_j = tile_atom[k];
+              if (atom_j >= lowest && atom_j <= highest && is_excluded(atom_i, atom_j, excluded_first, excluded))
+                continue;
+              if (count < capacity) list[list_index(count, t, n, lanes)] = j;
+              ++count;
+            }
+          }
+        }
+      }
+    }
+    if (!active) continue;
+    row_length[t] = count;
+    atomicMax(longest, count);
+  }
+}
+
+template <class Real>
+struct PairLaw {
+  const Real *c12, *c6;  // the Lennard-Jones table, types x types
+  int types;
+  Frame<Real> frame;
+  Real cutoff2, coulomb_k;
+  MolecularPairConstants<Real> k;
+};
+
+// `lanes` threads (1, 2, 4 or 8, lanes of one warp) per sorted atom t: lane l sums entries l,
+// l + lanes, ... of t's row in order, pair_terms-inl.hpp's law in Real, each pair's force, energy
+// and virial added in float64 (as OpenMM's mixed precision accumulates); the lanes' sums meet by
+// a fixed tree of shuffles, so the order is fixed for a given `lanes` (chosen from the atom count
+// alone). Several lanes an atom keep a small system's GPU busy (30,000 atoms on one thread each
+// are 0.1 of an H100's resident threads). Half of each pair's energy and virial: each pair is in
+// both its atoms' rows.
+template <class Real, PairSwitch Switch, PairCoulomb Coulomb>
+__global__ void __launch_bounds__(kThreads)
+    listed_pairs(int n, int lanes, const PositionCharge<Real>* __restrict__ packed,
+                 const TypeCell* __restrict__ attributes, const int* __restrict__ order, const int* __restrict__ list,
+                 const int* __restrict__ row_length, PairLaw<Real> law, PairSums out) {
+  const int thread = blockIdx.x * blockDim.x + threadIdx.x;
+  const int t = thread / lanes, lane = thread % lanes;
+  if (t >= n) return;  // whole groups: lanes divides the block
+  const ScalarPairMath<Real> math;
+  const PositionCharge<Real> pi = packed[t];
+  const TypeCell ai = attributes[t];
+  const Real qi = law.coulomb_k * pi.q;
+  const Real* c12 = law.c12 + ai.type * law.types;
+  const Real* c6 = law.c6 + ai.type * law.types;
+  double sum[6] = {0, 0, 0, 0, 0, 0};  // force x, y, z; Lennard-Jones, Coulomb; virial
+  const int length = row_length[t];
+  const int* entry = list + static_cast<std::size_t>(t) * lanes + lane;
+  const std::size_t chunk = static_cast<std::size_t>(n) * lanes;
+  for (int k = lane; k < length; k += lanes, entry += chunk) {
+    const int j = __ldg(entry);
+    const PositionCharge<Real> pj = packed[j];
+    const TypeCell aj = attributes[j];
+    const Real dx = axis_separation(law.frame, 0, pi.x, pj.x, ai.cell, aj.cell);
+    const Real dy = axis_separation(law.frame, 1, pi.y, pj.y, ai.cell, aj.cell);
+    const Real dz = axis_separation(law.frame, 2, pi.z, pj.z, ai.cell, aj.cell);
+    const Real r2 = dx * dx + dy * dy + dz * dz;
+    if (!(r2 < law.cutoff2)) continue;  // in the skin
+    const int tj = aj.type;
+    Real lj, lj_f, coulomb, coulomb_f;
+    molecular_pair<Switch, Coulomb>(math, r2, __ldg(c12 + tj), __ldg(c6 + tj), qi * pj.q, law.k, lj, lj_f, coulomb,
+                                    coulomb_f);
+    const Real f = lj_f + coulomb_f;
+    sum[0] += static_cast<double>(f * dx), sum[1] += static_cast<double>(f * dy), sum[2] += static_cast<double>(f * dz);
+    sum[3] += static_cast<double>(lj), sum[4] += static_cast<double>(coulomb);
+    sum[5] += static_cast<double>(f * r2);
+  }
+  if (lanes > 1) {
+    const int first = (threadIdx.x % 32) / lanes * lanes;
+    const unsigned group = (lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1)) << first;
+    for (int offset = lanes / 2; offset > 0; offset /= 2)
+      for (double& v : sum) v += __shfl_down_sync(group, v, offset, lanes);
+    if (lane != 0) return;
+  }
+  const int a = order[t];
+  out.force[a] = V3{sum[0], sum[1], sum[2]};
+  out.lennard_jones[a] = 0.5 * sum[3], out.coulomb[a] = 0.5 * sum[4], out.virial[a] = 0.5 * sum[5];
+  out.excluded[a] = 0;
+}
+
+// With PME or MSM, each excluded pair takes away the part of its Coulomb that the mesh or the
+// grids put in (ewald_excluded_pair, msm_excluded_pair), in float64 for either arithmetic: atom
+// i walks its own excluded partners after the pairs (same stream), adding to its sums.
+template <PairCoulomb Coulomb>
+__global__ void excluded_corrections(int n, const V3* __restrict__ x, const double* __restrict__ charge,
+                                     double coulomb_k, Cells g, const int* __restrict__ first,
+                                     const int* __restrict__ partner, MolecularPairConstants<double> k, PairSums out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const ScalarPairMath<double> math;
+  const V3 xi = x[i];
+  const double qi = coulomb_k * charge[i];
+  V3 f{0, 0, 0};
+  double energy_sum = 0, virial = 0;
+  for (int p = first[i]; p < first[i + 1]; ++p) {
+    const int j = partner[p];
+    const V3 d0 = xi - x[j];
+    const V3 d{nearest(d0.x, g.length[0], g.inverse[0]), nearest(d0.y, g.length[1], g.inverse[1]),
+               nearest(d0.z, g.length[2], g.inverse[2])};
+    const double r2 = dot(d, d);
+    double energy, force_over_r;
+    if constexpr (Coulomb == PairCoulomb::ewald)
+      ewald_excluded_pair(math, r2, qi * charge[j], k.ewald_alpha, k.ewald_gauss, energy, force_over_r);
+    else
+      msm_excluded_pair(math, r2, qi * charge[j], k.inverse_cutoff, energy, force_over_r);
+    f = f + force_over_r * d;
+    energy_sum += energy, virial += force_over_r * r2;
+  }
+  out.force[i] = out.force[i] + f;
+  out.excluded[i] = 0.5 * energy_sum;
+  out.virial[i] += 0.5 * virial;
+}
+
+template <class T>
+DeviceBuffer<T> upload(const std::vector<T>& host) {
+  DeviceBuffer<T> b(host.size());
+  if (!host.empty()) b.upload(host.data(), host.size());
+  return b;
+}
+
+template <class Real>
+std::vector<Real> converted(const std::vector<double>& v) {
+  return std::vector<Real>(v.begin(), v.end());
+}
+
+}  // namespace
+
+struct MolecularPairListGpu::State {
+  int n = 0;
+  NonbondedSettings settings;
+  bool single = false;
+  double skin = 0;
+  cudaStream_t stream = nullptr;
+  int types = 0;
+  DeviceBuffer<int> type, excluded_first, excluded;
+  DeviceBuffer<double> charge;
+  DeviceBuffer<float> c12f, c6f;
+  DeviceBuffer<double> c12d, c6d;
+  // The list: built at the first evaluation, again when an atom has moved half the skin or the
+  // box's edges change.
+  std::array<double, 3> edges{};
+  Cells cells{};
+  DeviceBuffer<unsigned> key, sorted_key, moved;
+  DeviceBuffer<int> index, order, cell_start, list, row_length, longest;
+  DeviceBuffer<TypeCell> attributes;
+  DeviceBuffer<unsigned char> sort_scratch;
+  DeviceBuffer<PositionCharge<float>> packed_f;
+  DeviceBuffer<PositionCharge<double>> packed_d;
+  DeviceBuffer<V3> built;
+  int capacity = 0;  // a multiple of lanes
+  int lanes = 1;     // threads per atom in the pair kernel (listed_pairs)
+  std::int64_t builds = 0;
+  std::unique_ptr<std::array<cuda::Event, 3>> events;
+  void mark(int k) {
+    if (!events) events = std::make_unique<std::array<cuda::Event, 3>>();
+    (*events)[static_cast<std::size_t>(k)].record(stream);
+  }
+
+  double reach() const {
+    // Mixed precision: a margin of 1e-3 A on the list's reach, far beyond float32's rounding of
+    // the cell-relative positions and separations (~1e-6 A), so no pair within the cutoff is
+    // left out by a list built in float32.
+    return settings.cutoff + skin + (single ? 1e-3 : 0.0);
+  }
+
+  template <class Real>
+  PositionCharge<Real>* packed();
+
+  template <class Real>
+  void build_list();
+  void rebuild(const V3* x, const PeriodicBox& box);
+  bool needs_rebuild(const V3* x, const PeriodicBox& box);
+  template <class Real>
+  void sum_pairs(const V3* x, const PairSums& out);
+};
+
+template <>
+PositionCharge<float>* MolecularPairListGpu::State::packed<float>() {
+  return packed_f.data();
+}
+template <>
+PositionCharge<double>* MolecularPairListGpu::State::packed<double>() {
+  return packed_d.data();
+}
+
+MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSettings& settings, bool single,
+                                           double skin, cudaStream_t stream)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  if (!settings.periodic()) throw Error("the GPU's pair list serves periodic systems");
+  if (!(skin >= 0) || !std::isfinite(skin)) throw Error("the neighbour skin must not be negative");
+  s.n = static_cast<int>(t.size());
+  s.settings = settings, s.single = single, s.skin = skin, s.stream = stream;
+  s.types = t.lj_types;
+  s.type = upload(std::vector<int>(t.lj_type.begin(), t.lj_type.end()));
+  s.charge = upload(t.charge);
+  if (single) s.c12f = upload(converted<float>(t.c12)), s.c6f = upload(converted<float>(t.c6));
+  else s.c12d = upload(t.c12), s.c6d = upload(t.c6);
+  std::vector<std::vector<int>> partners(t.size());
+  for (const auto& [a, b] : t.exclusions) partners[a].push_back(b), partners[b].push_back(a);
+  std::vector<int> first(t.size() + 1, 0), flat;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    std::sort(partners[i].begin(), partners[i].end());
+    flat.insert(flat.end(), partners[i].begin(), partners[i].end());
+    first[i + 1] = static_cast<int>(flat.size());
+  }
+  s.excluded_first = upload(first), s.excluded = upload(flat);
+  // Lanes per atom: enough threads for ~2^18 in all (an H100 holds 270,336 resident), at most 8.
+  while (s.lanes < 8 && static_cast<std::int64_t>(s.n) * s.lanes < (std::int64_t{1} << 18)) s.lanes *= 2;
+  const std::size_t n = t.size();
+  s.key = DeviceBuffer<unsigned>(n), s.sorted_key = DeviceBuffer<unsigned>(n), s.moved = DeviceBuffer<unsigned>(1);
+  s.index = DeviceBuffer<int>(n), s.order = DeviceBuffer<int>(n), s.attributes = DeviceBuffer<TypeCell>(n);
+  s.row_length = DeviceBuffer<int>(n), s.longest = DeviceBuffer<int>(1);
+  s.built = DeviceBuffer<V3>(n);
+  if (single) s.packed_f = DeviceBuffer<PositionCharge<float>>(n);
+  else s.packed_d = DeviceBuffer<PositionCharge<double>>(n);
+  std::size_t bytes = 0;
+  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, s.key.data(), s.sorted_key.data(), s.index.data(),
+                                                   s.order.data(), s.n, 0, 32, stream));
+  s.sort_scratch = DeviceBuffer<unsigned char>(std::max<std::size_t>(bytes, 1));
+}
+
+MolecularPairListGpu::~MolecularPairListGpu() = default;
+
+std::int64_t MolecularPairListGpu::builds() const { return state_->builds; }
+int MolecularPairListGpu::capacity() const { return state_->capacity; }
+
+bool MolecularPairListGpu::State::needs_rebuild(const V3* x, const PeriodicBox& box) {
+  const std::array<double, 3> now{box.length(0), box.length(1), box.length(2)};
+  if (builds == 0 || now != edges || skin == 0) return true;
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(moved.data(), 0, sizeof(unsigned), stream));
+  largest_displacement<<<blocks(n), kThreads, 0, stream>>>(n, x, built.data(), cells, moved.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  unsigned bits = 0;
+  moved.download(&bits, 1, stream);
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  float largest2 = 0;
+  static_assert(sizeof(bits) == sizeof(largest2));
+  std::memcpy(&largest2, &bits, sizeof(bits));
+  return !(static_cast<double>(largest2) <= 0.25 * skin * skin);
+}
+
+template <class Real>
+void MolecularPairListGpu::State::build_list() {
+  const int total = cells.total();
+  // Groups of 32 per cell: the mean cell's count, and one more for fuller cells (a fuller one's
+  // warps take several groups each).
+  const dim3 grid(total, std::min(65535, (n / total + kRowThreads - 1) / kRowThreads + 1));
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(longest.data(), 0, sizeof(int), stream));
+  build_rows<Real><<<grid, kRowThreads, 0, stream>>>(n, packed<Real>(), attributes.data(), order.data(),
+                                                     cell_start.data(), cells, frame_of<Real>(cells),
+                                                     Real(reach() * reach()), excluded_first.data(), excluded.data(),
+                                                     lanes, capacity, list.data(), row_length.data(), longest.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+}
+
+void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
+  edges = {box.length(0), box.length(1), box.length(2)};
+  const double r = reach();
+  for (int a = 0; a < 3; ++a) {
+    cells.length[a] = edges[static_cast<std::size_t>(a)], cells.inverse[a] = 1 / cells.length[a];
+    cells.count[a] = std::clamp(static_cast<int>(std::floor(cells.length[a] / r)), 1, kMaxCellsPerAxis);
+    cells.per_length[a] = cells.count[a] * cells.inverse[a];
+  }
+  const int total = cells.total();
+  if (cell_start.size() < static_cast<std::size_t>(total) + 1) cell_start = DeviceBuffer<int>(total + 1);
+  bin_atoms<<<blocks(n), kThreads, 0, stream>>>(n, x, cells, key.data(), index.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  int bits = 1;
+  while ((std::int64_t{1} << bits) < total) ++bits;
+  std::size_t bytes = sort_scratch.size();
+  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_scratch.data(), bytes, key.data(), sorted_key.data(),
+                                                   index.data(), order.data(), n, 0, bits, stream));
+  cell_starts<<<blocks(total + 1), kThreads, 0, stream>>>(n, total, sorted_key.data(), cell_start.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  sorted_attributes<<<blocks(n), kThreads, 0, stream>>>(n, order.data(), type.data(), sorted_key.data(), cells,
+                                                        attributes.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  NBKIT_CUDA_CHECK(cudaMemcpyAsync(built.data(), x, sizeof(V3) * n, cudaMemcpyDeviceToDevice, stream));
+  // A capacity of at most n entries a row (every other atom), in whole chunks of lanes.
+  auto fit = [&](int entries) { return (std::min(n, entries) + lanes - 1) / lanes * lanes; };
+  auto pack_and_build = [&](auto real) {
+    using Real = decltype(real);
+    pack<Real><<<blocks(n), kThreads, 0, stream>>>(n, x, charge.data(), order.data(), attributes.data(), cells,
+                                                   packed<Real>());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    if (capacity == 0) {
+      // First build: room for the pairs within reach at the box's mean density, with a quarter
+      // more for denser regions (a protein's packing); a longer row grows the list below.
+      const double density = n / (edges[0] * edges[1] * edges[2]);
+      const double expected = density * 4.0 / 3.0 * 3.14159265358979323846 * r * r * r;
+      capacity = fit(static_cast<int>(std::ceil(1.25 * expected)) + 32);
+      list = DeviceBuffer<int>(static_cast<std::size_t>(capacity) * n);
+    }
+    build_list<Real>();
+    int needed = 0;
+    longest.download(&needed, 1, stream);
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (needed > capacity) {  // a row did not fit: the list grows (10% more) and is built again
+      capacity = fit(needed + needed / 10 + 32);
+      list = DeviceBuffer<int>();
+      list = DeviceBuffer<int>(static_cast<std::size_t>(capacity) * n);
+      build_list<Real>();
+    }
+  };
+  if (single) pack_and_build(float{});
+  else pack_and_build(double{});
+  ++builds;
+}
+
+template <class Real>
+void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out) {
+  PairSwitch switched;
+  PairCoulomb coulomb;
+  const MolecularPairConstants<double> k = molecular_pair_constants(settings, switched, coulomb);
+  PairLaw<Real> law{};
+  law.c12 = single ? reinterpret_cast<const Real*>(c12f.data()) : reinterpret_cast<const Real*>(c12d.data());
+  law.c6 = single ? reinterpret_cast<const Real*>(c6f.data()) : reinterpret_cast<const Real*>(c6d.data());
+  law.types = types;
+  law.frame = frame_of<Real>(cells);
+  law.cutoff2 = Real(settings.cutoff * settings.cutoff);
+  law.coulomb_k = Real(settings.coulomb_k());
+  law.k = {Real(k.k_rf),          Real(k.c_rf),    Real(k.switch_distance), Real(k.switch_distance2),
+           Real(k.inverse_switch_width), Real(k.cutoff2), Real(k.charmm_inverse_denominator),
+           Real(k.ewald_alpha),   Real(k.ewald_gauss), Real(k.inverse_cutoff)};
+  with_law(switched, coulomb, [&](auto sw, auto c) {
+    listed_pairs<Real, decltype(sw)::value, decltype(c)::value>
+        <<<blocks(static_cast<std::int64_t>(n) * lanes), kThreads, 0, stream>>>(
+            n, lanes, packed<Real>(), attributes.data(), order.data(), list.data(), row_length.data(), law, out);
+    NBKIT_CUDA_CHECK_LAUNCH();
+  });
+  auto corrections = [&](auto kernel) {
+    kernel<<<blocks(n), kThreads, 0, stream>>>(n, x, charge.data(), settings.coulomb_k(), cells, excluded_first.data(),
+                                               excluded.data(), k, out);
+    NBKIT_CUDA_CHECK_LAUNCH();
+  };
+  if (coulomb == PairCoulomb::ewald) corrections(excluded_corrections<PairCoulomb::ewald>);
+  if (coulomb == PairCoulomb::msm) corrections(excluded_corrections<PairCoulomb::msm>);
+}
+
+void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const PairSums& out) {
+  State& s = *state_;
+  s.mark(0);
+  if (s.needs_rebuild(x, box)) {
+    s.rebuild(x, box);
+  } else if (s.single) {
+    pack<float><<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, x, s.charge.data(), s.order.data(),
+                                                         s.attributes.data(), s.cells, s.packed_f.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  } else {
+    pack<double><<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, x, s.charge.data(), s.order.data(),
+                                                          s.attributes.data(), s.cells, s.packed_d.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+  s.mark(1);
+  if (s.single) s.sum_pairs<float>(x, out);
+  else s.sum_pairs<double>(x, out);
+  s.mark(2);
+}
+
+MolecularPairListGpu::Seconds MolecularPairListGpu::phase_seconds() {
+  State& s = *state_;
+  if (!s.events) return {0, 0};
+  auto& e = *s.events;
+  e[2].synchronize();
+  return {e[1].seconds_since(e[0]), e[2].seconds_since(e[1])};
+}
+
+}  // namespace nbkit::md

@@ -1,0 +1,58 @@
+#pragma once
+// The nonbonded pairs of a periodic biomolecular system on one GPU through a Verlet list
+// (cuda/molecular_pair_list.cu): the GPU side of MolecularGpuForces for cutoff_periodic, PME
+// and MSM. Atoms are binned into cells at least cutoff + skin wide and sorted by cell (CUB's
+// stable radix sort, so the order is the same every run); each sorted atom's row lists the
+// atoms within cutoff + skin, excluded pairs left out; the list is rebuilt when an atom has
+// moved more than half the skin since the last build (or the box changed), as NAMD's and
+// OpenMM's are. A thread per atom sums its row in order (each pair met from both ends, no
+// atomics), so a force is the same bits every evaluation. Arithmetic: float64, or "mixed" as
+// OpenMM's mixed precision: each pair's law in float32 on float32 positions (wrapped into the
+// box), the sums of forces, energies and virial in float64. Excluded pairs' corrections (PME's
+// erf, MSM's smoothed 1/r) are summed in float64 in either case.
+// Internal to the CUDA build.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "md/bonded_law.hpp"  // Vector3
+#include "nbkit/core/box.hpp"
+#include "nbkit/md/molecular_forces.hpp"
+
+namespace nbkit::md {
+
+// Per-atom results (device arrays of n, in the topology's order, overwritten): the force, half of
+// each pair's Lennard-Jones and Coulomb energy and virial, and the excluded pairs' corrections.
+struct PairSums {
+  Vector3<double>* force;
+  double *lennard_jones, *coulomb, *virial, *excluded;
+};
+
+class MolecularPairListGpu {
+ public:
+  // `settings`: a periodic method (cutoff_periodic, pme, msm). `single`: mixed precision.
+  MolecularPairListGpu(const Topology& topology, const NonbondedSettings& settings, bool single, double skin,
+                       cudaStream_t stream);
+  ~MolecularPairListGpu();
+  MolecularPairListGpu(const MolecularPairListGpu&) = delete;
+  MolecularPairListGpu& operator=(const MolecularPairListGpu&) = delete;
+
+  // The pairs of the positions `x` (device, n, any image) in `box`: rebuilds the list first where
+  // needed (one small read-back per evaluation: the largest displacement), then sums. On the stream.
+  void evaluate(const Vector3<double>* x, const PeriodicBox& box, const PairSums& out);
+  std::int64_t builds() const;
+  int capacity() const;  // the longest row the list holds
+  // Benchmarks: the last evaluation's seconds in the list check and build, and in the pair sums
+  // (waits for it). Events are recorded from the first call on.
+  struct Seconds {
+    double list, pairs;
+  };
+  Seconds phase_seconds();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace nbkit::md
