@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -157,6 +158,8 @@ void read_system(const Config& c, md::Units units, const std::string& base, MdCo
   if (c.find("system.parameters") && !c.find("system.psf"))
     c.fail(c.find("system.parameters"), "system.parameters", "CHARMM parameter files go with system.psf");
   if (c.find("system.box") && !topology_key) c.fail(c.find("system.box"), "system.box", "a box goes with a prmtop or psf");
+  if (c.find("system.replicate") && !topology_key)
+    c.fail(c.find("system.replicate"), "system.replicate", "replicate goes with a prmtop or psf");
   if (c.find("system.special_bonds") && !c.find("system.data"))
     c.fail(c.find("system.special_bonds"), "system.special_bonds", "LAMMPS's special_bonds go with a data file");
   if (topology_key) {
@@ -189,6 +192,23 @@ void read_system(const Config& c, md::Units units, const std::string& base, MdCo
         length[a] = *v;
       }
       coordinates.box = PeriodicBox::from_edges(length);
+    }
+    if (const toml::node* copies = c.find("system.replicate")) {  // LAMMPS's replicate
+      const toml::array* counts = copies->as_array();
+      std::array<int, 3> n{};
+      for (int a = 0; a < 3; ++a) {
+        const auto v = counts && counts->size() == 3 ? (*counts)[static_cast<std::size_t>(a)].value<std::int64_t>()
+                                                     : std::nullopt;
+        if (!v || *v < 1 || *v > 1000) c.fail(copies, "system.replicate", "expected three whole counts, e.g. [2, 2, 1]");
+        n[static_cast<std::size_t>(a)] = static_cast<int>(*v);
+      }
+      if (!coordinates.box && !topology.box) c.fail(copies, "system.replicate", "replicating needs a periodic box");
+      try {
+        md::Replicated r = md::replicate(topology, coordinates, n);
+        topology = std::move(r.topology), coordinates = std::move(r.coordinates);
+      } catch (const Error& e) {
+        c.fail(copies, "system.replicate", e.what());
+      }
     }
     run.molecular_box = coordinates.box || topology.box;
     run.system = md::molecular_system(topology, coordinates);
@@ -435,7 +455,7 @@ MdConfig parse_md_config(std::string_view text, const std::string& source, const
   const Config c(text, source);
   c.check_keys("", {"units", "system", "pair", "nonbonded", "neighbor", "run", "output"});
   c.check_keys("system", {"data", "lattice", "density", "cells", "temperature", "seed", "prmtop", "psf", "parameters",
-                          "coordinates", "box", "special_bonds"});
+                          "coordinates", "box", "special_bonds", "replicate"});
   c.check_keys("nonbonded", {"method", "electrostatics", "cutoff", "switch_distance", "cutoff_style",
                              "reaction_field_dielectric", "ewald_tolerance", "pme_order", "dispersion_correction",
                              "msm_spacing", "msm_interpolation", "ewald_alpha", "pme_mesh"});

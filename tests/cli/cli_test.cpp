@@ -517,6 +517,20 @@ TEST(Cli, EnergyAndMdOfACharmmPsf) {
   const std::string tail = row.substr(row.rfind(',') + 1), mesh = row.substr(0, row.rfind(','));
   EXPECT_LT(std::stod(tail), 0.0) << header << "\n" << row;  // the dispersion correction, asked for
   EXPECT_NE(std::stod(mesh.substr(mesh.rfind(',') + 1)), 0.0) << row;  // PME's reciprocal terms
+  // [system] replicate: the box's copies (LAMMPS's replicate), refused without whole counts.
+  write_text(dir.file("copies.toml"), "[system]\npsf = \"" + psf + "\"\nparameters = [\"" + prm +
+                                          "\"]\ncoordinates = \"" + crd + "\"\nbox = [20.0, 20.0, 20.0]\n"
+                                          "replicate = [2, 1, 3]\n[nonbonded]\ncutoff = 8.0\n[run]\nsteps = 2\n");
+  const Result copies = run_nbkit("md " + dir.file("copies.toml") + " -q -o " + dir.file("copies") + " --report " +
+                                  dir.file("copies.json"));
+  ASSERT_EQ(copies.status, 0) << copies.output;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir.file("copies.json")))["input"]["atoms"].get<int>(), 6 * 5);  // butane.psf: 5 atoms
+  write_text(dir.file("zero.toml"), "[system]\npsf = \"" + psf + "\"\nparameters = [\"" + prm +
+                                        "\"]\ncoordinates = \"" + crd + "\"\nbox = [20.0, 20.0, 20.0]\n"
+                                        "replicate = [2, 0, 1]\n[run]\nsteps = 2\n");
+  const Result zero = run_nbkit("md " + dir.file("zero.toml") + " -q -o " + dir.file("zero"));
+  EXPECT_NE(zero.status, 0);
+  EXPECT_TRUE(contains(zero.output, "system.replicate")) << zero.output;
   write_text(dir.file("both.toml"), "[system]\npsf = \"" + psf + "\"\nparameters = [\"" + prm + "\"]\ncoordinates = \"" +
                                         crd + "\"\nbox = [20.0, 20.0, 20.0]\n[nonbonded]\nelectrostatics = \"pme\"\n"
                                         "method = \"cutoff-periodic\"\n[run]\nsteps = 2\n");
