@@ -3,13 +3,15 @@
 10 ps at 1 fs (issue 18's measurement), with PME or a reaction field.
 
 Usage: md_nve_drift.py NBKIT --system DIR [--backend cuda|cpu] [--threads N] [--steps N]
-                       [--electrostatics pme|msm|reaction-field] [--json FILE]
+                       [--electrostatics pme|msm|reaction-field] [--precision single|double]
+                       [--json FILE]
 
 The run: `nbkit md` from DIR/protein.prmtop and DIR/protein.inpcrd (md_protein_bench.py
 --write-system makes them), velocities at 300 K, NVE velocity Verlet at 1 fs, no constraints
 (flexible TIP3P: O-H bonds vibrate with a ~9 fs period, so 1 fs is near Verlet's useful limit),
 Lennard-Jones switched from 7.5 to 9 A, PME at tolerance 5e-4 (or MSM at its defaults, or the reaction field), the
-dispersion correction on, thermo every 100 steps. Reported, as papers report NVE quality:
+dispersion correction on, thermo every 100 steps; on the GPU in its default mixed precision, or
+as --precision says. Reported, as papers report NVE quality:
   drift        the slope of a least-squares line through the total energy, in kcal/mol/ns and in
                kT per degree of freedom per ns (kT at 300 K, 3N - 3 degrees of freedom);
   fluctuation  the RMS of the total energy about that line, in kcal/mol and over the RMS of the
@@ -33,6 +35,7 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--steps", type=int, default=10000)
     parser.add_argument("--electrostatics", default="pme", choices=["pme", "msm", "reaction-field"])
+    parser.add_argument("--precision", choices=["single", "double"], help="the GPU's arithmetic (default: mixed)")
     parser.add_argument("--json")
     args = parser.parse_args()
     prmtop, inpcrd = (os.path.abspath(os.path.join(args.system, n)) for n in ("protein.prmtop", "protein.inpcrd"))
@@ -46,6 +49,8 @@ def main():
                    "--report", os.path.join(tmp, "report.json")]
         if args.backend == "cpu":
             command += ["--threads", str(args.threads)]
+        if args.precision:
+            command += ["--precision", args.precision]
         subprocess.run(command, check=True)
         rows = [line.split(",") for line in open(os.path.join(tmp, "out", "thermo.csv")) if line[0].isdigit()]
         with open(os.path.join(tmp, "report.json")) as f:
