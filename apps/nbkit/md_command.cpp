@@ -199,9 +199,10 @@ int run_md(const MdArguments& args) {
 Action setup_md(CLI::App& app) {
   auto args = std::make_shared<MdArguments>();
   app.description(
-      "Lennard-Jones molecular dynamics (LAMMPS's lj/cut, units lj or real) described by a TOML file: the system "
-      "from a LAMMPS data file or an fcc lattice, NVE or Langevin, on the CPU or GPU; thermo on the terminal and in "
-      "thermo.csv, trajectory.dcd for VMD, a final LAMMPS data file.\n"
+      "Molecular dynamics described by a TOML file: Lennard-Jones (LAMMPS's lj/cut, units lj or real) from a LAMMPS "
+      "data file or an fcc lattice, or a biomolecular system from an AMBER prmtop, a CHARMM psf or a LAMMPS data "
+      "file (PME, MSM or a reaction field); NVE or Langevin, on the CPU or GPU; thermo on the terminal and in "
+      "thermo.csv, trajectory.dcd for VMD, a final data or rst7 file.\n"
       "Example: nbkit md examples/in.lj.toml");
   app.add_option("config", args->config, "the run's TOML file (keys: README.md, \"Molecular dynamics\"; example: examples/in.lj.toml)")->required()->check(CLI::ExistingFile);
   app.add_option("-o,--output", args->output, "output directory (overrides [output] directory)");
