@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "command.hpp"
 #include "nbkit/core/error.hpp"
@@ -133,6 +134,30 @@ int run_md(const MdArguments& args) {
            args.run.quiet);
   md::Simulation simulation = make_simulation(config, args.run);
   notice(simulation.notice(), args.run.quiet);
+  std::optional<md::MinimizeResult> minimized;
+  if (config.minimize) {  // L-BFGS to the force tolerance before the first step
+    ProgressBar bar("minimize", !args.run.quiet);
+    md::MinimizeOptions options;
+    options.tolerance = config.minimize->tolerance, options.max_iterations = config.minimize->max_iterations;
+    options.progress = [&bar](double fraction) { bar.update(fraction); };
+    minimized = simulation.minimize(options);
+    bar.finish();
+    const md::MinimizeResult& m = *minimized;
+    if (!args.run.quiet)
+      fmt::print("minimized: {:.6g} -> {:.6g} kcal/mol, largest force {:.3g} -> {:.3g} kcal/mol/A ({} {:.3g}), {} "
+                 "iterations, {} evaluations, {:.3f} s ({:.3g} evaluations/s)\n",
+                 m.initial_energy, m.final_energy, m.initial_max_force, m.final_max_force,
+                 m.converged ? "converged below" : "NOT converged to", config.minimize->tolerance, m.iterations,
+                 m.evaluations, m.seconds, m.seconds > 0 ? static_cast<double>(m.evaluations) / m.seconds : 0.0);
+    if (!m.converged)
+      notice(fmt::format("minimisation stopped with the largest force at {:.3g} kcal/mol/A, above the tolerance {:.3g} "
+                         "({}): the run goes on from there",
+                         m.final_max_force, config.minimize->tolerance,
+                         config.minimize->max_iterations > 0 && m.iterations >= config.minimize->max_iterations
+                             ? "the iteration limit"
+                             : "no line search step lowered the energy further"),
+             args.run.quiet);
+  }
   std::filesystem::create_directories(directory);
   io::LineLog csv(paths.thermo);
   const md::System& system = simulation.state();
@@ -182,6 +207,16 @@ int run_md(const MdArguments& args) {
     energy["total"] = terms->total();
     report["final_energy_kcal_per_mol"] = energy;
   }
+  if (minimized)
+    report["minimization"] = {{"tolerance", config.minimize->tolerance},
+                              {"converged", minimized->converged},
+                              {"initial_energy", minimized->initial_energy},
+                              {"final_energy", minimized->final_energy},
+                              {"initial_max_force", minimized->initial_max_force},
+                              {"final_max_force", minimized->final_max_force},
+                              {"iterations", minimized->iterations},
+                              {"evaluations", minimized->evaluations},
+                              {"seconds", minimized->seconds}};
   report["outputs"] = {{"thermo", paths.thermo}, {"data", paths.data}};
   if (dcd) report["outputs"]["trajectory"] = paths.dcd;
   write_report(args.run.report, report);

@@ -453,7 +453,7 @@ void read_nonbonded(const Config& c, MdConfig& run) {
 
 MdConfig parse_md_config(std::string_view text, const std::string& source, const std::string& base) {
   const Config c(text, source);
-  c.check_keys("", {"units", "system", "pair", "nonbonded", "neighbor", "run", "output"});
+  c.check_keys("", {"units", "system", "pair", "nonbonded", "neighbor", "minimize", "run", "output"});
   c.check_keys("system", {"data", "lattice", "density", "cells", "temperature", "seed", "prmtop", "psf", "parameters",
                           "coordinates", "box", "special_bonds", "replicate"});
   c.check_keys("nonbonded", {"method", "electrostatics", "cutoff", "switch_distance", "cutoff_style",
@@ -461,6 +461,7 @@ MdConfig parse_md_config(std::string_view text, const std::string& source, const
                              "msm_spacing", "msm_interpolation", "ewald_alpha", "pme_mesh"});
   c.check_keys("pair", {"style", "cutoff", "shift", "mixing", "coeffs", "exclusions", "coulomb_cutoff", "dielectric"});
   c.check_keys("neighbor", {"skin"});
+  c.check_keys("minimize", {"tolerance", "max_iterations"});
   c.check_keys("run", {"timestep", "steps", "thermo", "ensemble", "temperature", "damping", "seed"});
   c.check_keys("output", {"directory", "dcd_every", "data"});
   // AMBER and CHARMM systems run in real units (the default with a prmtop or psf).
@@ -475,6 +476,11 @@ MdConfig parse_md_config(std::string_view text, const std::string& source, const
   } else {
     if (c.find("nonbonded")) c.fail(c.find("nonbonded"), "nonbonded", "[nonbonded] is for biomolecular systems: use [pair]");
     read_pair(c, run, file);
+  }
+  if (c.find("minimize")) {  // energy minimisation before the run (biomolecular systems)
+    if (!run.molecular) c.fail(c.find("minimize"), "minimize", "minimisation is for biomolecular systems");
+    run.minimize = MdConfig::Minimize{c.number("minimize.tolerance", 0.2390057, true),
+                                      c.integer("minimize.max_iterations", 0, 0)};
   }
   run.timestep = c.number("run.timestep", units == md::Units::lj ? 0.005 : 1.0, true);
   run.steps = c.integer("run.steps", std::nullopt, 0);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "nbkit/core/error.hpp"
 #include "nbkit/md.hpp"
 #include "nbkit/md/molecular_forces.hpp"
 
@@ -31,6 +32,10 @@ class Engine {
   // Each term's energy at the last evaluation with energies, for engines of biomolecular
   // systems (empty for the Lennard-Jones engines).
   virtual std::optional<EnergyTerms> energy_terms() const { return std::nullopt; }
+  // The energy and forces again at the System's present positions (with energies; no
+  // thermostat), after a caller moved the atoms: the minimiser's evaluation. Biomolecular
+  // engines only.
+  virtual void reevaluate() { throw Error("energy minimisation is for biomolecular systems"); }
 };
 
 // Each engine evaluates the first forces (with energies) when built. `system` must outlive it.

@@ -63,6 +63,13 @@ class MolecularEngine final : public Engine {
                                           : fmt::format("CPU, {} thread{}, float64", threads_, threads_ == 1 ? "" : "s");
   }
   std::optional<EnergyTerms> energy_terms() const override { return terms_; }
+  void reevaluate() override {
+    if (periodic_) {  // as step() wraps: where the CPU's list is rebuilt anyway, always on the GPU
+      copy_positions();
+      if (!cpu_ || cpu_->needs_rebuild(positions_, box())) wrap_into_box(system_);
+    }
+    evaluate();
+  }
 
  private:
   void copy_positions() {

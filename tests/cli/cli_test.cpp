@@ -517,6 +517,23 @@ TEST(Cli, EnergyAndMdOfACharmmPsf) {
   const std::string tail = row.substr(row.rfind(',') + 1), mesh = row.substr(0, row.rfind(','));
   EXPECT_LT(std::stod(tail), 0.0) << header << "\n" << row;  // the dispersion correction, asked for
   EXPECT_NE(std::stod(mesh.substr(mesh.rfind(',') + 1)), 0.0) << row;  // PME's reciprocal terms
+  // [minimize]: L-BFGS to the largest force's tolerance before the run, in the report.
+  write_text(dir.file("min.toml"), "[system]\npsf = \"" + psf + "\"\nparameters = [\"" + prm +
+                                       "\"]\ncoordinates = \"" + crd + "\"\n[minimize]\ntolerance = 0.01\n"
+                                       "[run]\nsteps = 5\n");
+  const Result minimized = run_nbkit("md " + dir.file("min.toml") + " -o " + dir.file("min") + " --report " +
+                                     dir.file("min.json"));
+  ASSERT_EQ(minimized.status, 0) << minimized.output;
+  EXPECT_TRUE(contains(minimized.output, "minimized:")) << minimized.output;
+  const auto m = nlohmann::json::parse(std::ifstream(dir.file("min.json")))["minimization"];
+  EXPECT_TRUE(m["converged"].get<bool>()) << m.dump();
+  EXPECT_LE(m["final_max_force"].get<double>(), 0.01);
+  EXPECT_LT(m["final_energy"].get<double>(), m["initial_energy"].get<double>());
+  write_text(dir.file("lj-min.toml"), "[system]\nlattice = \"fcc\"\ndensity = 0.8442\ncells = [2, 2, 2]\n"
+                                          "[minimize]\ntolerance = 1.0\n[run]\nsteps = 1\n");
+  const Result lj = run_nbkit("md " + dir.file("lj-min.toml") + " -q -o " + dir.file("lj-min"));
+  EXPECT_NE(lj.status, 0);
+  EXPECT_TRUE(contains(lj.output, "minimize")) << lj.output;
   // [system] replicate: the box's copies (LAMMPS's replicate), refused without whole counts.
   write_text(dir.file("copies.toml"), "[system]\npsf = \"" + psf + "\"\nparameters = [\"" + prm +
                                           "\"]\ncoordinates = \"" + crd + "\"\nbox = [20.0, 20.0, 20.0]\n"

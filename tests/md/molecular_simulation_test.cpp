@@ -144,6 +144,62 @@ TEST(MolecularSimulation, MixedPrecisionRunsRebuildTheirListAndRepeat) {
   EXPECT_EQ(again.state().vx, ours.state().vx);
 }
 
+// L-BFGS minimisation: the largest force ends below the tolerance, as md::molecular_forces
+// computes it afresh at the positions left; the energy falls; the engine's state is the minimum's
+// (the first thermo row's potential); dynamics go on from there. On every backend there is.
+TEST(MolecularSimulation, MinimisationReachesTheForceTolerance) {
+  const Chains c = chains_at_300k();
+  std::vector<Backend> backends{Backend::cpu, Backend::reference};
+  if (!list_gpus().empty()) backends.push_back(Backend::cuda);
+  for (Backend backend : backends) {
+    Simulation simulation(c.system, c.field(), Integrator{0.5, std::nullopt}, on(backend));
+    const double before = simulation.thermo().potential;
+    MinimizeOptions options;
+    options.tolerance = 0.05;
+    int reports = 0;
+    options.progress = [&reports](double fraction) {
+      EXPECT_GE(fraction, 0.0);
+      EXPECT_LE(fraction, 1.0);
+      ++reports;
+    };
+    const MinimizeResult m = simulation.minimize(options);
+    EXPECT_TRUE(m.converged) << to_string(backend) << ": largest force " << m.final_max_force;
+    EXPECT_LE(m.final_max_force, 0.05);
+    EXPECT_NEAR(m.initial_energy, before, 1e-9 * std::abs(before));
+    EXPECT_LT(m.final_energy, m.initial_energy - 100);  // the chains start far from their minima
+    EXPECT_EQ(reports, m.iterations);
+    std::printf("  minimised on %s: %.6g -> %.6g kcal/mol, largest force %.3g -> %.3g, %lld iterations, %lld "
+                "evaluations\n",
+                to_string(backend).c_str(), m.initial_energy, m.final_energy, m.initial_max_force, m.final_max_force,
+                static_cast<long long>(m.iterations), static_cast<long long>(m.evaluations));
+    // The forces afresh at the positions left.
+    const System& s = simulation.state();
+    std::vector<Vec3> x(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) x[i] = {s.x[i], s.y[i], s.z[i]};
+    const MolecularForces check =
+        molecular_forces(c.topology, x, s.box, c.field().nonbonded, Backend::reference);
+    double largest = 0;
+    for (const Vec3& f : check.force) largest = std::max(largest, norm(f));
+    EXPECT_LE(largest, 0.05 * (1 + 1e-9)) << to_string(backend);
+    EXPECT_NEAR(check.energy.total(), m.final_energy, 1e-9 * std::abs(m.final_energy));
+    EXPECT_NEAR(simulation.thermo().potential, m.final_energy, 1e-9 * std::abs(m.final_energy));
+    EXPECT_EQ(s.vx, c.system.vx);  // velocities untouched
+    simulation.run(20);
+    EXPECT_TRUE(std::isfinite(simulation.thermo().total));
+    EXPECT_THROW(simulation.minimize(), Error);  // after steps
+  }
+  Simulation simulation(c.system, c.field(), Integrator{0.5, std::nullopt}, on(Backend::cpu));
+  MinimizeOptions bad;
+  bad.tolerance = 0;
+  EXPECT_THROW(simulation.minimize(bad), Error);
+  // An iteration limit stops it short, saying so.
+  MinimizeOptions short_run;
+  short_run.tolerance = 1e-6, short_run.max_iterations = 3;
+  const MinimizeResult m = simulation.minimize(short_run);
+  EXPECT_FALSE(m.converged);
+  EXPECT_EQ(m.iterations, 3);
+}
+
 TEST(MolecularSimulation, NveConservesEnergyAndTheTemperatureCountsEachMass) {
   Chains c = chains_at_300k();
   Simulation simulation(c.system, c.field(), Integrator{0.5, std::nullopt}, on(Backend::cpu));

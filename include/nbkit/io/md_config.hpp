@@ -29,6 +29,13 @@ struct MdConfig {
     std::uint64_t seed;
   };
   std::optional<Langevin> langevin;            // empty: NVE
+  // [minimize]: energy minimisation before the run (md::MinimizeOptions; biomolecular systems):
+  // the largest force's tolerance (kcal/mol/A; OpenMM's 10 kJ/mol/nm) and an iteration limit (0: none).
+  struct Minimize {
+    double tolerance = 0.2390057;
+    std::int64_t max_iterations = 0;
+  };
+  std::optional<Minimize> minimize;
   std::string directory = "md-out";            // [output] directory
   std::int64_t dcd_every = 0;                  // 0: no trajectory
   std::string final_data = "final.data";

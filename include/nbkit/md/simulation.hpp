@@ -46,6 +46,24 @@ struct SimulationOptions {
   double skin = 0.3;      // the neighbour list's skin (units' length)
 };
 
+// Energy minimisation before dynamics (biomolecular systems): L-BFGS (Liu and Nocedal, Math.
+// Program. 45, 503 (1989); OpenMM's LocalEnergyMinimizer is L-BFGS too) on the engine's own
+// energy and forces, until the largest force on any atom is at most `tolerance` (OpenMM 8's
+// criterion; its default 10 kJ/mol/nm is 0.239 kcal/mol/A) or `max_iterations` (0: no limit).
+struct MinimizeOptions {
+  double tolerance = 0.2390057;  // kcal/mol/A
+  std::int64_t max_iterations = 0;
+  // Called after each iteration with the fraction of the way (in log force) to the tolerance.
+  std::function<void(double)> progress;
+};
+struct MinimizeResult {
+  double initial_energy = 0, final_energy = 0;        // kcal/mol
+  double initial_max_force = 0, final_max_force = 0;  // kcal/mol/A
+  std::int64_t iterations = 0, evaluations = 0;
+  bool converged = false;  // the largest force reached the tolerance
+  double seconds = 0;
+};
+
 // What a run hands back while it goes: thermo rows every `thermo_every` steps (and at the
 // run's first and last step, as LAMMPS prints them), the atoms every `frame_every` steps
 // (0: none; the System's positions, velocities and box, in its atom order), and the fraction
@@ -73,8 +91,8 @@ class Simulation {
   // LAMMPS's setup does). Throws nbkit::Error for anything it cannot run.
   Simulation(System system, ForceField field, Integrator integrator, SimulationOptions options);
   // A biomolecular system (md/molecular_forces.hpp; `system` made from the same topology by
-  // md::molecular_system) on the reference, CPU or (asked for: cuda) GPU backend, float64;
-  // automatic means the CPU.
+  // md::molecular_system) on the reference, CPU or GPU backend (automatic: the GPU when one is
+  // usable and the system is periodic), float64 or on the GPU mixed precision.
   Simulation(System system, MolecularForceField field, Integrator integrator, SimulationOptions options);
   ~Simulation();
   Simulation(const Simulation&) = delete;
@@ -83,6 +101,11 @@ class Simulation {
   // `steps` velocity-Verlet steps. A thermo row that is not finite (atoms overlap, a time step
   // too long) ends the run with nbkit::Error after the reporters have had the rows before.
   RunSummary run(std::int64_t steps, const Reporters& reporters = {});
+  // Moves the atoms to a local minimum of the potential energy (MinimizeOptions), before the
+  // first step: positions change, velocities and the step count do not. A line search that
+  // cannot lower the energy (at the precision's noise) ends it, converged or not; the result
+  // says which. Throws nbkit::Error for a Lennard-Jones run or after steps were taken.
+  MinimizeResult minimize(const MinimizeOptions& options = {});
 
   // The state now: the atoms (downloaded from the GPU when the engine is there), the thermo
   // of the last evaluation with energies (every run's first and last step have them), the
