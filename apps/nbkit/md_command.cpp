@@ -14,6 +14,7 @@
 #include "nbkit/core/resources.hpp"
 #include "nbkit/io/amber.hpp"
 #include "nbkit/io/atomic_file.hpp"
+#include "nbkit/io/checkpoint.hpp"
 #include "nbkit/io/dcd.hpp"
 #include "nbkit/io/lammps_data.hpp"
 #include "nbkit/io/line_log.hpp"
@@ -26,17 +27,18 @@ namespace nbkit::cli {
 namespace {
 
 struct MdArguments {
-  std::string config, output;
+  std::string config, output, restart;
   RunOptions run;
 };
 
 struct MdPaths {
-  std::string thermo, dcd, data;  // dcd empty: no trajectory
+  std::string thermo, dcd, data, checkpoint;  // dcd, checkpoint empty: none
   MdPaths(const std::string& directory, const io::MdConfig& config) {
     const std::filesystem::path d(directory);
     thermo = (d / "thermo.csv").string();
     dcd = config.dcd_every > 0 ? (d / "trajectory.dcd").string() : "";
     data = (d / config.final_data).string();
+    checkpoint = config.checkpoint_every > 0 ? (d / "checkpoint.chk").string() : "";
   }
 };
 
@@ -48,10 +50,12 @@ void check_outputs(const MdArguments& args, const io::MdConfig& config, const Md
                                     {config.topology_file, "[system] prmtop or psf"},
                                     {config.coordinates_file, "[system] coordinates"}};
   for (const std::string& p : config.parameter_files) inputs.push_back({p, "[system] parameters"});
+  if (!args.restart.empty()) inputs.push_back({args.restart, "--restart"});
   io::check_distinct_files(inputs,
                            {{paths.thermo, "thermo.csv"},
                             {paths.dcd, "trajectory.dcd"},
                             {paths.data, "[output] data"},
+                            {paths.checkpoint, "checkpoint.chk"},
                             {args.run.report, "--report"}});
   if (!args.run.report.empty()) io::check_writable(args.run.report);  // before the run, not after it
   ResourcePlan plan("nbkit md");
@@ -62,6 +66,8 @@ void check_outputs(const MdArguments& args, const io::MdConfig& config, const Md
     plan.memory(12 * static_cast<std::uint64_t>(atoms), "a trajectory frame");
   }
   plan.disk(paths.thermo, static_cast<std::uint64_t>(config.steps / config.thermo_every + 2) * 96, "the thermo table");
+  if (!paths.checkpoint.empty())
+    plan.disk(paths.checkpoint, io::checkpoint_file_bytes(static_cast<std::uint64_t>(atoms)), "the checkpoint");
   plan.disk(paths.data, io::lammps_data_file_bytes(config.system.size()),
             config.molecular ? "the final restart" : "the final data file");
   plan.check();
@@ -134,6 +140,11 @@ int run_md(const MdArguments& args) {
            args.run.quiet);
   md::Simulation simulation = make_simulation(config, args.run);
   notice(simulation.notice(), args.run.quiet);
+  if (!args.restart.empty()) {  // go on from a checkpoint: its atoms, box, forces, step, thermostat stream
+    if (config.minimize)
+      throw Error("--restart goes on from a checkpoint's state: leave [minimize] out of " + args.config);
+    simulation.restore(io::read_checkpoint(args.restart));
+  }
   std::optional<md::MinimizeResult> minimized;
   if (config.minimize) {  // L-BFGS to the force tolerance before the first step
     ProgressBar bar("minimize", !args.run.quiet);
@@ -183,19 +194,31 @@ int run_md(const MdArguments& args) {
   if (terminal) fmt::print("{:>10} {:>14} {:>14} {:>14} {:>14} {:>14}\n", "Step", "Temp", "PotEng", "KinEng", "TotEng", "Press");
   ProgressBar bar("md", terminal);  // on stderr between the thermo rows (terminals only)
   std::unique_ptr<io::DcdWriter> dcd;
-  const md::RunSummary summary =
-      simulation.run(steps, reporters(config, simulation, static_cast<std::int64_t>(atoms), paths, terminal, csv, dcd, bar));
+  md::Reporters on_the_way =
+      reporters(config, simulation, static_cast<std::int64_t>(atoms), paths, terminal, csv, dcd, bar);
+  if (!paths.checkpoint.empty()) {
+    on_the_way.checkpoint_every = config.checkpoint_every;
+    on_the_way.checkpoint = [&simulation, &paths](std::int64_t) {
+      io::write_checkpoint(paths.checkpoint, simulation.checkpoint());
+    };
+  }
+  const md::RunSummary summary = simulation.run(steps, on_the_way);
   bar.finish();
+  // The last step's checkpoint, where the interval did not end on it.
+  if (!paths.checkpoint.empty() && simulation.step_count() % config.checkpoint_every != 0)
+    io::write_checkpoint(paths.checkpoint, simulation.checkpoint());
   if (dcd) dcd->close();
   if (simulation.molecular_field())
-    io::write_rst7(paths.data, simulation.state(), fmt::format("nbkit md after {} steps", steps),
-                   1e-3 * config.timestep * static_cast<double>(steps));
+    io::write_rst7(paths.data, simulation.state(), fmt::format("nbkit md after {} steps", simulation.step_count()),
+                   1e-3 * config.timestep * static_cast<double>(simulation.step_count()));
   else
     io::write_lammps_data(paths.data, simulation.state(), config.type_epsilon, config.type_sigma,
                           fmt::format("nbkit md after {} steps", steps), config.pair_style, config.pair_ij);
   nlohmann::json report = run_report("md", args.run, simulation.backend(), simulation.description(), simulation.notice());
   report["input"] = {{"file", args.config}, {"atoms", summary.atoms}, {"units", to_string(system.units)}};
-  report["run"] = {{"steps", steps}, {"timestep", config.timestep}, {"list_builds", simulation.list_builds()}};
+  report["run"] = {{"steps", steps}, {"timestep", config.timestep}, {"list_builds", simulation.list_builds()},
+                   {"last_step", simulation.step_count()}};
+  if (!args.restart.empty()) report["run"]["restart"] = args.restart;
   report["timing_seconds"] = {{"run", summary.seconds}};
   report["rates"] = {{"atom_steps_per_second", summary.atom_steps_per_second()}};
   const md::Thermo last = simulation.thermo();
@@ -219,6 +242,7 @@ int run_md(const MdArguments& args) {
                               {"seconds", minimized->seconds}};
   report["outputs"] = {{"thermo", paths.thermo}, {"data", paths.data}};
   if (dcd) report["outputs"]["trajectory"] = paths.dcd;
+  if (!paths.checkpoint.empty()) report["outputs"]["checkpoint"] = paths.checkpoint;
   write_report(args.run.report, report);
   if (!args.run.quiet) {
     fmt::print("nbkit md: {}, {} of {} ({} units), {:.3f} s, {:.3g} atom-steps/s ({}, {} list builds)\n",
@@ -241,6 +265,10 @@ Action setup_md(CLI::App& app) {
       "Example: nbkit md examples/in.lj.toml");
   app.add_option("config", args->config, "the run's TOML file (keys: README.md, \"Molecular dynamics\"; example: examples/in.lj.toml)")->required()->check(CLI::ExistingFile);
   app.add_option("-o,--output", args->output, "output directory (overrides [output] directory)");
+  app.add_option("--restart", args->restart,
+                 "go on from a checkpoint.chk that [output] checkpoint_every wrote (biomolecular runs): its atoms, "
+                 "velocities, box, forces, step and thermostat stream, bit for bit; the TOML's steps more steps")
+      ->check(CLI::ExistingFile);
   add_run_options(app, args->run,
                   {"auto (the GPU when usable: for Lennard-Jones when the box is longer than twice cutoff + skin, for "
                    "biomolecular systems when periodic; else the CPU), cuda, cpu or reference (every periodic image, "

@@ -166,6 +166,9 @@ class Langevin {
   LangevinDraw next_draw(Units units, double dt);
   double temperature() const { return temperature_; }
   double damping() const { return damping_; }
+  // The calls so far, and a restart's: the random stream goes on from call `calls`.
+  std::uint64_t calls() const { return calls_; }
+  void resume_at(std::uint64_t calls) { calls_ = calls; }
 
  private:
   double temperature_, damping_;

@@ -463,7 +463,7 @@ MdConfig parse_md_config(std::string_view text, const std::string& source, const
   c.check_keys("neighbor", {"skin"});
   c.check_keys("minimize", {"tolerance", "max_iterations"});
   c.check_keys("run", {"timestep", "steps", "thermo", "ensemble", "temperature", "damping", "seed"});
-  c.check_keys("output", {"directory", "dcd_every", "data"});
+  c.check_keys("output", {"directory", "dcd_every", "data", "checkpoint_every"});
   // AMBER and CHARMM systems run in real units (the default with a prmtop or psf).
   const bool biomolecular = c.find("system.prmtop") || c.find("system.psf");
   const md::Units units = md::parse_units(c.text("units", biomolecular ? "real" : "lj"));
@@ -498,6 +498,10 @@ MdConfig parse_md_config(std::string_view text, const std::string& source, const
   if (!(run.skin >= 0)) c.fail(c.find("neighbor.skin"), "neighbor.skin", "expected zero or a positive length");
   run.directory = c.text("output.directory", "md-out");
   run.dcd_every = c.integer("output.dcd_every", 0, 0);
+  run.checkpoint_every = c.integer("output.checkpoint_every", 0, 0);
+  if (run.checkpoint_every > 0 && !run.molecular)
+    c.fail(c.find("output.checkpoint_every"), "output.checkpoint_every",
+           "checkpoints are for biomolecular runs (a Lennard-Jones run restarts from its final data file)");
   run.final_data = c.text("output.data", run.molecular ? "final.rst7" : "final.data");
   if (run.final_data.empty() || run.final_data.find('/') != std::string::npos)
     c.fail(c.find("output.data"), "output.data", "a file name in the output directory (no '/')");

@@ -36,6 +36,13 @@ class Engine {
   // thermostat), after a caller moved the atoms: the minimiser's evaluation. Biomolecular
   // engines only.
   virtual void reevaluate() { throw Error("energy minimisation is for biomolecular systems"); }
+  // Checkpoints (biomolecular engines): the pair list is rebuilt at the next evaluation, as a
+  // restarted engine's is; and a restart's forces (the thermostat's included) and terms replace
+  // the present ones.
+  virtual void rebuild_at_next_evaluation() { throw Error("checkpoints are for biomolecular runs"); }
+  virtual void set_forces(const Forces&, const std::optional<EnergyTerms>&) {
+    throw Error("checkpoints are for biomolecular runs");
+  }
 };
 
 // Each engine evaluates the first forces (with energies) when built. `system` must outlive it.

@@ -36,6 +36,8 @@ class MolecularCpuForces {
   // atoms into the box then, and only then: a wrapped atom jumps a box length).
   bool needs_rebuild(const std::vector<Vec3>& positions, const std::optional<PeriodicBox>& box);
   int threads() const { return threads_; }
+  // The next evaluation builds the cell list afresh (checkpoints: as a restarted run does).
+  void rebuild_next() { list_.reset(); }
 
  private:
   const NeighborList& list_for(const std::vector<Vec3>& positions, const std::optional<PeriodicBox>& box);

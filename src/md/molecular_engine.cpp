@@ -63,6 +63,14 @@ class MolecularEngine final : public Engine {
                                           : fmt::format("CPU, {} thread{}, float64", threads_, threads_ == 1 ? "" : "s");
   }
   std::optional<EnergyTerms> energy_terms() const override { return terms_; }
+  void rebuild_at_next_evaluation() override {
+    if (cpu_) cpu_->rebuild_next();
+    if (gpu_) gpu_->rebuild_next();
+  }
+  void set_forces(const Forces& f, const std::optional<EnergyTerms>& terms) override {
+    forces_ = f;
+    if (terms) terms_ = *terms;
+  }
   void reevaluate() override {
     if (periodic_) {  // as step() wraps: where the CPU's list is rebuilt anyway, always on the GPU
       copy_positions();

@@ -36,6 +36,8 @@ class MolecularGpuForces {
   MolecularForces evaluate(const std::vector<Vec3>& positions, const std::optional<PeriodicBox>& box);
   std::string description() const;  // "NVIDIA H100 80GB HBM3, float64, pair list"
   std::int64_t list_builds() const;
+  // The next evaluation builds the pair list afresh (checkpoints: as a restarted run does).
+  void rebuild_next();
 
   // Benchmarks: each evaluation's phases timed by events from now on; the last one's seconds
   // (waits for it). mesh_phases: PME's spread, forward FFT, convolution, inverse FFT, gather.

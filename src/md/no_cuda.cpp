@@ -30,6 +30,7 @@ MolecularGpuForces::~MolecularGpuForces() = default;
 MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>&, const std::optional<PeriodicBox>&) { return {}; }
 std::string MolecularGpuForces::description() const { return "no GPU"; }
 std::int64_t MolecularGpuForces::list_builds() const { return 0; }
+void MolecularGpuForces::rebuild_next() {}
 void MolecularGpuForces::time_phases() {}
 MolecularGpuForces::Phases MolecularGpuForces::phase_seconds() const { return {}; }
 

@@ -82,19 +82,36 @@ double EnergyTerms::total() const {
   return sum;
 }
 
+namespace {
+
+// The terms in print order: the one list named() and from_values() read.
+constexpr std::array<std::pair<const char*, double EnergyTerms::*>, 12> kTerms{{
+    {"bond", &EnergyTerms::bond},
+    {"angle", &EnergyTerms::angle},
+    {"urey_bradley", &EnergyTerms::urey_bradley},
+    {"dihedral", &EnergyTerms::dihedral},
+    {"improper", &EnergyTerms::improper},
+    {"cmap", &EnergyTerms::cmap},
+    {"lennard_jones", &EnergyTerms::lennard_jones},
+    {"coulomb", &EnergyTerms::coulomb},
+    {"lennard_jones_14", &EnergyTerms::lennard_jones_14},
+    {"coulomb_14", &EnergyTerms::coulomb_14},
+    {"coulomb_reciprocal", &EnergyTerms::coulomb_reciprocal},
+    {"dispersion_correction", &EnergyTerms::dispersion_correction},
+}};
+
+}  // namespace
+
 std::array<std::pair<const char*, double>, 12> EnergyTerms::named() const {
-  return {{{"bond", bond},
-           {"angle", angle},
-           {"urey_bradley", urey_bradley},
-           {"dihedral", dihedral},
-           {"improper", improper},
-           {"cmap", cmap},
-           {"lennard_jones", lennard_jones},
-           {"coulomb", coulomb},
-           {"lennard_jones_14", lennard_jones_14},
-           {"coulomb_14", coulomb_14},
-           {"coulomb_reciprocal", coulomb_reciprocal},
-           {"dispersion_correction", dispersion_correction}}};
+  std::array<std::pair<const char*, double>, 12> out{};
+  for (std::size_t k = 0; k < kTerms.size(); ++k) out[k] = {kTerms[k].first, this->*kTerms[k].second};
+  return out;
+}
+
+EnergyTerms EnergyTerms::from_values(const std::array<double, 12>& values) {
+  EnergyTerms e;
+  for (std::size_t k = 0; k < kTerms.size(); ++k) e.*kTerms[k].second = values[k];
+  return e;
 }
 
 }  // namespace nbkit::md

@@ -148,8 +148,8 @@ Simulation::~Simulation() = default;
 
 RunSummary Simulation::run(std::int64_t steps, const Reporters& reporters) {
   if (steps < 0) throw Error(fmt::format("a run of {} steps: the step count must not be negative", steps));
-  if (reporters.thermo_every < 0 || reporters.frame_every < 0)
-    throw Error("thermo and frame intervals must not be negative");
+  if (reporters.thermo_every < 0 || reporters.frame_every < 0 || reporters.checkpoint_every < 0)
+    throw Error("thermo, frame and checkpoint intervals must not be negative");
   const std::int64_t first = step_, last = step_ + steps;
   auto report_thermo = [&] {
     const Thermo t = engine_->thermo(step_);
@@ -173,6 +173,8 @@ RunSummary Simulation::run(std::int64_t steps, const Reporters& reporters) {
     downloaded_ = backend_ != Backend::cuda;
     if (thermo_step) report_thermo();
     report_frame();
+    if (reporters.checkpoint && reporters.checkpoint_every > 0 && step_ % reporters.checkpoint_every == 0)
+      reporters.checkpoint(step_);
     if (reporters.progress) reporters.progress(static_cast<double>(done) / static_cast<double>(steps));
   }
   RunSummary summary;

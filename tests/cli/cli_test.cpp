@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -534,6 +535,33 @@ TEST(Cli, EnergyAndMdOfACharmmPsf) {
   const Result lj = run_nbkit("md " + dir.file("lj-min.toml") + " -q -o " + dir.file("lj-min"));
   EXPECT_NE(lj.status, 0);
   EXPECT_TRUE(contains(lj.output, "minimize")) << lj.output;
+  // [output] checkpoint_every and --restart: 20 steps in one run, and 10 + 10 through a
+  // checkpoint, end in the same restart file (bit for bit: the positions' text is the same).
+  auto checkpointed = [&](const std::string& name, int steps) {
+    write_text(dir.file(name + ".toml"), "[system]\npsf = \"" + psf + "\"\nparameters = [\"" + prm +
+                                             "\"]\ncoordinates = \"" + crd + "\"\nbox = [20.0, 20.0, 20.0]\n"
+                                             "temperature = 300\n[nonbonded]\nelectrostatics = \"pme\"\n"
+                                             "cutoff = 8.0\n[run]\ntimestep = 0.5\nsteps = " +
+                                             std::to_string(steps) + "\n[output]\ncheckpoint_every = 10\n");
+    return dir.file(name + ".toml");
+  };
+  ASSERT_EQ(run_nbkit("md " + checkpointed("whole", 20) + " -q -o " + dir.file("whole")).status, 0);
+  ASSERT_EQ(run_nbkit("md " + checkpointed("first", 10) + " -q -o " + dir.file("first")).status, 0);
+  const Result second = run_nbkit("md " + checkpointed("second", 10) + " -q -o " + dir.file("second") +
+                                  " --restart " + dir.file("first/checkpoint.chk") + " --report " +
+                                  dir.file("second.json"));
+  ASSERT_EQ(second.status, 0) << second.output;
+  auto text_of = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(text_of(dir.file("second/final.rst7")), text_of(dir.file("whole/final.rst7")));
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir.file("second.json")))["run"]["last_step"].get<int>(), 20);
+  std::ofstream(dir.file("broken.chk")) << "NBKITCHK but nothing more";
+  const Result broken = run_nbkit("md " + checkpointed("third", 10) + " -q -o " + dir.file("third") +
+                                  " --restart " + dir.file("broken.chk"));
+  EXPECT_NE(broken.status, 0);
+  EXPECT_TRUE(contains(broken.output, "broken.chk")) << broken.output;
   // [system] replicate: the box's copies (LAMMPS's replicate), refused without whole counts.
   write_text(dir.file("copies.toml"), "[system]\npsf = \"" + psf + "\"\nparameters = [\"" + prm +
                                           "\"]\ncoordinates = \"" + crd + "\"\nbox = [20.0, 20.0, 20.0]\n"

@@ -7,8 +7,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <tuple>
 
 #include "md/molecular_test_support.hpp"
+#include "nbkit/io/checkpoint.hpp"
+#include "test_support.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/md/simulation.hpp"
 
@@ -198,6 +203,70 @@ TEST(MolecularSimulation, MinimisationReachesTheForceTolerance) {
   const MinimizeResult m = simulation.minimize(short_run);
   EXPECT_FALSE(m.converged);
   EXPECT_EQ(m.iterations, 3);
+}
+
+// Checkpoints: a run that checkpoints at step 15 and goes on to 40 is repeated bit for bit by a
+// new simulation restored from that checkpoint (file round trip included), with a Langevin
+// thermostat's stream going on; on every backend there is. A damaged or foreign file is refused.
+TEST(MolecularSimulation, CheckpointsRestartBitForBit) {
+  const Chains c = chains_at_300k();
+  test::ScratchDir dir;
+  std::vector<Backend> backends{Backend::cpu, Backend::reference};
+  if (!list_gpus().empty()) backends.push_back(Backend::cuda);
+  for (Backend backend : backends)
+    for (bool langevin : {false, true}) {
+      Integrator integrator{0.5, std::nullopt};
+      if (langevin) integrator.langevin = Integrator::LangevinSettings{300, 50, 11};
+      SimulationOptions options = on(backend);
+      options.skin = 0.5;  // list rebuilds within the run
+      Simulation whole(c.system, c.field(), integrator, options);
+      whole.run(15);
+      io::write_checkpoint(dir.file("run.chk"), whole.checkpoint());
+      whole.run(25);
+      // The restart's own start is elsewhere (as a TOML's coordinates are the run's first ones):
+      // its engine's list, built there, must not be what it sums with.
+      System elsewhere = c.system;
+      for (std::size_t i = 0; i < elsewhere.size(); ++i) elsewhere.x[i] += 0.3 * std::sin(3.0 * static_cast<double>(i));
+      Simulation restarted(elsewhere, c.field(), integrator, options);
+      restarted.restore(io::read_checkpoint(dir.file("run.chk")));
+      EXPECT_EQ(restarted.step_count(), 15);
+      restarted.run(25);
+      const std::string what = to_string(backend) + (langevin ? " langevin" : " nve");
+      EXPECT_EQ(restarted.state().x, whole.state().x) << what;
+      EXPECT_EQ(restarted.state().vz, whole.state().vz) << what;
+      EXPECT_EQ(restarted.thermo().potential, whole.thermo().potential) << what;
+      EXPECT_EQ(restarted.step_count(), 40);
+    }
+  // Refusals: a flipped byte, a truncated file, another system's atom count, a Lennard-Jones run.
+  Simulation s(c.system, c.field(), Integrator{0.5, std::nullopt}, on(Backend::cpu));
+  io::write_checkpoint(dir.file("good.chk"), s.checkpoint());
+  std::string bytes;
+  {
+    std::ifstream in(dir.file("good.chk"), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto write_bytes = [&](const std::string& name, const std::string& content) {
+    std::ofstream(dir.file(name), std::ios::binary) << content;
+    return dir.file(name);
+  };
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] ^= 0x10;
+  for (const auto& [name, content, reason] :
+       {std::tuple{"flipped.chk", flipped, "checksum"}, std::tuple{"short.chk", bytes.substr(0, bytes.size() - 9), "bytes"},
+        std::tuple{"other.chk", "not a checkpoint at all, just text that is long enough to be read as a header ok" +
+                                    std::string(200, 'x'),
+                   "NBKITCHK"}}) {
+    try {
+      io::read_checkpoint(write_bytes(name, content));
+      ADD_FAILURE() << name << " was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+  Checkpoint fewer = io::read_checkpoint(dir.file("good.chk"));
+  fewer.x.pop_back();
+  EXPECT_THROW(s.restore(fewer), Error);
 }
 
 TEST(MolecularSimulation, NveConservesEnergyAndTheTemperatureCountsEachMass) {

@@ -38,6 +38,7 @@ struct MdConfig {
   std::optional<Minimize> minimize;
   std::string directory = "md-out";            // [output] directory
   std::int64_t dcd_every = 0;                  // 0: no trajectory
+  std::int64_t checkpoint_every = 0;           // [output] checkpoint_every: checkpoint.chk (0: none)
   std::string final_data = "final.data";
   std::string data_file;                       // [system] data, resolved against the TOML's folder; empty: a lattice
   // A biomolecular system: [system] prmtop (AMBER) or psf with parameters (CHARMM), with

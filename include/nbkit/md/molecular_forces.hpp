@@ -116,6 +116,8 @@ struct EnergyTerms {
   double total() const;
   // The terms in print order with their names ("bond", ..., "dispersion_correction"), without the total.
   std::array<std::pair<const char*, double>, 12> named() const;
+  // The terms from their values in named()'s order (checkpoints).
+  static EnergyTerms from_values(const std::array<double, 12>& values);
 };
 
 struct MolecularForces {

@@ -74,6 +74,24 @@ struct Reporters {
   std::int64_t frame_every = 0;
   std::function<void(const System&, std::int64_t step)> frame;
   std::function<void(double)> progress;
+  // Every `checkpoint_every` steps (0: never), after the step's thermo row and frame.
+  std::int64_t checkpoint_every = 0;
+  std::function<void(std::int64_t step)> checkpoint;
+};
+
+// The state a biomolecular run restarts from bit for bit (Simulation::checkpoint and restore;
+// io/checkpoint.hpp writes and reads it): the step, the atoms, the box, the last evaluation's
+// forces (the thermostat's included) and terms, and how far the thermostat's random stream has
+// gone.
+struct Checkpoint {
+  std::int64_t step = 0;
+  double timestep = 0;
+  PeriodicBox box;
+  std::vector<double> x, y, z, vx, vy, vz;
+  Forces forces;
+  std::optional<EnergyTerms> terms;
+  bool thermostat = false;
+  std::uint64_t thermostat_calls = 0;
 };
 
 struct RunSummary {
@@ -106,6 +124,15 @@ class Simulation {
   // cannot lower the energy (at the precision's noise) ends it, converged or not; the result
   // says which. Throws nbkit::Error for a Lennard-Jones run or after steps were taken.
   MinimizeResult minimize(const MinimizeOptions& options = {});
+  // The state to restart from (biomolecular runs). Taking it wraps the atoms into the box and
+  // has the pair list rebuilt at the next step, as a restart from it does: the run then goes on
+  // exactly as its restart will (pairs are summed in the order of the list's last build, so a
+  // run that never checkpoints differs from these in the last bits).
+  Checkpoint checkpoint();
+  // Goes on from `c` instead of the present state: positions, velocities, box, forces, terms,
+  // the step count and the thermostat's stream. Throws nbkit::Error for another atom count,
+  // values that are not finite, or a Lennard-Jones run.
+  void restore(const Checkpoint& c);
 
   // The state now: the atoms (downloaded from the GPU when the engine is there), the thermo
   // of the last evaluation with energies (every run's first and last step have them), the

@@ -161,11 +161,12 @@ struct PairTable {
   const int *excluded_first, *excluded;  // each atom's excluded partners, sorted (both directions)
 };
 
-// Without a periodic box (no list there): a thread per atom i sums every other atom j's pair in increasing j (the excluded ones
-// skipped by a moving pointer), so its force is one fixed-order sum; each pair's energy and
-// virial are halved (every pair is met from both ends). With Ewald's real-space Coulomb (PME)
-// or MSM's short range, an excluded pair is not skipped but gets the mesh's or the grids'
-// correction (ewald_excluded_pair, msm_excluded_pair) into excluded_out.
+// Without a periodic box (no pair list there): a thread per atom i sums every other atom j's
+// pair in increasing j (the excluded ones skipped by a moving pointer), so its force is one
+// fixed-order sum; each pair's energy and virial are halved (every pair is met from both ends).
+// With Ewald's real-space Coulomb (PME) or MSM's short range, an excluded pair is not skipped
+// but gets the mesh's or the grids' correction (ewald_excluded_pair, msm_excluded_pair) into
+// excluded_out.
 template <PairSwitch Switch, PairCoulomb Coulomb, bool Cut>
 __global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, double* lj_out, double* coulomb_out,
                                 double* virial_out, double* excluded_out) {
@@ -443,6 +444,10 @@ std::string MolecularGpuForces::description() const {
 }
 
 std::int64_t MolecularGpuForces::list_builds() const { return state_->list ? state_->list->builds() : 0; }
+
+void MolecularGpuForces::rebuild_next() {
+  if (state_->list) state_->list->rebuild_next();
+}
 
 void MolecularGpuForces::time_phases() {
   state_->events = std::make_unique<std::array<cuda::Event, 7>>();

@@ -98,7 +98,8 @@ __device__ inline Real axis_separation(const Frame<Real>& f, int axis, Real ri, 
 }
 
 // Each atom's cell (x fastest) and its index, the sort's values.
-__global__ void bin_atoms(int n, const V3* __restrict__ x, Cells g, unsigned* __restrict__ key, int* __restrict__ index) {
+__global__ void bin_atoms(int n, const V3* __restrict__ x, Cells g, unsigned* __restrict__ key,
+                          int* __restrict__ index) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const double v[3] = {x[i].x, x[i].y, x[i].z};
@@ -149,7 +150,7 @@ __global__ void largest_displacement(int n, const V3* __restrict__ x, const V3* 
                  dz = nearest(d.z, g.length[2], g.inverse[2]);
     bits = __float_as_uint(static_cast<float>(dx * dx + dy * dy + dz * dz));
   }
-  bits = __reduce_max_sync(0xffffffffu, bits);
+  for (int offset = 16; offset > 0; offset /= 2) bits = max(bits, __shfl_xor_sync(0xffffffffu, bits, offset));
   if (threadIdx.x % 32 == 0 && bits) atomicMax(out, bits);
 }
 
@@ -399,6 +400,7 @@ struct MolecularPairListGpu::State {
   int capacity = 0;  // a multiple of lanes
   int lanes = 1;     // threads per atom in the pair kernel (listed_pairs)
   std::int64_t builds = 0;
+  bool rebuild_next = false;  // asked for (checkpoints)
   std::unique_ptr<std::array<cuda::Event, 3>> events;
   void mark(int k) {
     if (!events) events = std::make_unique<std::array<cuda::Event, 3>>();
@@ -472,11 +474,12 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
 MolecularPairListGpu::~MolecularPairListGpu() = default;
 
 std::int64_t MolecularPairListGpu::builds() const { return state_->builds; }
+void MolecularPairListGpu::rebuild_next() { state_->rebuild_next = true; }
 int MolecularPairListGpu::capacity() const { return state_->capacity; }
 
 bool MolecularPairListGpu::State::needs_rebuild(const V3* x, const PeriodicBox& box) {
   const std::array<double, 3> now{box.length(0), box.length(1), box.length(2)};
-  if (builds == 0 || now != edges || skin == 0) return true;
+  if (builds == 0 || now != edges || skin == 0 || rebuild_next) return true;
   NBKIT_CUDA_CHECK(cudaMemsetAsync(moved.data(), 0, sizeof(unsigned), stream));
   largest_displacement<<<blocks(n), kThreads, 0, stream>>>(n, x, built.data(), cells, moved.data());
   NBKIT_CUDA_CHECK_LAUNCH();
@@ -555,6 +558,7 @@ void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
   if (single) pack_and_build(float{});
   else pack_and_build(double{});
   ++builds;
+  rebuild_next = false;
 }
 
 template <class Real>
@@ -589,6 +593,7 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out) {
 
 void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const PairSums& out) {
   State& s = *state_;
+  if (s.n == 0) return;  // no atoms, no pairs (and no empty launches)
   s.mark(0);
   if (s.needs_rebuild(x, box)) {
     s.rebuild(x, box);

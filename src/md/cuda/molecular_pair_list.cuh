@@ -42,6 +42,7 @@ class MolecularPairListGpu {
   // needed (one small read-back per evaluation: the largest displacement), then sums. On the stream.
   void evaluate(const Vector3<double>* x, const PeriodicBox& box, const PairSums& out);
   std::int64_t builds() const;
+  void rebuild_next();  // the next evaluation builds the list afresh
   int capacity() const;  // the longest row the list holds
   // Benchmarks: the last evaluation's seconds in the list check and build, and in the pair sums
   // (waits for it). Events are recorded from the first call on.
