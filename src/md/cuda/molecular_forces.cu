@@ -345,15 +345,8 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   s.host_charge = t.charge;
   s.type = upload(std::vector<int>(t.lj_type.begin(), t.lj_type.end()));
   // Each atom's excluded partners, both directions, sorted.
-  std::vector<std::vector<int>> partners(t.size());
-  for (const auto& [a, b] : t.exclusions) partners[a].push_back(b), partners[b].push_back(a);
-  std::vector<int> first(t.size() + 1, 0), flat;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    std::sort(partners[i].begin(), partners[i].end());
-    flat.insert(flat.end(), partners[i].begin(), partners[i].end());
-    first[i + 1] = static_cast<int>(flat.size());
-  }
-  s.excluded_first = upload(first), s.excluded = upload(flat);
+  const ExcludedRows rows = excluded_rows(t);
+  s.excluded_first = upload(rows.first), s.excluded = upload(rows.partner);
   s.bonds = upload(t.bonds), s.urey_bradley = upload(t.urey_bradley), s.angles = upload(t.angles);
   s.dihedrals = upload(t.dihedrals), s.periodic_impropers = upload(t.periodic_impropers);
   s.harmonic_impropers = upload(t.harmonic_impropers), s.pairs14 = upload(t.pairs14), s.cmaps = upload(t.cmaps);

@@ -375,6 +375,19 @@ std::vector<Real> converted(const std::vector<double>& v) {
 
 }  // namespace
 
+ExcludedRows excluded_rows(const Topology& t) {
+  std::vector<std::vector<int>> partners(t.size());
+  for (const auto& [a, b] : t.exclusions) partners[a].push_back(b), partners[b].push_back(a);
+  ExcludedRows rows;
+  rows.first.assign(t.size() + 1, 0);
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    std::sort(partners[i].begin(), partners[i].end());
+    rows.partner.insert(rows.partner.end(), partners[i].begin(), partners[i].end());
+    rows.first[i + 1] = static_cast<int>(rows.partner.size());
+  }
+  return rows;
+}
+
 struct MolecularPairListGpu::State {
   int n = 0;
   NonbondedSettings settings;
@@ -447,15 +460,8 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.charge = upload(t.charge);
   if (single) s.c12f = upload(converted<float>(t.c12)), s.c6f = upload(converted<float>(t.c6));
   else s.c12d = upload(t.c12), s.c6d = upload(t.c6);
-  std::vector<std::vector<int>> partners(t.size());
-  for (const auto& [a, b] : t.exclusions) partners[a].push_back(b), partners[b].push_back(a);
-  std::vector<int> first(t.size() + 1, 0), flat;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    std::sort(partners[i].begin(), partners[i].end());
-    flat.insert(flat.end(), partners[i].begin(), partners[i].end());
-    first[i + 1] = static_cast<int>(flat.size());
-  }
-  s.excluded_first = upload(first), s.excluded = upload(flat);
+  const ExcludedRows rows = excluded_rows(t);
+  s.excluded_first = upload(rows.first), s.excluded = upload(rows.partner);
   // Lanes per atom: enough threads for ~2^18 in all (an H100 holds 270,336 resident), at most 8.
   while (s.lanes < 8 && static_cast<std::int64_t>(s.n) * s.lanes < (std::int64_t{1} << 18)) s.lanes *= 2;
   const std::size_t n = t.size();

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "md/bonded_law.hpp"  // Vector3
 #include "nbkit/core/box.hpp"
@@ -28,6 +29,13 @@ struct PairSums {
   Vector3<double>* force;
   double *lennard_jones, *coulomb, *virial, *excluded;
 };
+
+// Each atom's excluded partners (both directions, sorted): row i is partner[first[i] ..
+// first[i + 1]). The pair list and the every-pair kernel (cuda/molecular_forces.cu) walk them.
+struct ExcludedRows {
+  std::vector<int> first, partner;
+};
+ExcludedRows excluded_rows(const Topology& topology);
 
 class MolecularPairListGpu {
  public:
