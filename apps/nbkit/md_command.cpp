@@ -4,6 +4,8 @@
 // table, the trajectory, the final data file and the report.
 #include <fmt/format.h>
 
+#include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -12,6 +14,7 @@
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/progress.hpp"
 #include "nbkit/core/resources.hpp"
+#include "nbkit/core/units.hpp"
 #include "nbkit/io/amber.hpp"
 #include "nbkit/io/atomic_file.hpp"
 #include "nbkit/io/checkpoint.hpp"
@@ -85,6 +88,9 @@ md::Simulation make_simulation(io::MdConfig& config, const RunOptions& run) {
   if (config.langevin)
     integrator.langevin = md::Integrator::LangevinSettings{config.langevin->temperature, config.langevin->damping,
                                                            config.langevin->seed};
+  integrator.langevin_middle = config.langevin_middle;
+  integrator.barostat = config.barostat;
+  integrator.constraints = config.constraints;
   if (config.molecular) return md::Simulation(std::move(config.system), std::move(*config.molecular), integrator, options);
   return md::Simulation(std::move(config.system), config.field, integrator, options);
 }
@@ -93,15 +99,36 @@ md::Simulation make_simulation(io::MdConfig& config, const RunOptions& run) {
 // grow as the run goes, each row and frame on the disk when it is made, so a crash or
 // Ctrl-C keeps everything up to that step.
 // Biomolecular runs add each force term's energy to the table's row (kcal/mol).
-md::Reporters reporters(const io::MdConfig& config, const md::Simulation& simulation, std::int64_t atoms,
+md::Reporters reporters(const io::MdConfig& config, md::Simulation& simulation, std::int64_t atoms,
                         const MdPaths& paths, bool terminal, io::LineLog& csv, std::unique_ptr<io::DcdWriter>& dcd,
                         ProgressBar& bar) {
   md::Reporters r;
   r.thermo_every = config.thermo_every;
-  r.thermo = [&csv, &bar, &simulation, terminal](const md::Thermo& t) {
+  // Biomolecular rows add the box volume (A^3), the density (g/cm^3) and the rate since the last
+  // row (ns/day; nan on the first row), then each term's energy.
+  double total_mass = 0;
+  if (simulation.molecular_field())
+    for (double m : simulation.molecular_field()->topology.mass) total_mass += m;
+  struct Clock {
+    std::chrono::steady_clock::time_point at = std::chrono::steady_clock::now();
+    std::int64_t step = -1;
+  };
+  auto clock = std::make_shared<Clock>();
+  const double timestep = config.timestep;
+  r.thermo = [&csv, &bar, &simulation, terminal, total_mass, clock, timestep](const md::Thermo& t) {
     std::string terms;
-    if (const auto energy = simulation.energy_terms())
+    if (const auto energy = simulation.energy_terms()) {
+      const double volume = simulation.state().box.volume();
+      const auto now = std::chrono::steady_clock::now();
+      const double seconds = std::chrono::duration<double>(now - clock->at).count();
+      const double ns_per_day = clock->step >= 0 && seconds > 0
+                                    ? static_cast<double>(t.step - clock->step) * timestep * 1e-6 / seconds * 86400.0
+                                    : std::nan("");
+      clock->at = now, clock->step = t.step;
+      terms = fmt::format(",{:.12g},{:.8g},{:.6g}", volume, total_mass * units::gram_per_mole_per_cubic_angstrom / volume,
+                          ns_per_day);
       for (const auto& [name, value] : energy->named()) terms += fmt::format(",{:.12g}", value);
+    }
     csv.write(fmt::format("{},{:.12g},{:.12g},{:.12g},{:.12g},{:.12g}{}\n", t.step, t.temperature, t.potential,
                           t.kinetic, t.total, t.pressure, terms));
     bar.clear();
@@ -120,7 +147,17 @@ md::Reporters reporters(const io::MdConfig& config, const md::Simulation& simula
       dcd->append(*frame);
     };
   }
-  r.progress = [&bar](double fraction) { bar.update(fraction); };
+  // ns/day on the bar for biomolecular runs (fs steps), the step rate otherwise.
+  const auto start = std::chrono::steady_clock::now();
+  const std::int64_t steps = config.steps;
+  const bool molecular = simulation.molecular_field() != nullptr;
+  r.progress = [&bar, start, steps, timestep, molecular](double fraction) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double done = fraction * static_cast<double>(steps);
+    if (seconds <= 0) return bar.update(fraction);
+    bar.update(fraction, molecular ? fmt::format("{:.3g} ns/day", done * timestep * 1e-6 / seconds * 86400.0)
+                                   : fmt::format("{:.3g} steps/s", done / seconds));
+  };
   return r;
 }
 
@@ -172,8 +209,19 @@ int run_md(const MdArguments& args) {
   std::filesystem::create_directories(directory);
   io::LineLog csv(paths.thermo);
   const md::System& system = simulation.state();
-  const std::string ensemble =
+  std::string ensemble =
       config.langevin ? fmt::format("Langevin T {}", config.langevin->temperature) : std::string("NVE");
+  if (config.langevin_middle)
+    ensemble = fmt::format("{} T {} K friction {}/ps (Langevin middle)", config.barostat ? "NPT" : "NVT",
+                           config.langevin_middle->temperature, 1e3 * config.langevin_middle->friction);
+  if (config.barostat)
+    ensemble += fmt::format(", {} Monte Carlo barostat {} bar every {} steps",
+                            config.barostat->anisotropic ? "anisotropic" : "isotropic", config.barostat->pressure,
+                            config.barostat->frequency);
+  if (config.constraints.any())
+    ensemble += fmt::format(", constraints {}{} ({} in all)", md::to_string(config.constraints.bonds),
+                            config.constraints.rigid_water ? " + rigid water" : "", simulation.constraint_count());
+  if (config.hydrogen_mass) ensemble += fmt::format(", hydrogen mass {} g/mol", *config.hydrogen_mass);
   std::string term_columns;
   if (const md::MolecularForceField* molecular = simulation.molecular_field()) {
     const md::NonbondedSettings& nb = molecular->nonbonded;
@@ -183,6 +231,7 @@ int run_md(const MdArguments& args) {
                               ? std::string()
                               : fmt::format(" cutoff {} ({})", nb.cutoff, md::to_string(nb.style)),
                           config.timestep));
+    term_columns = ",volume,density,ns_per_day";
     for (const auto& [name, value] : md::EnergyTerms{}.named()) term_columns += std::string(",") + name;
   } else {
     csv.write(fmt::format("# nbkit md: {} atoms, units {}, {}, cutoff {}, skin {}, dt {}\n", atoms,
@@ -221,6 +270,21 @@ int run_md(const MdArguments& args) {
   if (!args.restart.empty()) report["run"]["restart"] = args.restart;
   report["timing_seconds"] = {{"run", summary.seconds}};
   report["rates"] = {{"atom_steps_per_second", summary.atom_steps_per_second()}};
+  if (simulation.molecular_field() && summary.seconds > 0)
+    report["rates"]["ns_per_day"] = static_cast<double>(steps) * config.timestep * 1e-6 / summary.seconds * 86400.0;
+  if (simulation.constraint_count() > 0)
+    report["constraints"] = {{"bonds", md::to_string(config.constraints.bonds)},
+                             {"rigid_water", config.constraints.rigid_water},
+                             {"tolerance", config.constraints.tolerance},
+                             {"count", simulation.constraint_count()},
+                             {"largest_deviation", simulation.largest_constraint_deviation()}};
+  if (const auto tally = simulation.barostat_tally()) {
+    report["barostat"] = {{"pressure_bar", config.barostat->pressure},
+                          {"anisotropic", config.barostat->anisotropic},
+                          {"attempted", tally->attempted},
+                          {"accepted", tally->accepted},
+                          {"final_volume", simulation.state().box.volume()}};
+  }
   const md::Thermo last = simulation.thermo();
   report["final_thermo"] = {{"step", last.step}, {"temperature", last.temperature}, {"potential", last.potential},
                             {"kinetic", last.kinetic}, {"total", last.total}, {"pressure", last.pressure}};

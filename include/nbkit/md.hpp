@@ -133,14 +133,15 @@ class NeighborList {
 void forces_cpu(const System& system, const ForceField& field, const NeighborList& list, Forces& out,
                 int threads = 0);
 
-// Thermodynamic state, LAMMPS's definitions: temperature from 3N - 3 degrees of freedom,
-// pressure (N k T + virial / 3) / V, in the units' own terms (lj: reduced).
+// Thermodynamic state, LAMMPS's definitions: temperature from 3N - 3 degrees of freedom (less
+// one per holonomic constraint), pressure (2 KE + virial) / 3V, in the units' own terms (lj:
+// reduced).
 struct Thermo {
   std::int64_t step = 0;
   double temperature = 0, potential = 0, kinetic = 0, total = 0, pressure = 0;
 };
 // Energies per atom in lj units (LAMMPS's thermo_modify norm yes default), total in real.
-Thermo thermo(const System& system, const Forces& forces, std::int64_t step);
+Thermo thermo(const System& system, const Forces& forces, std::int64_t step, std::int64_t constraints = 0);
 
 // Constants of a unit system: k_B, and the factor that turns force / mass into acceleration
 // and mass v^2 into energy (LAMMPS's ftm2v and mvv2e); pressure conversion (nktv2p).

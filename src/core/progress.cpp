@@ -25,14 +25,20 @@ void ProgressBar::update(double fraction) {
   draw(std::clamp(fraction, 0.0, 1.0));
 }
 
+void ProgressBar::update(double fraction, const std::string& note) {
+  if (!active_) return;
+  note_ = note;
+  update(fraction);
+}
+
 void ProgressBar::draw(double fraction) {
   constexpr int width = 40;
   const int filled = static_cast<int>(fraction * width);
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::string eta = "";
   if (fraction > 0.01 && fraction < 1.0) eta = fmt::format(" ETA {:.0f} s", elapsed * (1 - fraction) / fraction);
-  fmt::print(stderr, "\r{} [{}{}] {:5.1f}% {:.1f} s{}\033[K", label_, std::string(filled, '#'),
-             std::string(width - filled, '.'), 100.0 * fraction, elapsed, eta);
+  fmt::print(stderr, "\r{} [{}{}] {:5.1f}% {:.1f} s{}{}{}\033[K", label_, std::string(filled, '#'),
+             std::string(width - filled, '.'), 100.0 * fraction, elapsed, eta, note_.empty() ? "" : ", ", note_);
   std::fflush(stderr);
   drawn_ = true;
 }

@@ -16,11 +16,13 @@ namespace nbkit::io {
 namespace {
 
 constexpr char kMagic[8] = {'N', 'B', 'K', 'I', 'T', 'C', 'H', 'K'};
-constexpr std::uint32_t kVersion = 1, kByteOrder = 0x01020304;
+constexpr std::uint32_t kVersion = 2, kByteOrder = 0x01020304;
 constexpr int kTerms = 12;
 // magic, version, byte order, atoms, step, time step, box (6), flags (2 x u32), thermostat
-// calls, potential, virial, terms
-constexpr std::uint64_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8 + 6 * 8 + 2 * 4 + 8 + 8 + 8 + kTerms * 8;
+// calls, potential, virial, terms; then (version 2) the barostat: flag and padding (2 x u32),
+// calls, volume scales (3), moves tried and kept since it adapted (3 + 3)
+constexpr std::uint64_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8 + 6 * 8 + 2 * 4 + 8 + 8 + 8 + kTerms * 8 + 2 * 4 + 8 +
+                                       3 * 8 + 6 * 8;
 
 std::uint64_t fnv1a(const char* data, std::size_t size) {
   std::uint64_t h = 14695981039346656037ull;
@@ -70,6 +72,10 @@ void write_checkpoint(const std::string& path, const md::Checkpoint& c) {
   put(out, c.thermostat_calls), put(out, c.forces.potential), put(out, c.forces.virial);
   const md::EnergyTerms terms = c.terms.value_or(md::EnergyTerms{});
   for (const auto& [name, value] : terms.named()) put(out, value);
+  put(out, static_cast<std::uint32_t>(c.barostat)), put(out, std::uint32_t{0}), put(out, c.barostat_calls);
+  for (double v : c.barostat_volume_scale) put(out, v);
+  for (std::int64_t v : c.barostat_attempted) put(out, v);
+  for (std::int64_t v : c.barostat_accepted) put(out, v);
   for (const auto* v : {&c.x, &c.y, &c.z, &c.vx, &c.vy, &c.vz, &c.forces.fx, &c.forces.fy, &c.forces.fz}) {
     if (v->size() != n) throw Error(fmt::format("{}: a checkpoint's arrays must all hold {} atoms", path, n));
     out.append(reinterpret_cast<const char*>(v->data()), 8 * n);
@@ -113,6 +119,12 @@ md::Checkpoint read_checkpoint(const std::string& path) {
   std::array<double, kTerms> terms{};
   for (double& t : terms) t = r.get<double>();
   if (has_terms) c.terms = md::EnergyTerms::from_values(terms);
+  c.barostat = r.get<std::uint32_t>() != 0;
+  r.get<std::uint32_t>();
+  c.barostat_calls = r.get<std::uint64_t>();
+  for (double& v : c.barostat_volume_scale) v = r.get<double>();
+  for (std::int64_t& v : c.barostat_attempted) v = r.get<std::int64_t>();
+  for (std::int64_t& v : c.barostat_accepted) v = r.get<std::int64_t>();
   for (auto* v : {&c.x, &c.y, &c.z, &c.vx, &c.vy, &c.vz, &c.forces.fx, &c.forces.fy, &c.forces.fz}) {
     v->resize(n);
     std::memcpy(v->data(), r.take(8 * n), 8 * n);

@@ -152,6 +152,17 @@ class Config {
 
 // [system]: a LAMMPS data file, an AMBER prmtop with its coordinates, or an fcc lattice as
 // in.lj builds it; velocities.
+// [system] hydrogen_mass: hydrogen mass repartitioning before the system's masses are taken
+// (water left alone when it is rigid, as OpenMM).
+void repartition(const Config& c, const MdConfig& run, md::Topology& topology) {
+  if (!run.hydrogen_mass) return;
+  try {
+    md::repartition_hydrogen_mass(topology, *run.hydrogen_mass, run.constraints.rigid_water);
+  } catch (const Error& e) {
+    c.fail(c.find("system.hydrogen_mass"), "system.hydrogen_mass", e.what());
+  }
+}
+
 void read_system(const Config& c, md::Units units, const std::string& base, MdConfig& run, LammpsData& file) {
   const char* topology_key = c.find("system.prmtop") ? "system.prmtop" : c.find("system.psf") ? "system.psf" : nullptr;
   if (c.find("system.prmtop") && c.find("system.psf")) c.fail(c.find("system.psf"), "system.psf", "give a prmtop or a psf, not both");
@@ -211,6 +222,7 @@ void read_system(const Config& c, md::Units units, const std::string& base, MdCo
       }
     }
     run.molecular_box = coordinates.box || topology.box;
+    repartition(c, run, topology);
     run.system = md::molecular_system(topology, coordinates);
     run.molecular = md::MolecularForceField{std::move(topology), {}};
     // The tail correction as the format's program has it (md::NonbondedSettings): AMBER on, CHARMM off.
@@ -240,6 +252,7 @@ void read_system(const Config& c, md::Units units, const std::string& base, MdCo
       }
       coordinates.box = s.box;
       run.molecular_box = true;  // a data file always has one
+      repartition(c, run, topology);
       run.system = md::molecular_system(topology, coordinates);
       run.molecular = md::MolecularForceField{std::move(topology), {}};
       run.molecular->nonbonded.coulomb_constant = units::lammps_real::qqr2e;  // the program the file is from
@@ -453,24 +466,48 @@ void read_nonbonded(const Config& c, MdConfig& run) {
 
 MdConfig parse_md_config(std::string_view text, const std::string& source, const std::string& base) {
   const Config c(text, source);
-  c.check_keys("", {"units", "system", "pair", "nonbonded", "neighbor", "minimize", "run", "output"});
+  c.check_keys("", {"units", "system", "pair", "nonbonded", "neighbor", "minimize", "run", "output", "constraints",
+                    "barostat"});
   c.check_keys("system", {"data", "lattice", "density", "cells", "temperature", "seed", "prmtop", "psf", "parameters",
-                          "coordinates", "box", "special_bonds", "replicate"});
+                          "coordinates", "box", "special_bonds", "replicate", "hydrogen_mass"});
+  c.check_keys("constraints", {"bonds", "rigid_water", "tolerance"});
+  c.check_keys("barostat", {"pressure", "frequency", "scaling", "axes", "seed"});
   c.check_keys("nonbonded", {"method", "electrostatics", "cutoff", "switch_distance", "cutoff_style",
                              "reaction_field_dielectric", "ewald_tolerance", "pme_order", "dispersion_correction",
                              "msm_spacing", "msm_interpolation", "ewald_alpha", "pme_mesh"});
   c.check_keys("pair", {"style", "cutoff", "shift", "mixing", "coeffs", "exclusions", "coulomb_cutoff", "dielectric"});
   c.check_keys("neighbor", {"skin"});
   c.check_keys("minimize", {"tolerance", "max_iterations"});
-  c.check_keys("run", {"timestep", "steps", "thermo", "ensemble", "temperature", "damping", "seed"});
+  c.check_keys("run", {"timestep", "steps", "thermo", "ensemble", "temperature", "damping", "friction", "seed"});
   c.check_keys("output", {"directory", "dcd_every", "data", "checkpoint_every"});
   // AMBER and CHARMM systems run in real units (the default with a prmtop or psf).
   const bool biomolecular = c.find("system.prmtop") || c.find("system.psf");
   const md::Units units = md::parse_units(c.text("units", biomolecular ? "real" : "lj"));
   if (biomolecular && units != md::Units::real) c.fail(c.find("units"), "units", "a prmtop or psf runs in real units");
   MdConfig run;
+  if (c.find("constraints")) {  // [constraints]: h-bonds and rigid water unless told otherwise (OpenMM's usual)
+    if (!biomolecular && !c.find("system.data"))
+      c.fail(c.find("constraints"), "constraints", "constraints are for biomolecular systems");
+    try {
+      run.constraints.bonds = md::parse_constraint_bonds(c.text("constraints.bonds", "h-bonds"));
+    } catch (const Error& e) {
+      c.fail(c.find("constraints.bonds"), "constraints.bonds", e.what());
+    }
+    run.constraints.rigid_water = c.flag("constraints.rigid_water", true);
+    run.constraints.tolerance = c.number("constraints.tolerance", 1e-5, true);
+    if (run.constraints.tolerance >= 0.1)
+      c.fail(c.find("constraints.tolerance"), "constraints.tolerance", "a relative tolerance below 0.1, e.g. 1e-5");
+  }
+  if (c.find("system.hydrogen_mass")) {
+    if (!biomolecular && !c.find("system.data"))
+      c.fail(c.find("system.hydrogen_mass"), "system.hydrogen_mass", "hydrogen masses are for biomolecular systems");
+    run.hydrogen_mass = c.number("system.hydrogen_mass", std::nullopt, true);
+  }
   LammpsData file;
   read_system(c, units, base, run, file);
+  if (!run.molecular)
+    for (const char* key : {"constraints", "system.hydrogen_mass", "barostat"})
+      if (c.find(key)) c.fail(c.find(key), key, "for biomolecular systems (a prmtop, psf or molecular data file)");
   if (run.molecular) {
     read_nonbonded(c, run);
   } else {
@@ -486,14 +523,49 @@ MdConfig parse_md_config(std::string_view text, const std::string& source, const
   run.steps = c.integer("run.steps", std::nullopt, 0);
   run.thermo_every = c.integer("run.thermo", 100, 1);
   const std::string ensemble = c.text("run.ensemble", "nve");
-  if (ensemble == "langevin")
+  const auto seed = static_cast<std::uint64_t>(c.integer("run.seed", 48279, 0));
+  if (ensemble == "langevin") {
     run.langevin = MdConfig::Langevin{c.number("run.temperature", std::nullopt), c.number("run.damping", std::nullopt, true),
-                                      static_cast<std::uint64_t>(c.integer("run.seed", 48279, 0))};
-  else if (ensemble != "nve")
-    c.fail(c.find("run.ensemble"), "run.ensemble", "expected nve or langevin");
-  else
-    for (const char* key : {"run.temperature", "run.damping", "run.seed"})
-      if (c.find(key)) c.fail(c.find(key), key, "a Langevin setting: add ensemble = \"langevin\" (the run is NVE)");
+                                      seed};
+    if (c.find("run.friction")) c.fail(c.find("run.friction"), "run.friction", "langevin takes damping (a time); nvt and npt take friction");
+  } else if (ensemble == "nvt" || ensemble == "npt") {  // the Langevin-middle integrator, friction in 1/ps
+    if (!run.molecular) c.fail(c.find("run.ensemble"), "run.ensemble", "nvt and npt are for biomolecular systems; use langevin");
+    if (c.find("run.damping")) c.fail(c.find("run.damping"), "run.damping", "nvt and npt take friction (1/ps), not damping");
+    run.langevin_middle = md::Integrator::LangevinMiddleSettings{
+        c.number("run.temperature", std::nullopt), 1e-3 * c.number("run.friction", 1.0, true), seed};
+  } else if (ensemble != "nve") {
+    c.fail(c.find("run.ensemble"), "run.ensemble", "expected nve, nvt, npt or langevin");
+  } else {
+    for (const char* key : {"run.temperature", "run.damping", "run.friction", "run.seed"})
+      if (c.find(key)) c.fail(c.find(key), key, "a thermostat setting: add ensemble = \"nvt\" or \"langevin\" (the run is NVE)");
+  }
+  if (ensemble == "npt") {  // [barostat]: pressure in bar, a move every `frequency` steps
+    md::BarostatSettings b;
+    b.pressure = c.number("barostat.pressure", 1.01325, false);
+    b.frequency = static_cast<int>(c.integer("barostat.frequency", 25, 1));
+    b.temperature = run.langevin_middle->temperature;
+    b.seed = static_cast<std::uint64_t>(c.integer("barostat.seed", static_cast<std::int64_t>(seed ^ 0x5bd1e995u), 0));
+    const std::string scaling = c.text("barostat.scaling", "isotropic");
+    if (scaling != "isotropic" && scaling != "anisotropic")
+      c.fail(c.find("barostat.scaling"), "barostat.scaling", "expected isotropic or anisotropic");
+    b.anisotropic = scaling == "anisotropic";
+    if (const toml::node* axes = c.find("barostat.axes")) {
+      if (!b.anisotropic) c.fail(axes, "barostat.axes", "axes are for scaling = \"anisotropic\"");
+      const toml::array* list = axes->as_array();
+      b.axes = {false, false, false};
+      if (!list || list->empty()) c.fail(axes, "barostat.axes", "expected a list of axes, e.g. [\"x\", \"y\"]");
+      for (const toml::node& axis : *list) {
+        const auto name = axis.value<std::string>();
+        if (!name || (*name != "x" && *name != "y" && *name != "z"))
+          c.fail(axes, "barostat.axes", "expected a list of axes, e.g. [\"x\", \"y\"]");
+        b.axes[static_cast<std::size_t>((*name)[0] - 'x')] = true;
+      }
+    }
+    if (!run.molecular_box) c.fail(c.find("run.ensemble"), "run.ensemble", "npt needs a periodic box");
+    run.barostat = b;
+  } else if (c.find("barostat")) {
+    c.fail(c.find("barostat"), "barostat", "a barostat runs with ensemble = \"npt\"");
+  }
   run.skin = c.number("neighbor.skin", units == md::Units::lj ? 0.3 : 2.0, false);
   if (!(run.skin >= 0)) c.fail(c.find("neighbor.skin"), "neighbor.skin", "expected zero or a positive length");
   run.directory = c.text("output.directory", "md-out");

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "md/barostat.hpp"
 #include "md/engine.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/md/simulation.hpp"
@@ -20,8 +21,15 @@ Checkpoint Simulation::checkpoint() {
   c.x = system_.x, c.y = system_.y, c.z = system_.z, c.vx = system_.vx, c.vy = system_.vy, c.vz = system_.vz;
   engine_->forces(c.forces);
   c.terms = engine_->energy_terms();
+  // `thermostat`: the forces hold LAMMPS's thermostat forces; the calls are whichever stream runs.
   c.thermostat = thermostat_ != nullptr;
-  c.thermostat_calls = thermostat_ ? thermostat_->calls() : 0;
+  c.thermostat_calls = thermostat_ ? thermostat_->calls() : engine_->noise_calls();
+  if (barostat_) {
+    c.barostat = true;
+    c.barostat_calls = barostat_->calls();
+    c.barostat_volume_scale = barostat_->volume_scale();
+    c.barostat_attempted = barostat_->window_attempted(), c.barostat_accepted = barostat_->window_accepted();
+  }
   return c;
 }
 
@@ -40,6 +48,9 @@ void Simulation::restore(const Checkpoint& c) {
   step_ = c.step;
   engine_->set_forces(c.forces, c.terms);
   engine_->rebuild_at_next_evaluation();
+  if (integrator_.langevin_middle) engine_->resume_noise_at(c.thermostat_calls);
+  if (barostat_ && c.barostat)
+    barostat_->resume(c.barostat_calls, c.barostat_volume_scale, c.barostat_attempted, c.barostat_accepted);
   if (thermostat_) {
     thermostat_->resume_at(c.thermostat_calls);
     // A checkpoint of an NVE run has no thermostat forces in its forces: add this run's.

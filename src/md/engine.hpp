@@ -11,8 +11,11 @@
 #include "nbkit/core/error.hpp"
 #include "nbkit/md.hpp"
 #include "nbkit/md/molecular_forces.hpp"
+#include "nbkit/md/simulation.hpp"
 
 namespace nbkit::md {
+
+class MonteCarloBarostat;
 
 class Engine {
  public:
@@ -43,6 +46,23 @@ class Engine {
   virtual void set_forces(const Forces&, const std::optional<EnergyTerms>&) {
     throw Error("checkpoints are for biomolecular runs");
   }
+  // The Langevin-middle integrator's draws so far, and a restart's (biomolecular engines).
+  virtual std::uint64_t noise_calls() const { return 0; }
+  virtual void resume_noise_at(std::uint64_t) {}
+  // Constraints (biomolecular engines): how many, the largest relative deviation now, and the
+  // present positions and velocities put on them (then the forces again).
+  virtual std::int64_t constraint_count() const { return 0; }
+  virtual double largest_constraint_deviation() const { return 0; }
+  virtual void apply_constraints() {}
+  // One Monte Carlo volume move (biomolecular engines); true when kept.
+  virtual bool barostat_move(MonteCarloBarostat&) { throw Error("a barostat is for biomolecular runs"); }
+};
+
+// What a biomolecular engine integrates besides velocity Verlet: constraints, and the
+// Langevin-middle integrator in place of it.
+struct MolecularDynamics {
+  ConstraintSet constraints;
+  std::optional<Integrator::LangevinMiddleSettings> langevin_middle;
 };
 
 // Each engine evaluates the first forces (with energies) when built. `system` must outlive it.
@@ -54,6 +74,7 @@ std::unique_ptr<Engine> make_gpu_engine(System& system, const ForceField& field,
 // reference or cpu backend (a cell list with `skin`), or on GPU `gpu` (backend cuda; a pair list
 // with `skin` for periodic systems, in mixed precision where `single`).
 std::unique_ptr<Engine> make_molecular_engine(System& system, const MolecularForceField& field, Backend backend,
-                                              int threads, int gpu, double skin, bool single = false);
+                                              int threads, int gpu, double skin, bool single = false,
+                                              MolecularDynamics dynamics = {});
 
 }  // namespace nbkit::md

@@ -15,6 +15,9 @@
 
 namespace nbkit::md {
 
+using std::cos;
+using std::log;
+using std::sin;
 using std::sqrt;
 
 // Philox4x32 with 10 rounds: out = the block of `counter` under `key`.
@@ -63,5 +66,27 @@ NBKIT_HOST_DEVICE void add_langevin_force(const LangevinDraw& draw, std::uint32_
     force[a] += drag * velocity[a] + kick * (uniform - 0.5);
   }
 }
+
+// Three standard normal numbers for atom `atom` at draw `call` of a stream keyed by `seed` and
+// `tag` (one Philox block, two Box-Muller pairs, the fourth number unused): the noise of the
+// Langevin-middle integrator, the same on any thread count and backend.
+NBKIT_HOST_DEVICE void normal_triplet(std::uint64_t seed, std::uint64_t call, std::uint32_t atom, std::uint32_t tag,
+                                      double out[3]) {
+  const std::uint32_t counter[4] = {static_cast<std::uint32_t>(call), static_cast<std::uint32_t>(call >> 32), atom, tag};
+  const std::uint32_t key[2] = {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
+  std::uint32_t bits[4];
+  philox4x32_10(counter, key, bits);
+  constexpr double kTwoPi = 6.283185307179586476925;
+  double u[4];
+  for (int k = 0; k < 4; ++k) u[k] = (static_cast<double>(bits[k]) + 0.5) * 0x1p-32;  // in (0, 1)
+  const double r0 = sqrt(-2 * log(u[0])), r1 = sqrt(-2 * log(u[2]));
+  out[0] = r0 * cos(kTwoPi * u[1]);
+  out[1] = r0 * sin(kTwoPi * u[1]);
+  out[2] = r1 * cos(kTwoPi * u[3]);
+}
+
+// The stream tags: Langevin-middle's velocities, the Monte Carlo barostat's draws.
+constexpr std::uint32_t kLangevinMiddleTag = 0x4C4D4944u;  // "LMID"
+constexpr std::uint32_t kBarostatTag = 0x42415253u;        // "BARS"
 
 }  // namespace nbkit::md

@@ -145,6 +145,13 @@ MinimizeResult Simulation::minimize(const MinimizeOptions& options) {
   if (!at_x) energy = evaluate(x, g);  // the engine's forces at the positions kept
   result.final_energy = energy, result.final_max_force = largest;
   result.converged = largest <= options.tolerance;
+  // With constraints, the minimum of the unconstrained energy (its constrained bonds held near
+  // their lengths by their own harmonic terms) is put on the constraints for dynamics; the energy
+  // reported is the constrained structure's.
+  if (engine_->constraint_count() > 0) {
+    engine_->apply_constraints();
+    result.final_energy = engine_->thermo(step_).potential;
+  }
   // The thermostat's forces on top, as after the first evaluation (start_thermostat).
   if (thermostat_) engine_->apply_thermostat(*thermostat_, integrator_.timestep);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -6,10 +6,15 @@
 // bonded terms take their atoms' nearest images, so a molecule may straddle the box's faces).
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 
+#include "md/barostat.hpp"
+#include "md/constraint_solver.hpp"
 #include "md/engine.hpp"
 #include "md/integrator.hpp"
+#include "md/langevin_noise.hpp"
+#include "md/molecules.hpp"
 #include "md/molecular_cpu.hpp"
 #include "md/molecular_gpu.hpp"
 #include "nbkit/core/error.hpp"
@@ -21,12 +26,13 @@ namespace {
 class MolecularEngine final : public Engine {
  public:
   MolecularEngine(System& system, const MolecularForceField& field, Backend backend, int threads, int gpu,
-                  double skin, bool single)
+                  double skin, bool single, MolecularDynamics dynamics)
       : system_(system),
         field_(field),
         backend_(backend),
         threads_(backend == Backend::reference ? 1 : resolve_threads(threads)),
-        periodic_(field.nonbonded.periodic()) {
+        periodic_(field.nonbonded.periodic()),
+        middle_(dynamics.langevin_middle) {
     if (system_.size() != field_.topology.size() || system_.atom_mass.size() != system_.size())
       throw Error("the system was not made from this topology (md::molecular_system makes it)");
     positions_.resize(system_.size());
@@ -36,24 +42,33 @@ class MolecularEngine final : public Engine {
       gpu_ = std::make_unique<MolecularGpuForces>(field_.topology, field_.nonbonded, gpu, single, skin);
     else
       cpu_ = std::make_unique<MolecularCpuForces>(field_.topology, field_.nonbonded, backend, threads_, skin);
+    if (!dynamics.constraints.empty()) {
+      constraints_ = std::make_unique<ConstraintSolver>(std::move(dynamics.constraints), system_.atom_mass, threads_);
+      // The start put on the constraints (OpenMM's applyConstraints and applyVelocityConstraints):
+      // positions from a file hold them only to the digits it kept.
+      reference_ = {system_.x, system_.y, system_.z};
+      constraints_->constrain_positions(reference(), atoms(system_.x, system_.y, system_.z), box());
+      constraints_->constrain_velocities(positions(), atoms(system_.vx, system_.vy, system_.vz), box(), 1.0);
+    }
     if (periodic_) wrap_into_box(system_);
     evaluate();
   }
   void step(double dt, bool, Langevin* thermostat) override {
+    if (middle_) return langevin_middle_step(dt);
     half_kick(system_, forces_, dt, threads_);
+    if (constraints_) reference_ = {system_.x, system_.y, system_.z};
     drift(system_, dt, threads_);
-    // Atoms wrapped into the box where the CPU's cell list is rebuilt anyway, so that a wrap never
-    // forces a rebuild; every step on the GPU, whose list measures moves by the minimum image.
-    if (periodic_) {
-      copy_positions();
-      if (!cpu_ || cpu_->needs_rebuild(positions_, box())) wrap_into_box(system_);
-    }
-    evaluate();
+    // RATTLE's first half: the positions onto the constraints, the velocities given the same move.
+    const double position_virial = constrain_positions(dt);
+    wrap_and_evaluate();
     if (thermostat) thermostat->apply(system_, forces_, dt);
     half_kick(system_, forces_, dt, threads_);
+    forces_.virial += position_virial + constrain_velocities(dt);
   }
   void apply_thermostat(Langevin& thermostat, double dt) override { thermostat.apply(system_, forces_, dt); }
-  Thermo thermo(std::int64_t step) const override { return md::thermo(system_, forces_, step); }
+  Thermo thermo(std::int64_t step) const override {
+    return md::thermo(system_, forces_, step, constraints_ ? constraints_->count() : 0);
+  }
   void sync_host() override {}
   void forces(Forces& out) const override { out = forces_; }
   std::int64_t builds() const override { return cpu_ ? cpu_->builds() : gpu_->list_builds(); }
@@ -71,15 +86,139 @@ class MolecularEngine final : public Engine {
     forces_ = f;
     if (terms) terms_ = *terms;
   }
-  void reevaluate() override {
-    if (periodic_) {  // as step() wraps: where the CPU's list is rebuilt anyway, always on the GPU
+  void reevaluate() override { wrap_and_evaluate(); }
+  std::uint64_t noise_calls() const override { return noise_calls_; }
+  void resume_noise_at(std::uint64_t calls) override { noise_calls_ = calls; }
+  double largest_constraint_deviation() const override {
+    return constraints_ ? constraints_->largest_deviation(positions(), box()) : 0.0;
+  }
+  std::int64_t constraint_count() const override { return constraints_ ? constraints_->count() : 0; }
+  void apply_constraints() override {
+    if (!constraints_) return;
+    reference_ = {system_.x, system_.y, system_.z};
+    constraints_->constrain_positions(reference(), atoms(system_.x, system_.y, system_.z), box());
+    constraints_->constrain_velocities(positions(), atoms(system_.vx, system_.vy, system_.vz), box(), 1.0);
+    wrap_and_evaluate();
+  }
+  // A Monte Carlo volume move: the box and each molecule's centre of mass scaled about the box's
+  // low corner, the energy evaluated there, and the old state put back unless the move is kept.
+  bool barostat_move(MonteCarloBarostat& barostat) override {
+    if (!periodic_) throw Error("a barostat needs a periodic box");
+    if (molecules_.first.empty()) molecules_ = find_molecules(field_.topology);
+    const double energy_before = forces_.potential, volume_before = system_.box.volume();
+    const PeriodicBox box_before = system_.box;
+    saved_x_ = system_.x, saved_y_ = system_.y, saved_z_ = system_.z;
+    const Forces forces_before = forces_;
+    const EnergyTerms terms_before = terms_;
+    const std::array<double, 3> factor = barostat.propose(system_.box);
+    const PeriodicBox& b = box_before;
+    std::vector<double>* coordinate[3] = {&system_.x, &system_.y, &system_.z};
+    const std::int64_t molecules = static_cast<std::int64_t>(molecules_.size());
+#pragma omp parallel for num_threads(threads_) if (molecules > 4096)
+    for (std::int64_t m = 0; m < molecules; ++m) {
+      const std::int32_t first = molecules_.first[m], last = molecules_.first[m + 1];
+      for (int a = 0; a < 3; ++a) {
+        std::vector<double>& c = *coordinate[a];
+        // The centre of mass of the molecule's nearest images to its first atom.
+        const double anchor = c[molecules_.atoms[first]], length = b.length(a);
+        double weighted = 0, total = 0;
+        for (std::int32_t p = first; p < last; ++p) {
+          const std::int32_t i = molecules_.atoms[p];
+          const double d = c[i] - anchor;
+          weighted += system_.atom_mass[i] * (d - length * std::nearbyint(d / length));
+          total += system_.atom_mass[i];
+        }
+        // Each atom placed by its nearest image to the centre around the scaled centre: atoms
+        // wrapped on the far side of the box keep their bonds (a whole old box length away
+        // would no longer be a whole new one).
+        const double centre = anchor + weighted / total;
+        const double moved = b.lo[a] + (centre - b.lo[a]) * factor[a];
+        for (std::int32_t p = first; p < last; ++p) {
+          double& v = c[molecules_.atoms[p]];
+          const double d = v - centre;
+          v = moved + (d - length * std::nearbyint(d / length));
+        }
+      }
+    }
+    for (int a = 0; a < 3; ++a) system_.box.hi[a] = b.lo[a] + factor[a] * b.length(a);
+    wrap_and_evaluate();
+    if (barostat.accept(energy_before, forces_.potential, volume_before, system_.box.volume())) return true;
+    system_.x.swap(saved_x_), system_.y.swap(saved_y_), system_.z.swap(saved_z_);
+    system_.box = box_before;
+    forces_ = forces_before;
+    terms_ = terms_before;
+    return false;
+  }
+
+ private:
+  // The Langevin-middle step (Integrator::LangevinMiddleSettings): kick, half drift, the
+  // Ornstein-Uhlenbeck velocity update, half drift, constraints, forces.
+  void langevin_middle_step(double dt) {
+    const UnitConstants u = unit_constants(system_.units);
+    const double kick = dt * u.force_to_acceleration;
+    const std::int64_t n = static_cast<std::int64_t>(system_.size());
+#pragma omp parallel for num_threads(threads_) if (n > 65536)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double scale = kick / system_.mass(i);
+      system_.vx[i] += scale * forces_.fx[i], system_.vy[i] += scale * forces_.fy[i], system_.vz[i] += scale * forces_.fz[i];
+    }
+    const double velocity_virial = constrain_velocities(dt);
+    if (constraints_) reference_ = {system_.x, system_.y, system_.z};
+    const double a = std::exp(-middle_->friction * dt), b = std::sqrt(1 - a * a);
+    const double kt = u.boltzmann * middle_->temperature / u.mv2_to_energy;  // k T / m in velocity^2 x mass
+    const std::uint64_t call = noise_calls_++, seed = middle_->seed;
+    const double half = 0.5 * dt;
+#pragma omp parallel for num_threads(threads_) if (n > 65536)
+    for (std::int64_t i = 0; i < n; ++i) {
+      double noise[3];
+      normal_triplet(seed, call, static_cast<std::uint32_t>(i), kLangevinMiddleTag, noise);
+      const double sigma = b * std::sqrt(kt / system_.mass(i));
+      double* x[3] = {&system_.x[i], &system_.y[i], &system_.z[i]};
+      double* v[3] = {&system_.vx[i], &system_.vy[i], &system_.vz[i]};
+      for (int k = 0; k < 3; ++k) {
+        *x[k] += half * *v[k];
+        *v[k] = a * *v[k] + sigma * noise[k];
+        *x[k] += half * *v[k];
+      }
+    }
+    const double position_virial = constrain_positions(dt);
+    wrap_and_evaluate();
+    forces_.virial += position_virial + velocity_virial;
+  }
+  // SHAKE/SETTLE of the positions against reference_ (the step's start), the velocities given
+  // the same correction over dt; the constraint forces' virial (energy) returned.
+  double constrain_positions(double dt) {
+    if (!constraints_) return 0;
+    unconstrained_ = {system_.x, system_.y, system_.z};
+    const double w = constraints_->constrain_positions(reference(), atoms(system_.x, system_.y, system_.z), box());
+    const std::size_t n = system_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      system_.vx[i] += (system_.x[i] - unconstrained_[0][i]) / dt;
+      system_.vy[i] += (system_.y[i] - unconstrained_[1][i]) / dt;
+      system_.vz[i] += (system_.z[i] - unconstrained_[2][i]) / dt;
+    }
+    return w / (dt * dt) / unit_constants(system_.units).force_to_acceleration;
+  }
+  double constrain_velocities(double dt) {
+    if (!constraints_) return 0;
+    const double w = constraints_->constrain_velocities(positions(), atoms(system_.vx, system_.vy, system_.vz), box(), dt);
+    return w / dt / unit_constants(system_.units).force_to_acceleration;
+  }
+  // Atoms wrapped into the box where the CPU's cell list is rebuilt anyway, so that a wrap never
+  // forces a rebuild; every step on the GPU, whose list measures moves by the minimum image.
+  void wrap_and_evaluate() {
+    if (periodic_) {
       copy_positions();
       if (!cpu_ || cpu_->needs_rebuild(positions_, box())) wrap_into_box(system_);
     }
     evaluate();
   }
+  static AtomArrays atoms(std::vector<double>& x, std::vector<double>& y, std::vector<double>& z) {
+    return {x.data(), y.data(), z.data()};
+  }
+  ConstAtomArrays positions() const { return {system_.x.data(), system_.y.data(), system_.z.data()}; }
+  ConstAtomArrays reference() const { return {reference_[0].data(), reference_[1].data(), reference_[2].data()}; }
 
- private:
   void copy_positions() {
     for (std::size_t i = 0; i < system_.size(); ++i) positions_[i] = {system_.x[i], system_.y[i], system_.z[i]};
   }
@@ -107,6 +246,12 @@ class MolecularEngine final : public Engine {
   EnergyTerms terms_;
   std::unique_ptr<MolecularGpuForces> gpu_;
   std::unique_ptr<MolecularCpuForces> cpu_;
+  std::optional<Integrator::LangevinMiddleSettings> middle_;
+  std::uint64_t noise_calls_ = 0;
+  std::unique_ptr<ConstraintSolver> constraints_;
+  std::array<std::vector<double>, 3> reference_, unconstrained_;  // a step's start, its unconstrained move
+  Molecules molecules_;                                          // the barostat's
+  std::vector<double> saved_x_, saved_y_, saved_z_;
 
   // The GPU's forces, checked finite as molecular_forces checks the host's.
   static MolecularForces checked(MolecularForces f) {
@@ -121,8 +266,9 @@ class MolecularEngine final : public Engine {
 }  // namespace
 
 std::unique_ptr<Engine> make_molecular_engine(System& system, const MolecularForceField& field, Backend backend,
-                                              int threads, int gpu, double skin, bool single) {
-  return std::make_unique<MolecularEngine>(system, field, backend, threads, gpu, skin, single);
+                                              int threads, int gpu, double skin, bool single,
+                                              MolecularDynamics dynamics) {
+  return std::make_unique<MolecularEngine>(system, field, backend, threads, gpu, skin, single, std::move(dynamics));
 }
 
 }  // namespace nbkit::md

@@ -52,6 +52,7 @@ Replicated replicate(const Topology& t, const Coordinates& c, std::array<int, 3>
         out.mass.insert(out.mass.end(), t.mass.begin(), t.mass.end());
         out.charge.insert(out.charge.end(), t.charge.begin(), t.charge.end());
         out.lj_type.insert(out.lj_type.end(), t.lj_type.begin(), t.lj_type.end());
+        out.hydrogen.insert(out.hydrogen.end(), t.hydrogen.begin(), t.hydrogen.end());
         append_shifted(out.bonds, t.bonds, [s](auto& b) { b.i += s, b.j += s; });
         append_shifted(out.urey_bradley, t.urey_bradley, [s](auto& b) { b.i += s, b.j += s; });
         append_shifted(out.angles, t.angles, [s](auto& a) { a.i += s, a.j += s, a.k += s; });

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cmath>
 
+#include "md/barostat.hpp"
 #include "md/engine.hpp"
+#include "md/molecules.hpp"
 #include "md/force_field.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/memory.hpp"
@@ -64,6 +66,16 @@ double RunSummary::atom_steps_per_second() const {
 void Simulation::check_integrator() const {
   if (!(integrator_.timestep > 0) || !std::isfinite(integrator_.timestep))
     throw Error(fmt::format("the time step must be positive, got {}", integrator_.timestep));
+  if (integrator_.langevin && integrator_.langevin_middle)
+    throw Error("one thermostat at a time: LAMMPS's Langevin or the Langevin-middle integrator");
+  if (const auto& m = integrator_.langevin_middle) {
+    if (!(m->temperature >= 0) || !std::isfinite(m->temperature))
+      throw Error(fmt::format("Langevin middle: the temperature must not be negative, got {}", m->temperature));
+    if (!(m->friction >= 0) || !std::isfinite(m->friction))
+      throw Error(fmt::format("Langevin middle: the friction must not be negative, got {}", m->friction));
+  }
+  if (!molecular_ && (integrator_.langevin_middle || integrator_.constraints.any() || integrator_.barostat))
+    throw Error("constraints, the Langevin-middle integrator and the barostat are for biomolecular runs");
 }
 
 // The thermostat, and its forces added to the engine's first evaluation (as LAMMPS's setup).
@@ -113,7 +125,16 @@ Simulation::Simulation(System system, MolecularForceField field, Integrator inte
                fmt::format("an MD run of {} atoms ({})", system_.size(), molecular_->topology.source));
   if (!(options.skin >= 0) || !std::isfinite(options.skin))
     throw Error(fmt::format("the neighbour skin must not be negative, got {}", options.skin));
-  engine_ = make_molecular_engine(system_, *molecular_, backend_, threads, gpu, options.skin, single);
+  MolecularDynamics dynamics;
+  dynamics.constraints = find_constraints(molecular_->topology, integrator_.constraints);
+  dynamics.langevin_middle = integrator_.langevin_middle;
+  engine_ = make_molecular_engine(system_, *molecular_, backend_, threads, gpu, options.skin, single,
+                                  std::move(dynamics));
+  if (integrator_.barostat) {
+    if (!periodic) throw Error("a barostat needs a periodic box (cutoff-periodic, PME or MSM)");
+    barostat_ = std::make_unique<MonteCarloBarostat>(
+        *integrator_.barostat, system_.box.volume(), static_cast<std::int64_t>(find_molecules(molecular_->topology).size()));
+  }
   start_thermostat();
 }
 
@@ -170,6 +191,7 @@ RunSummary Simulation::run(std::int64_t steps, const Reporters& reporters) {
     const bool thermo_step = next == last || (reporters.thermo_every > 0 && next % reporters.thermo_every == 0);
     engine_->step(integrator_.timestep, thermo_step, thermostat_.get());
     step_ = next;
+    if (barostat_ && step_ % barostat_->settings().frequency == 0) engine_->barostat_move(*barostat_);
     downloaded_ = backend_ != Backend::cuda;
     if (thermo_step) report_thermo();
     report_frame();
@@ -190,6 +212,15 @@ const System& Simulation::state() {
 }
 
 Thermo Simulation::thermo() const { return engine_->thermo(step_); }
+std::int64_t Simulation::constraint_count() const { return engine_->constraint_count(); }
+double Simulation::largest_constraint_deviation() const { return engine_->largest_constraint_deviation(); }
+std::optional<BarostatTally> Simulation::barostat_tally() const {
+  if (!barostat_) return std::nullopt;
+  BarostatTally t;
+  t.attempted = barostat_->attempted(), t.accepted = barostat_->accepted();
+  t.volume_scale = barostat_->volume_scale();
+  return t;
+}
 void Simulation::forces(Forces& out) const { engine_->forces(out); }
 std::int64_t Simulation::list_builds() const { return engine_->builds(); }
 std::string Simulation::description() const { return engine_->description(); }

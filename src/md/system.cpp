@@ -108,11 +108,11 @@ void wrap_into_box(System& s) {
 }
 
 Thermo thermo_from_sums(Units units, std::size_t n, double volume, double mv2, double potential, double virial,
-                        std::int64_t step) {
+                        std::int64_t step, std::int64_t constraints) {
   const UnitConstants u = unit_constants(units);
   Thermo t;
   t.step = step;
-  const double degrees_of_freedom = 3.0 * static_cast<double>(n) - 3.0;
+  const double degrees_of_freedom = 3.0 * static_cast<double>(n) - 3.0 - static_cast<double>(constraints);
   t.kinetic = 0.5 * u.mv2_to_energy * mv2;
   t.temperature = degrees_of_freedom > 0 ? u.mv2_to_energy * mv2 / (degrees_of_freedom * u.boltzmann) : 0.0;
   t.potential = potential;
@@ -123,11 +123,12 @@ Thermo thermo_from_sums(Units units, std::size_t n, double volume, double mv2, d
   return t;
 }
 
-Thermo thermo(const System& s, const Forces& forces, std::int64_t step) {
+Thermo thermo(const System& s, const Forces& forces, std::int64_t step, std::int64_t constraints) {
   double mv2 = 0;
   for (std::size_t i = 0; i < s.size(); ++i)
     mv2 += s.mass(i) * (s.vx[i] * s.vx[i] + s.vy[i] * s.vy[i] + s.vz[i] * s.vz[i]);
-  return thermo_from_sums(s.units, s.size(), s.box.volume(), mv2, forces.potential, forces.virial, step);
+  return thermo_from_sums(s.units, s.size(), s.box.volume(), mv2, forces.potential, forces.virial, step,
+                          constraints);
 }
 
 }  // namespace nbkit::md

@@ -9,6 +9,6 @@
 namespace nbkit::md {
 
 Thermo thermo_from_sums(Units units, std::size_t atoms, double volume, double mass_velocity2, double potential,
-                        double virial, std::int64_t step);
+                        double virial, std::int64_t step, std::int64_t constraints = 0);
 
 }  // namespace nbkit::md

@@ -35,7 +35,7 @@ struct Checker {
 void Topology::check() const {
   const std::size_t n = charge.size();
   if (mass.size() != n || lj_type.size() != n || atom_name.size() != n || residue_name.size() != n ||
-      residue_number.size() != n)
+      residue_number.size() != n || (!hydrogen.empty() && hydrogen.size() != n))
     throw Error(source + ": the per-atom lists (names, residues, masses, charges, types) differ in length");
   if (lj_types < 0 || c12.size() != static_cast<std::size_t>(lj_types) * lj_types || c6.size() != c12.size())
     throw Error(source + ": the Lennard-Jones table must hold types x types coefficients");

@@ -696,7 +696,8 @@ TEST(Cli, EnergyAndMdOfAMolecularDataFile) {
   std::ifstream thermo(dir.file("out/thermo.csv"));
   std::getline(thermo, line);  // the comment
   std::getline(thermo, line);
-  EXPECT_EQ(line, "step,temperature,potential,kinetic,total,pressure,bond,angle,urey_bradley,dihedral,improper,cmap,"
+  EXPECT_EQ(line, "step,temperature,potential,kinetic,total,pressure,volume,density,ns_per_day,bond,angle,urey_bradley,"
+                  "dihedral,improper,cmap,"
                   "lennard_jones,coulomb,lennard_jones_14,coulomb_14,coulomb_reciprocal,dispersion_correction");
   const nbkit::md::Coordinates restart = nbkit::io::read_inpcrd(dir.file("out/final.rst7"), 5);
   EXPECT_EQ(restart.velocities.size(), 5u);

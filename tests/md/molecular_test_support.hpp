@@ -88,4 +88,43 @@ inline Topology chains(int molecules, unsigned seed, std::vector<Vec3>& x, doubl
   return t;
 }
 
+// TIP3P water (AMBER's parameters: O-H 0.9572 A, H-H 1.5136 A, flexible bonds and angle for
+// runs without constraints) on a cubic lattice of per^3 sites `spacing` apart, each molecule
+// turned at random; the box is per x spacing (3.104 A gives 0.997 g/cm^3).
+inline Topology water_box(int per, double spacing, unsigned seed, std::vector<Vec3>& x) {
+  const int waters = per * per * per;
+  Topology t = bare(static_cast<std::size_t>(3 * waters));
+  t.lj_types = 2;
+  const double sigma = 3.15061, eps = 0.1521;
+  t.c12 = {4 * eps * std::pow(sigma, 12), 0, 0, 0}, t.c6 = {4 * eps * std::pow(sigma, 6), 0, 0, 0};
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g(0, 1);
+  const double oh = 0.9572, angle = 104.52 * std::numbers::pi / 180;
+  x.clear();
+  for (int w = 0; w < waters; ++w) {
+    const auto o = static_cast<std::int32_t>(3 * w), h1 = o + 1, h2 = o + 2;
+    t.atom_name[o] = "O", t.atom_name[h1] = "H1", t.atom_name[h2] = "H2";
+    for (auto a : {o, h1, h2}) t.residue_name[a] = "WAT", t.residue_number[a] = w + 1;
+    t.mass[o] = 15.9994, t.mass[h1] = t.mass[h2] = 1.008;
+    t.charge[o] = -0.834, t.charge[h1] = t.charge[h2] = 0.417;
+    t.lj_type[o] = 0, t.lj_type[h1] = t.lj_type[h2] = 1;
+    t.bonds.push_back({o, h1, 553.0, oh}), t.bonds.push_back({o, h2, 553.0, oh});
+    t.bonds.push_back({h1, h2, 553.0, 1.5136});
+    t.angles.push_back({h1, o, h2, 100.0, angle});
+    t.exclusions.push_back({o, h1}), t.exclusions.push_back({o, h2}), t.exclusions.push_back({h1, h2});
+    // A random orientation: two orthonormal vectors from Gram-Schmidt on normal draws.
+    Vec3 u{g(rng), g(rng), g(rng)}, v{g(rng), g(rng), g(rng)};
+    u = (1 / norm(u)) * u;
+    const double uv = u.x * v.x + u.y * v.y + u.z * v.z;
+    v = v - uv * u;
+    v = (1 / norm(v)) * v;
+    const Vec3 site{spacing * (w % per + 0.5), spacing * (w / per % per + 0.5), spacing * (w / per / per + 0.5)};
+    const double c = oh * std::cos(angle / 2), s = oh * std::sin(angle / 2);
+    x.push_back(site);
+    x.push_back(site + c * u + s * v);
+    x.push_back(site + c * u - s * v);
+  }
+  return t;
+}
+
 }  // namespace nbkit::test

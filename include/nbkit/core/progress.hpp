@@ -19,6 +19,8 @@ class ProgressBar {
   ProgressBar& operator=(const ProgressBar&) = delete;
 
   void update(double fraction);  // 0..1; redraws at most ~10 times a second
+  // The same with a rate or other note drawn after the time ("12.3 ns/day").
+  void update(double fraction, const std::string& note);
   void finish();                 // clears the bar's line
   void clear();                  // clears the line for other output; the next update redraws
 
@@ -26,7 +28,7 @@ class ProgressBar {
 
  private:
   void draw(double fraction);
-  std::string label_;
+  std::string label_, note_;
   bool active_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;

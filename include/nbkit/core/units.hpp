@@ -13,6 +13,8 @@ inline constexpr double vacuum_permittivity = 8.8541878128e-12;  // F/m, CODATA 
 inline constexpr double pi = 3.14159265358979323846;
 inline constexpr double joule_per_kcal = 4184.0;                 // thermochemical calorie
 inline constexpr double meter_per_angstrom = 1e-10;
+// A density of 1 g/mol per cubic Angstrom in g/cm^3: 1 / (N_A x 1e-24 cm^3).
+inline constexpr double gram_per_mole_per_cubic_angstrom = 1.0 / (avogadro * 1e-24);
 
 // e^2 / (4 pi eps0 * 1 Angstrom), per mole, in kcal/mol: 332.0637... kcal/mol*A/e^2.
 inline constexpr double coulomb_constant_kcal =

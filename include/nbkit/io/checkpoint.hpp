@@ -3,7 +3,7 @@
 // for bit. Binary, this machine's byte order (the header says which, and a reader on another
 // refuses the file): the magic "NBKITCHK", a format version, the atom count, the step, the time
 // step, the box, the thermostat's call count, the last evaluation's potential, virial and
-// energy terms, then x, y, z, vx, vy, vz, fx, fy, fz (float64, n each), and an FNV-1a 64-bit
+// energy terms, the barostat's state (format 2), then x, y, z, vx, vy, vz, fx, fy, fz (float64, n each), and an FNV-1a 64-bit
 // checksum of all that. Written atomically (io/atomic_file.hpp); a file that is short, long,
 // of another format or version, or whose checksum fails is refused with the reason.
 #include <cstdint>

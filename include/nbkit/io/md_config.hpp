@@ -12,7 +12,9 @@
 
 #include "nbkit/io/lammps_data.hpp"
 #include "nbkit/md.hpp"
+#include "nbkit/md/constraints.hpp"
 #include "nbkit/md/molecular_forces.hpp"
+#include "nbkit/md/simulation.hpp"
 
 namespace nbkit::io {
 
@@ -28,7 +30,12 @@ struct MdConfig {
     double temperature, damping;
     std::uint64_t seed;
   };
-  std::optional<Langevin> langevin;            // empty: NVE
+  std::optional<Langevin> langevin;            // ensemble "langevin": LAMMPS's fix langevin
+  // ensemble "nvt" or "npt": the Langevin-middle integrator (friction given in 1/ps, held in 1/fs)
+  std::optional<md::Integrator::LangevinMiddleSettings> langevin_middle;
+  std::optional<md::BarostatSettings> barostat;  // ensemble "npt": [barostat]
+  md::ConstraintOptions constraints;             // [constraints]
+  std::optional<double> hydrogen_mass;           // [system] hydrogen_mass (g/mol)
   // [minimize]: energy minimisation before the run (md::MinimizeOptions; biomolecular systems):
   // the largest force's tolerance (kcal/mol/A; OpenMM's 10 kJ/mol/nm) and an iteration limit (0: none).
   struct Minimize {

@@ -6,6 +6,7 @@
 // state finite, and hands thermo rows and trajectory frames to the caller's reporters. The
 // command line (`nbkit md`) and the tests run MD through it (the benchmarks time the engines
 // themselves: GpuEngine, verlet_step).
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,12 +16,34 @@
 
 #include "nbkit/core/backend.hpp"
 #include "nbkit/md.hpp"
+#include "nbkit/md/constraints.hpp"
 #include "nbkit/md/molecular_forces.hpp"
 
 namespace nbkit::md {
 
-// Velocity Verlet with this time step (the units' time), NVE or with LAMMPS's Langevin
-// thermostat (md::Langevin).
+// Monte Carlo barostat (NPT; Chow and Ferguson, Comput. Phys. Commun. 91, 283 (1995); Aqvist
+// et al., Chem. Phys. Lett. 384, 288 (2004); OpenMM's MonteCarloBarostat and
+// MonteCarloAnisotropicBarostat): every `frequency` steps the box is scaled by a random volume
+// change (isotropic: all edges alike; anisotropic: one of the `axes` allowed, chosen at random),
+// each molecule's centre of mass moved with it (molecules keep their shape, so constraints hold),
+// and the move kept with the Metropolis probability of
+//   dW = dE + P dV - N_molecules k T ln(V' / V).
+// The largest volume change adapts to keep about half the moves (OpenMM's rule). Biomolecular
+// runs only.
+struct BarostatSettings {
+  double pressure = 1.01325;  // bar (OpenMM's unit; 1 atm = 1.01325 bar)
+  double temperature = 300;   // K
+  int frequency = 25;         // steps between moves
+  bool anisotropic = false;
+  std::array<bool, 3> axes{true, true, true};  // anisotropic: the edges that may change
+  std::uint64_t seed = 0;
+};
+
+// How to step (the units' time step): velocity Verlet (NVE), with LAMMPS's Langevin thermostat
+// (md::Langevin) where `langevin` is given, or the Langevin-middle integrator (BAOAB split as
+// Leimkuhler and Matthews, Appl. Math. Res. Express 2013, 34, and OpenMM's
+// LangevinMiddleIntegrator) where `langevin_middle` is given; biomolecular runs may add
+// constraints and a barostat.
 struct Integrator {
   double timestep = 0.005;
   struct LangevinSettings {
@@ -28,6 +51,16 @@ struct Integrator {
     std::uint64_t seed = 0;
   };
   std::optional<LangevinSettings> langevin;  // empty: NVE
+  // Each step: v += f/m dt, x += v dt/2, v = a v + sqrt((1 - a^2) k T / m) N(0, 1) with
+  // a = exp(-friction dt), x += v dt/2, constraints, forces. Friction in 1/(units' time) (OpenMM's
+  // 1/ps is 0.001/fs); the normal numbers counter-based as md::Langevin's.
+  struct LangevinMiddleSettings {
+    double temperature = 0, friction = 0;
+    std::uint64_t seed = 0;
+  };
+  std::optional<LangevinMiddleSettings> langevin_middle;
+  ConstraintOptions constraints;            // biomolecular runs (md/constraints.hpp)
+  std::optional<BarostatSettings> barostat;  // biomolecular runs
 };
 
 struct SimulationOptions {
@@ -92,6 +125,19 @@ struct Checkpoint {
   std::optional<EnergyTerms> terms;
   bool thermostat = false;
   std::uint64_t thermostat_calls = 0;
+  // The barostat's draws so far, its present largest volume changes (one per axis; isotropic
+  // uses the first) and its tallies of moves tried and kept since it last adapted them.
+  bool barostat = false;
+  std::uint64_t barostat_calls = 0;
+  std::array<double, 3> barostat_volume_scale{};
+  std::array<std::int64_t, 3> barostat_attempted{}, barostat_accepted{};
+};
+
+// The barostat's moves per axis (isotropic: all in the first), and its present largest volume
+// changes (A^3).
+struct BarostatTally {
+  std::array<std::int64_t, 3> attempted{}, accepted{};
+  std::array<double, 3> volume_scale{};
 };
 
 struct RunSummary {
@@ -101,6 +147,7 @@ struct RunSummary {
 };
 
 class Engine;
+class MonteCarloBarostat;
 
 class Simulation {
  public:
@@ -142,6 +189,11 @@ class Simulation {
   void forces(Forces& out) const;
 
   std::int64_t step_count() const { return step_; }
+  // Constraints (biomolecular runs): how many (each removes a degree of freedom), and the largest
+  // relative deviation |r - d| / d now (at most the tolerance after each step).
+  std::int64_t constraint_count() const;
+  double largest_constraint_deviation() const;
+  std::optional<BarostatTally> barostat_tally() const;
   std::int64_t list_builds() const;
   Backend backend() const { return backend_; }
   // "CPU, 16 threads, float64" / "GPU: NVIDIA H100 80GB HBM3, float32" / "reference, float64"
@@ -165,6 +217,7 @@ class Simulation {
   Integrator integrator_;
   std::unique_ptr<Langevin> thermostat_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<MonteCarloBarostat> barostat_;
   Backend backend_ = Backend::cpu;
   std::string notice_;
   std::int64_t step_ = 0;

@@ -75,6 +75,10 @@ struct Topology {
   std::vector<std::int32_t> residue_number;  // 1-based, as the files count
   std::vector<double> mass, charge;          // g/mol, e
   std::vector<std::int32_t> lj_type;         // 0-based index into the pair table
+  // 1 for a hydrogen (constraints' h-bonds, hydrogen mass repartitioning); empty: a hydrogen is
+  // an atom lighter than 4.5 g/mol. Repartitioning fills it before it moves mass, so that a
+  // methyl carbon left at 3 g/mol stays heavy.
+  std::vector<std::uint8_t> hydrogen;
   // The Lennard-Jones pair table (lj_types x lj_types, symmetric): E = c12 / r^12 - c6 / r^6
   // for atoms of types a, b (AMBER's ACOEF and BCOEF; NBFIX pairs are entries of their own).
   std::int32_t lj_types = 0;

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Production settings on a solvated protein: the issue-19 benchmark's protocol with `nbkit md`.
+
+Usage: md_production.py NBKIT --system DIR [--steps N] [--backend cuda] [--json FILE]
+
+DIR holds protein.prmtop and protein.inpcrd (bench/md_protein_bench.py --write-system makes them:
+FKBP12 in TIP3P, 30,683 atoms). Three runs, each minimised first:
+  nvt-4fs  Langevin middle 300 K, 1/ps, 4 fs, h-bonds + rigid water, hydrogen mass 1.5 amu, PME
+           5e-4 with a 9 A cutoff: OpenMM's benchmark settings (openmm.org/benchmarks);
+  nve-2fs  velocity Verlet at 2 fs with the same constraints: the energy drift per ns per degree
+           of freedom (kT units);
+  npt-4fs  nvt-4fs with the Monte Carlo barostat at 1 bar every 25 steps: the density.
+Prints ns/day and atom-steps/s per run beside OpenMM 8.4's published H100 figure for DHFR
+(23,558 atoms, 1,704.5 ns/day; the nearest size), the largest constraint deviation, the drift and
+the density.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+OPENMM_H100_DHFR_NS_PER_DAY = 1704.5  # OpenMM 8.4, one H100, 23,558 atoms, LangevinMiddle 4 fs
+
+
+def run(nbkit, system, name, body, steps, backend, tmp):
+    toml = os.path.join(tmp, name + ".toml")
+    with open(toml, "w") as f:
+        f.write(f'[system]\nprmtop = "{system}/protein.prmtop"\ncoordinates = "{system}/protein.inpcrd"\n'
+                f'temperature = 300\n{body}'
+                '[nonbonded]\nelectrostatics = "pme"\ncutoff = 9.0\newald_tolerance = 5e-4\n'
+                f'[minimize]\ntolerance = 2.39\nmax_iterations = 500\n'
+                f'[run]\nsteps = {steps}\nthermo = {max(steps // 20, 1)}\n')
+        f.write(run.tail[name])
+    out, report = os.path.join(tmp, name), os.path.join(tmp, name + ".json")
+    done = subprocess.run([nbkit, "md", toml, "-q", "-o", out, "--backend", backend, "--report", report],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{name}: nbkit md failed\n{done.stdout}{done.stderr}")
+    rows = [line.split(",") for line in open(os.path.join(out, "thermo.csv")) if line[0].isdigit()]
+    return json.load(open(report)), rows
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("nbkit")
+    p.add_argument("--system", required=True)
+    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--backend", default="cuda")
+    p.add_argument("--json")
+    a = p.parse_args()
+    system = os.path.abspath(a.system)
+    constraints = '[constraints]\nbonds = "h-bonds"\nrigid_water = true\n'
+    run.tail = {
+        "nvt-4fs": 'timestep = 4.0\nensemble = "nvt"\ntemperature = 300\nfriction = 1.0\n',
+        "nve-2fs": 'timestep = 2.0\n',
+        "npt-4fs": 'timestep = 4.0\nensemble = "npt"\ntemperature = 300\nfriction = 1.0\n'
+                   '[barostat]\npressure = 1.0\nfrequency = 25\n',
+    }
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("nvt-4fs", "nve-2fs", "npt-4fs"):
+            hmr = 'hydrogen_mass = 1.5\n' if name.endswith("4fs") else ''
+            report, rows = run(a.nbkit, system, name, hmr + constraints, a.steps, a.backend, tmp)
+            atoms = report["input"]["atoms"]
+            rate = report["rates"]["atom_steps_per_second"]
+            ns_day = report["rates"]["ns_per_day"]
+            r = {"atoms": atoms, "ns_per_day": ns_day, "atom_steps_per_second": rate,
+                 "largest_constraint_deviation": report["constraints"]["largest_deviation"],
+                 "device": report.get("device", report.get("backend"))}
+            temps = [float(row[1]) for row in rows[len(rows) // 2:]]
+            r["mean_temperature_second_half"] = sum(temps) / len(temps)
+            if name == "nve-2fs":
+                dof = 3 * atoms - 3 - report["constraints"]["count"]
+                kt = 0.0019872067 * 300
+                span_ns = (int(rows[-1][0]) - int(rows[1][0])) * 2.0 * 1e-6
+                drift = (float(rows[-1][4]) - float(rows[1][4])) / span_ns / dof / kt
+                r["drift_kT_per_dof_per_ns"] = drift
+            if name == "npt-4fs":
+                dens = [float(row[7]) for row in rows[len(rows) // 2:]]
+                r["mean_density_second_half"] = sum(dens) / len(dens)
+                r["barostat"] = report["barostat"]
+            results[name] = r
+            extra = ""
+            if "drift_kT_per_dof_per_ns" in r:
+                extra = f", drift {r['drift_kT_per_dof_per_ns']:+.3g} kT/dof/ns"
+            if "mean_density_second_half" in r:
+                extra = f", density {r['mean_density_second_half']:.4f} g/cm3"
+            print(f"{name}: {atoms} atoms, {ns_day:.1f} ns/day, {rate:.3g} atom-steps/s, "
+                  f"T {r['mean_temperature_second_half']:.1f} K, largest constraint deviation "
+                  f"{r['largest_constraint_deviation']:.2g}{extra}")
+    nvt = results["nvt-4fs"]["ns_per_day"]
+    print(f"OpenMM 8.4 published (H100, DHFR 23,558 atoms, same settings): {OPENMM_H100_DHFR_NS_PER_DAY} ns/day; "
+          f"nbkit nvt-4fs at {results['nvt-4fs']['atoms']} atoms: {nvt:.1f} ns/day, ratio "
+          f"{nvt / OPENMM_H100_DHFR_NS_PER_DAY:.3f} (sizes differ by "
+          f"{results['nvt-4fs']['atoms'] / 23558:.2f}x)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
