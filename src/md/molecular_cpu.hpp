@@ -4,6 +4,7 @@
 // thread) or the CPU (a cell list with a skin, rebuilt when an atom has moved half of it, on
 // `threads` threads). molecular_forces() builds one with no skin for a single evaluation.
 // Internal.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -60,7 +61,7 @@ class MolecularCpuForces {
   std::unique_ptr<NeighborList> list_;
   std::unique_ptr<PmeCpu> pme_;
   DispersionCorrection dispersion_;  // its coefficients, of the topology's type counts
-  PeriodicBox pme_box_;  // the box the mesh was sized for
+  std::array<int, 3> pme_mesh_{};  // the mesh pme_ was made for
   std::unique_ptr<MsmCpu> msm_;
   PeriodicBox msm_box_;
   std::int64_t builds_ = 0;

@@ -457,9 +457,11 @@ void MolecularCpuForces::add_pme_terms(const std::vector<Vec3>& x, const Periodi
   const Topology& t = t_;
   const double k = s_.coulomb_k();
   const PmeParameters p = pme_parameters(s_, box);
-  if (!pme_ || box.edges() != pme_box_.edges()) {
+  // The mesh is a function of the box (and alpha of the cutoff alone); a barostat's small box
+  // changes keep it, and the same plan, until the tolerance asks for another mesh size.
+  if (!pme_ || p.mesh != pme_mesh_) {
     pme_ = std::make_unique<PmeCpu>(p.mesh, s_.pme_order, p.alpha, threads_);
-    pme_box_ = box;
+    pme_mesh_ = p.mesh;
   }
   const PmeReciprocal mesh = pme_->evaluate(x, t.charge, box, k);
   double energy = mesh.energy;

@@ -254,7 +254,7 @@ TEST(MolecularSimulation, CheckpointsRestartBitForBit) {
   for (const auto& [name, content, reason] :
        {std::tuple{"flipped.chk", flipped, "checksum"}, std::tuple{"short.chk", bytes.substr(0, bytes.size() - 9), "bytes"},
         std::tuple{"other.chk", "not a checkpoint at all, just text that is long enough to be read as a header ok" +
-                                    std::string(200, 'x'),
+                                    std::string(400, 'x'),
                    "NBKITCHK"}}) {
     try {
       io::read_checkpoint(write_bytes(name, content));

@@ -291,7 +291,7 @@ struct MolecularGpuForces::State {
   // PME: the mesh (made at the first box, again when the box's edges change) and the charges
   // on the host (the fixed-point range, the self and background terms).
   std::unique_ptr<PmeGpu> pme;
-  std::array<double, 3> pme_edges{};
+  std::array<int, 3> pme_mesh{};  // the mesh `pme` was made for (kept while the box's changes keep it)
   // MSM: the grids run on the host (md/msm.hpp, every core) beside the GPU's pairs, their
   // lattice-cutoff sums on this GPU; made at the first box, again when its edges change.
   std::unique_ptr<MsmCpu> msm;
@@ -546,12 +546,11 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   PmeParameters mesh{};
   if (pme) {
     mesh = pme_parameters(settings, *box);
-    const std::array<double, 3> edges{box->length(0), box->length(1), box->length(2)};
-    if (!s.pme || edges != s.pme_edges) {
+    if (!s.pme || mesh.mesh != s.pme_mesh) {
       s.pme.reset();
       s.pme = std::make_unique<PmeGpu>(mesh.mesh, settings.pme_order, mesh.alpha, s.host_charge, stream);
       if (s.events) s.pme->time_phases();
-      s.pme_edges = edges;
+      s.pme_mesh = mesh.mesh;
     }
     s.pme->evaluate(s.x.data(), s.charge.data(), n, *box, coulomb_k, s.mesh_force.data(), s.mesh_sums.data());
   }
