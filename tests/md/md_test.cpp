@@ -634,7 +634,7 @@ TEST(MdConfig, KeysPairsAndCharactersBeyondAscii) {
             "only in `key = \"...\"` lines and comments)");
   // Settings that would be ignored are refused.
   EXPECT_EQ(message(lattice.substr(0, lattice.find("[run]")) + "[run]\nsteps = 1\ntemperature = 1.0\n"),
-            "run.toml:7: run.temperature: a Langevin setting: add ensemble = \"langevin\" (the run is NVE)");
+            "run.toml:7: run.temperature: a thermostat setting: add ensemble = \"nvt\" or \"langevin\" (the run is NVE)");
   // Per-pair coefficients: a pair of types, once; types within the system's.
   const std::string two_types = "[system]\ndata = \"x.data\"\n";
   EXPECT_NE(message(two_types).find("/nowhere/x.data: no such file"), std::string::npos) << message(two_types);
