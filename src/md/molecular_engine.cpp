@@ -157,7 +157,7 @@ class MolecularEngine final : public Engine {
     const UnitConstants u = unit_constants(system_.units);
     const double kick = dt * u.force_to_acceleration;
     const std::int64_t n = static_cast<std::int64_t>(system_.size());
-#pragma omp parallel for num_threads(threads_) if (n > 65536)
+#pragma omp parallel for num_threads(threads_) if (n > 4096)
     for (std::int64_t i = 0; i < n; ++i) {
       const double scale = kick / system_.mass(i);
       system_.vx[i] += scale * forces_.fx[i], system_.vy[i] += scale * forces_.fy[i], system_.vz[i] += scale * forces_.fz[i];
@@ -168,7 +168,7 @@ class MolecularEngine final : public Engine {
     const double kt = u.boltzmann * middle_->temperature / u.mv2_to_energy;  // k T / m in velocity^2 x mass
     const std::uint64_t call = noise_calls_++, seed = middle_->seed;
     const double half = 0.5 * dt;
-#pragma omp parallel for num_threads(threads_) if (n > 65536)
+#pragma omp parallel for num_threads(threads_) if (n > 4096)
     for (std::int64_t i = 0; i < n; ++i) {
       double noise[3];
       normal_triplet(seed, call, static_cast<std::uint32_t>(i), kLangevinMiddleTag, noise);
@@ -191,8 +191,9 @@ class MolecularEngine final : public Engine {
     if (!constraints_) return 0;
     unconstrained_ = {system_.x, system_.y, system_.z};
     const double w = constraints_->constrain_positions(reference(), atoms(system_.x, system_.y, system_.z), box());
-    const std::size_t n = system_.size();
-    for (std::size_t i = 0; i < n; ++i) {
+    const auto n = static_cast<std::int64_t>(system_.size());
+#pragma omp parallel for num_threads(threads_) if (n > 4096)
+    for (std::int64_t i = 0; i < n; ++i) {
       system_.vx[i] += (system_.x[i] - unconstrained_[0][i]) / dt;
       system_.vy[i] += (system_.y[i] - unconstrained_[1][i]) / dt;
       system_.vz[i] += (system_.z[i] - unconstrained_[2][i]) / dt;
