@@ -12,6 +12,14 @@
 
 namespace nbkit::test {
 
+// The AddressSanitizer build (CI's `scripts/test --sanitize`), ~10x slower: long statistical runs
+// skip there (GTEST_SKIP), the release run keeping them.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 inline std::string data_file(const std::string& name) { return std::string(NBKIT_DATA_DIR) + "/" + name; }
 inline std::string test_data_file(const std::string& name) { return std::string(NBKIT_TEST_DATA_DIR) + "/" + name; }
 

@@ -139,11 +139,19 @@ md::Reporters reporters(const io::MdConfig& config, md::Simulation& simulation, 
   r.frame_every = config.dcd_every;
   if (config.dcd_every > 0) {
     dcd = std::make_unique<io::DcdWriter>(paths.dcd, atoms, config.timestep, true);
-    r.frame = [&dcd, frame = std::make_shared<io::DcdFrame>()](const md::System& s, std::int64_t) {
-      frame->x.assign(s.x.begin(), s.x.end());
-      frame->y.assign(s.y.begin(), s.y.end());
-      frame->z.assign(s.z.begin(), s.z.end());
-      frame->cell = std::array<double, 6>{s.box.length(0), 90.0, s.box.length(1), 90.0, 90.0, s.box.length(2)};
+    const md::MolecularForceField* molecular = simulation.molecular_field();
+    r.frame = [&dcd, molecular, frame = std::make_shared<io::DcdFrame>(),
+               whole = std::make_shared<md::System>()](const md::System& state, std::int64_t) {
+      const md::System* s = &state;
+      if (molecular && molecular->nonbonded.periodic()) {  // molecules whole, as VMD and cpptraj expect
+        *whole = state;
+        md::whole_molecules(molecular->topology, *whole);
+        s = whole.get();
+      }
+      frame->x.assign(s->x.begin(), s->x.end());
+      frame->y.assign(s->y.begin(), s->y.end());
+      frame->z.assign(s->z.begin(), s->z.end());
+      frame->cell = std::array<double, 6>{s->box.length(0), 90.0, s->box.length(1), 90.0, 90.0, s->box.length(2)};
       dcd->append(*frame);
     };
   }
@@ -257,9 +265,12 @@ int run_md(const MdArguments& args) {
   if (!paths.checkpoint.empty() && simulation.step_count() % config.checkpoint_every != 0)
     io::write_checkpoint(paths.checkpoint, simulation.checkpoint());
   if (dcd) dcd->close();
-  if (simulation.molecular_field())
-    io::write_rst7(paths.data, simulation.state(), fmt::format("nbkit md after {} steps", simulation.step_count()),
+  if (const md::MolecularForceField* molecular = simulation.molecular_field()) {
+    md::System restart = simulation.state();  // molecules whole, as AMBER's iwrap and OpenMM expect
+    if (molecular->nonbonded.periodic()) md::whole_molecules(molecular->topology, restart);
+    io::write_rst7(paths.data, restart, fmt::format("nbkit md after {} steps", simulation.step_count()),
                    1e-3 * config.timestep * static_cast<double>(simulation.step_count()));
+  }
   else
     io::write_lammps_data(paths.data, simulation.state(), config.type_epsilon, config.type_sigma,
                           fmt::format("nbkit md after {} steps", steps), config.pair_style, config.pair_ij);

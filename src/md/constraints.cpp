@@ -13,31 +13,6 @@
 
 namespace nbkit::md {
 
-namespace {
-
-// Union-find with path halving; the root of a set is its lowest atom.
-struct Sets {
-  std::vector<std::int32_t> parent;
-  explicit Sets(std::size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
-  std::int32_t root(std::int32_t a) {
-    while (parent[a] != a) a = parent[a] = parent[parent[a]];
-    return a;
-  }
-  void join(std::int32_t a, std::int32_t b) {
-    a = root(a), b = root(b);
-    if (a != b) parent[std::max(a, b)] = std::min(a, b);
-  }
-};
-
-// The bond (i, j)'s equilibrium length in the topology, or a negative number.
-double bond_length(const Topology& t, std::int32_t i, std::int32_t j) {
-  for (const HarmonicBond& b : t.bonds)
-    if ((b.i == i && b.j == j) || (b.i == j && b.j == i)) return b.r0;
-  return -1;
-}
-
-}  // namespace
-
 bool is_hydrogen(const Topology& t, std::size_t i) { return t.hydrogen.empty() ? t.mass[i] < 4.5 : t.hydrogen[i] != 0; }
 
 ConstraintOptions::Bonds parse_constraint_bonds(const std::string& name) {
@@ -55,48 +30,6 @@ std::string to_string(ConstraintOptions::Bonds bonds) {
   }
 }
 
-Molecules find_molecules(const Topology& t) {
-  const std::size_t n = t.size();
-  Sets sets(n);
-  for (const HarmonicBond& b : t.bonds) sets.join(b.i, b.j);
-  Molecules m;
-  m.of_atom.resize(n);
-  std::vector<std::int32_t> index(n, -1), count;
-  for (std::size_t a = 0; a < n; ++a) {
-    const std::int32_t r = sets.root(static_cast<std::int32_t>(a));
-    if (index[r] < 0) index[r] = static_cast<std::int32_t>(count.size()), count.push_back(0);
-    m.of_atom[a] = index[r];
-    ++count[index[r]];
-  }
-  m.first.assign(count.size() + 1, 0);
-  for (std::size_t k = 0; k < count.size(); ++k) m.first[k + 1] = m.first[k] + count[k];
-  m.atoms.resize(n);
-  std::vector<std::int32_t> fill(m.first.begin(), m.first.end() - 1);
-  for (std::size_t a = 0; a < n; ++a) m.atoms[fill[m.of_atom[a]]++] = static_cast<std::int32_t>(a);
-  return m;
-}
-
-std::vector<WaterAtoms> find_waters(const Topology& t, const Molecules& m) {
-  std::vector<WaterAtoms> waters;
-  for (std::size_t k = 0; k < m.size(); ++k) {
-    if (m.first[k + 1] - m.first[k] != 3) continue;
-    std::int32_t heavy = -1, h[2] = {-1, -1}, hydrogens = 0;
-    for (std::int32_t p = m.first[k]; p < m.first[k + 1]; ++p) {
-      const std::int32_t a = m.atoms[p];
-      if (is_hydrogen(t, a)) {
-        if (hydrogens < 2) h[hydrogens] = a;
-        ++hydrogens;
-      } else {
-        heavy = a;
-      }
-    }
-    if (hydrogens != 2 || heavy < 0) continue;
-    if (bond_length(t, heavy, h[0]) < 0 || bond_length(t, heavy, h[1]) < 0) continue;
-    waters.push_back({heavy, h[0], h[1]});
-  }
-  return waters;
-}
-
 ConstraintSet find_constraints(const Topology& t, const ConstraintOptions& options) {
   ConstraintSet set;
   set.tolerance = options.tolerance;
@@ -109,14 +42,22 @@ ConstraintSet find_constraints(const Topology& t, const ConstraintOptions& optio
                               i + 1, t.atom_name[i], t.mass[i]));
   const Molecules molecules = find_molecules(t);
   std::vector<char> in_water(t.size(), 0);
+  const BondLengths bond_length(t);
+  std::vector<std::int32_t> angle_at(t.size(), -1);  // an H-X-H angle at each heavy atom
+  for (std::size_t k = 0; k < t.angles.size(); ++k) {
+    const HarmonicAngle& a = t.angles[k];
+    if (is_hydrogen(t, a.i) && is_hydrogen(t, a.k) && angle_at[a.j] < 0) angle_at[a.j] = static_cast<std::int32_t>(k);
+  }
   if (options.rigid_water) {
     for (const WaterAtoms& w : find_waters(t, molecules)) {
-      const double oh1 = bond_length(t, w.o, w.h1), oh2 = bond_length(t, w.o, w.h2);
-      double hh = bond_length(t, w.h1, w.h2);
+      const double oh1 = bond_length(w.o, w.h1), oh2 = bond_length(w.o, w.h2);
+      double hh = bond_length(w.h1, w.h2);
       if (hh < 0) {
-        for (const HarmonicAngle& a : t.angles)
-          if (a.j == w.o && ((a.i == w.h1 && a.k == w.h2) || (a.i == w.h2 && a.k == w.h1)))
+        if (angle_at[w.o] >= 0) {
+          const HarmonicAngle& a = t.angles[angle_at[w.o]];
+          if ((a.i == w.h1 && a.k == w.h2) || (a.i == w.h2 && a.k == w.h1))
             hh = std::sqrt(oh1 * oh1 + oh2 * oh2 - 2 * oh1 * oh2 * std::cos(a.theta0));
+        }
       }
       if (hh < 0)
         throw Error(fmt::format("{}: water {} {} (atoms {}-{}) has neither an H-H bond nor an H-O-H angle to take its "
@@ -149,7 +90,7 @@ ConstraintSet find_constraints(const Topology& t, const ConstraintOptions& optio
       distances.push_back({key.first, key.second, b.r0});
     }
   }
-  Sets sets(t.size());
+  AtomSets sets(t.size());
   for (const DistanceConstraint& c : distances) sets.join(c.i, c.j);
   // Clusters in the order of their lowest atom, each's constraints in the topology's order.
   std::stable_sort(distances.begin(), distances.end(), [&](const DistanceConstraint& a, const DistanceConstraint& b) {

@@ -140,6 +140,11 @@ struct MolecularForceField {
 // topology's, else the atoms' bounding box grown by 10 A, which only the periodic method uses).
 struct System;
 System molecular_system(const Topology& topology, const Coordinates& coordinates);
+// Each molecule (atoms joined by bonds) made whole around its centre of mass, the centre in the
+// box (as AMBER's iwrap and cpptraj's autoimage): what restart files and trajectories hold, so
+// that OpenMM, VMD and AMBER's tools read unbroken molecules. The engines themselves wrap atoms
+// one by one. `system` must be periodic and made from `topology`.
+void whole_molecules(const Topology& topology, System& system);
 
 // The energy and forces. `box`: the periodic box for cutoff_periodic (every edge at least twice
 // the cutoff: one image per pair); ignored by the other methods. `backend`: reference (every
