@@ -22,6 +22,7 @@
 #include "nbkit/io/lammps_data.hpp"
 #include "nbkit/io/line_log.hpp"
 #include "nbkit/io/md_config.hpp"
+#include "nbkit/io/md_pictures.hpp"
 #include "nbkit/md/simulation.hpp"
 #include "options.hpp"
 
@@ -35,10 +36,11 @@ struct MdArguments {
 };
 
 struct MdPaths {
-  std::string thermo, dcd, data, checkpoint;  // dcd, checkpoint empty: none
+  std::string thermo, picture, dcd, data, checkpoint;  // dcd, checkpoint empty: none
   MdPaths(const std::string& directory, const io::MdConfig& config) {
     const std::filesystem::path d(directory);
     thermo = (d / "thermo.csv").string();
+    picture = (d / "thermo.png").string();
     dcd = config.dcd_every > 0 ? (d / "trajectory.dcd").string() : "";
     data = (d / config.final_data).string();
     checkpoint = config.checkpoint_every > 0 ? (d / "checkpoint.chk").string() : "";
@@ -56,6 +58,7 @@ void check_outputs(const MdArguments& args, const io::MdConfig& config, const Md
   if (!args.restart.empty()) inputs.push_back({args.restart, "--restart"});
   io::check_distinct_files(inputs,
                            {{paths.thermo, "thermo.csv"},
+                            {paths.picture, "thermo.png"},
                             {paths.dcd, "trajectory.dcd"},
                             {paths.data, "[output] data"},
                             {paths.checkpoint, "checkpoint.chk"},
@@ -69,6 +72,7 @@ void check_outputs(const MdArguments& args, const io::MdConfig& config, const Md
     plan.memory(12 * static_cast<std::uint64_t>(atoms), "a trajectory frame");
   }
   plan.disk(paths.thermo, static_cast<std::uint64_t>(config.steps / config.thermo_every + 2) * 96, "the thermo table");
+  plan.disk(paths.picture, 3u << 20, "the thermo picture");
   if (!paths.checkpoint.empty())
     plan.disk(paths.checkpoint, io::checkpoint_file_bytes(static_cast<std::uint64_t>(atoms)), "the checkpoint");
   plan.disk(paths.data, io::lammps_data_file_bytes(config.system.size()),
@@ -99,9 +103,15 @@ md::Simulation make_simulation(io::MdConfig& config, const RunOptions& run) {
 // grow as the run goes, each row and frame on the disk when it is made, so a crash or
 // Ctrl-C keeps everything up to that step.
 // Biomolecular runs add each force term's energy to the table's row (kcal/mol).
+// The thermo rows kept for thermo.png: time, temperature, potential and total energy, and the
+// density (biomolecular runs) or the pressure.
+struct ThermoHistory {
+  std::vector<double> time, temperature, potential, total, last;
+};
+
 md::Reporters reporters(const io::MdConfig& config, md::Simulation& simulation, std::int64_t atoms,
                         const MdPaths& paths, bool terminal, io::LineLog& csv, std::unique_ptr<io::DcdWriter>& dcd,
-                        ProgressBar& bar) {
+                        ProgressBar& bar, ThermoHistory& history) {
   md::Reporters r;
   r.thermo_every = config.thermo_every;
   // Biomolecular rows add the box volume (A^3), the density (g/cm^3) and the rate since the last
@@ -115,7 +125,13 @@ md::Reporters reporters(const io::MdConfig& config, md::Simulation& simulation, 
   };
   auto clock = std::make_shared<Clock>();
   const double timestep = config.timestep;
-  r.thermo = [&csv, &bar, &simulation, terminal, total_mass, clock, timestep](const md::Thermo& t) {
+  r.thermo = [&csv, &bar, &simulation, &history, terminal, total_mass, clock, timestep](const md::Thermo& t) {
+    const bool molecular = simulation.molecular_field() != nullptr;
+    history.time.push_back(static_cast<double>(t.step) * timestep * (molecular ? 1e-3 : 1.0));
+    history.temperature.push_back(t.temperature), history.potential.push_back(t.potential);
+    history.total.push_back(t.total);
+    history.last.push_back(molecular ? total_mass * units::gram_per_mole_per_cubic_angstrom / simulation.state().box.volume()
+                                     : t.pressure);
     std::string terms;
     if (const auto energy = simulation.energy_terms()) {
       const double volume = simulation.state().box.volume();
@@ -251,8 +267,9 @@ int run_md(const MdArguments& args) {
   if (terminal) fmt::print("{:>10} {:>14} {:>14} {:>14} {:>14} {:>14}\n", "Step", "Temp", "PotEng", "KinEng", "TotEng", "Press");
   ProgressBar bar("md", terminal);  // on stderr between the thermo rows (terminals only)
   std::unique_ptr<io::DcdWriter> dcd;
+  ThermoHistory history;
   md::Reporters on_the_way =
-      reporters(config, simulation, static_cast<std::int64_t>(atoms), paths, terminal, csv, dcd, bar);
+      reporters(config, simulation, static_cast<std::int64_t>(atoms), paths, terminal, csv, dcd, bar, history);
   if (!paths.checkpoint.empty()) {
     on_the_way.checkpoint_every = config.checkpoint_every;
     on_the_way.checkpoint = [&simulation, &paths](std::int64_t) {
@@ -265,6 +282,15 @@ int run_md(const MdArguments& args) {
   if (!paths.checkpoint.empty() && simulation.step_count() % config.checkpoint_every != 0)
     io::write_checkpoint(paths.checkpoint, simulation.checkpoint());
   if (dcd) dcd->close();
+  {  // thermo.png: what the table holds, for a look
+    const bool real = system.units == md::Units::real;
+    const std::string energy = real ? " (kcal/mol)" : " (per atom)";
+    io::write_thermo_png(paths.picture, history.time, real ? "time (ps)" : "time (lj units)",
+                         {{real ? "temperature (K)" : "temperature", history.temperature},
+                          {"potential energy" + energy, history.potential},
+                          {"total energy" + energy, history.total},
+                          {simulation.molecular_field() ? "density (g/cm3)" : "pressure", history.last}});
+  }
   if (const md::MolecularForceField* molecular = simulation.molecular_field()) {
     md::System restart = simulation.state();  // molecules whole, as AMBER's iwrap and OpenMM expect
     if (molecular->nonbonded.periodic()) md::whole_molecules(molecular->topology, restart);
@@ -315,7 +341,7 @@ int run_md(const MdArguments& args) {
                               {"iterations", minimized->iterations},
                               {"evaluations", minimized->evaluations},
                               {"seconds", minimized->seconds}};
-  report["outputs"] = {{"thermo", paths.thermo}, {"data", paths.data}};
+  report["outputs"] = {{"thermo", paths.thermo}, {"thermo_picture", paths.picture}, {"data", paths.data}};
   if (dcd) report["outputs"]["trajectory"] = paths.dcd;
   if (!paths.checkpoint.empty()) report["outputs"]["checkpoint"] = paths.checkpoint;
   write_report(args.run.report, report);
@@ -323,7 +349,7 @@ int run_md(const MdArguments& args) {
     fmt::print("nbkit md: {}, {} of {} ({} units), {:.3f} s, {:.3g} atom-steps/s ({}, {} list builds)\n",
                count_of(summary.atoms, "atom"), count_of(steps, "step"), config.timestep, to_string(system.units),
                summary.seconds, summary.atom_steps_per_second(), simulation.description(), simulation.list_builds());
-    fmt::print("  {}{}, {}\n", paths.thermo, dcd ? ", " + paths.dcd : std::string(), paths.data);
+    fmt::print("  {}, {}{}, {}\n", paths.thermo, paths.picture, dcd ? ", " + paths.dcd : std::string(), paths.data);
   }
   return 0;
 }

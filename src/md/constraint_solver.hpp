@@ -1,8 +1,9 @@
 #pragma once
 // Applying a ConstraintSet (nbkit/md/constraints.hpp) on the host: SETTLE for rigid water,
 // SHAKE (positions) and RATTLE (velocities) iterated per cluster for the other distances. Each
-// water and each cluster is independent, so they are spread over threads and the result does
-// not depend on the thread count. Atoms are wrapped into the box one by one, so every bond
+// water and each cluster is independent, so they are spread over threads and the positions and
+// velocities do not depend on the thread count (the virial, a reported sum, is reduced in the
+// threads' order). Atoms are wrapped into the box one by one, so every bond
 // vector is taken as the minimum image. Internal; the molecular engine calls it every step.
 #include <cstdint>
 #include <optional>

@@ -111,36 +111,8 @@ class MolecularEngine final : public Engine {
     const Forces forces_before = forces_;
     const EnergyTerms terms_before = terms_;
     const std::array<double, 3> factor = barostat.propose(system_.box);
-    const PeriodicBox& b = box_before;
-    std::vector<double>* coordinate[3] = {&system_.x, &system_.y, &system_.z};
-    const std::int64_t molecules = static_cast<std::int64_t>(molecules_.size());
-#pragma omp parallel for num_threads(threads_) if (molecules > 4096)
-    for (std::int64_t m = 0; m < molecules; ++m) {
-      const std::int32_t first = molecules_.first[m], last = molecules_.first[m + 1];
-      for (int a = 0; a < 3; ++a) {
-        std::vector<double>& c = *coordinate[a];
-        // The centre of mass of the molecule's nearest images to its first atom.
-        const double anchor = c[molecules_.atoms[first]], length = b.length(a);
-        double weighted = 0, total = 0;
-        for (std::int32_t p = first; p < last; ++p) {
-          const std::int32_t i = molecules_.atoms[p];
-          const double d = c[i] - anchor;
-          weighted += system_.atom_mass[i] * (d - length * std::nearbyint(d / length));
-          total += system_.atom_mass[i];
-        }
-        // Each atom placed by its nearest image to the centre around the scaled centre: atoms
-        // wrapped on the far side of the box keep their bonds (a whole old box length away
-        // would no longer be a whole new one).
-        const double centre = anchor + weighted / total;
-        const double moved = b.lo[a] + (centre - b.lo[a]) * factor[a];
-        for (std::int32_t p = first; p < last; ++p) {
-          double& v = c[molecules_.atoms[p]];
-          const double d = v - centre;
-          v = moved + (d - length * std::nearbyint(d / length));
-        }
-      }
-    }
-    for (int a = 0; a < 3; ++a) system_.box.hi[a] = b.lo[a] + factor[a] * b.length(a);
+    place_molecules(molecules_, system_, box_before, factor, false);
+    for (int a = 0; a < 3; ++a) system_.box.hi[a] = box_before.lo[a] + factor[a] * box_before.length(a);
     wrap_and_evaluate();
     if (barostat.accept(energy_before, forces_.potential, volume_before, system_.box.volume())) return true;
     system_.x.swap(saved_x_), system_.y.swap(saved_y_), system_.z.swap(saved_z_);

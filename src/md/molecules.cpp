@@ -53,15 +53,16 @@ std::vector<WaterAtoms> find_waters(const Topology& t, const Molecules& m) {
   return waters;
 }
 
-void whole_molecules(const Topology& topology, System& s) {
-  const Molecules m = find_molecules(topology);
+void place_molecules(const Molecules& m, System& s, const PeriodicBox& box, std::array<double, 3> factor,
+                     bool centre_in_box) {
   std::vector<double>* coordinate[3] = {&s.x, &s.y, &s.z};
   const auto molecules = static_cast<std::int64_t>(m.size());
 #pragma omp parallel for if (molecules > 4096)
   for (std::int64_t k = 0; k < molecules; ++k)
     for (int a = 0; a < 3; ++a) {
       std::vector<double>& c = *coordinate[a];
-      const double lo = s.box.lo[a], length = s.box.length(a);
+      const double lo = box.lo[a], length = box.length(a);
+      // The centre of mass of the molecule's nearest images to its first atom.
       const double anchor = c[m.atoms[m.first[k]]];
       double weighted = 0, total = 0;
       for (std::int32_t p = m.first[k]; p < m.first[k + 1]; ++p) {
@@ -70,13 +71,20 @@ void whole_molecules(const Topology& topology, System& s) {
         total += s.atom_mass[m.atoms[p]];
       }
       const double centre = anchor + weighted / total;
-      const double inside = lo + (centre - lo) - length * std::floor((centre - lo) / length);
+      double moved = lo + (centre - lo) * factor[a];
+      if (centre_in_box) moved -= length * factor[a] * std::floor((moved - lo) / (length * factor[a]));
+      // Each atom at its nearest image to the centre, around the new centre: an atom wrapped to the
+      // far face is a whole old box length away, which a scaled box would no longer make whole.
       for (std::int32_t p = m.first[k]; p < m.first[k + 1]; ++p) {
         double& v = c[m.atoms[p]];
         const double d = v - centre;
-        v = inside + (d - length * std::nearbyint(d / length));
+        v = moved + (d - length * std::nearbyint(d / length));
       }
     }
+}
+
+void whole_molecules(const Topology& topology, System& s) {
+  place_molecules(find_molecules(topology), s, s.box, {1, 1, 1}, true);
 }
 
 }  // namespace nbkit::md

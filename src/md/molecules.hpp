@@ -2,11 +2,13 @@
 // The molecules of a topology: sets of atoms joined by bonds (OpenMM's "molecules", which its
 // barostat scales as wholes and its rigid water recognises). Internal.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <numeric>
 #include <unordered_map>
 #include <vector>
 
+#include "nbkit/core/box.hpp"
 #include "nbkit/md/topology.hpp"
 
 namespace nbkit::md {
@@ -32,6 +34,14 @@ struct Molecules {
   std::size_t size() const { return first.empty() ? 0 : first.size() - 1; }
 };
 Molecules find_molecules(const Topology& topology);
+
+// Each molecule's centre of mass (of its atoms' nearest images) moved to lo + (centre - lo) x
+// factor along each axis of `box` (then into the scaled box when `centre_in_box`), its atoms
+// placed as their nearest images around it: the barostat's scaling (factor != 1) and
+// whole_molecules (factor 1, centre in the box). `system`'s atom_mass weighs the centres.
+struct System;
+void place_molecules(const Molecules& molecules, System& system, const PeriodicBox& box, std::array<double, 3> factor,
+                     bool centre_in_box);
 
 // A water: a three-atom molecule of one heavy atom bonded to two hydrogens (md::is_hydrogen).
 struct WaterAtoms {

@@ -74,6 +74,9 @@ void Simulation::check_integrator() const {
     if (!(m->friction >= 0) || !std::isfinite(m->friction))
       throw Error(fmt::format("Langevin middle: the friction must not be negative, got {}", m->friction));
   }
+  if (integrator_.barostat && integrator_.langevin)
+    throw Error("the barostat runs with the Langevin-middle integrator or NVE, not LAMMPS's Langevin (whose forces "
+                "a volume move's evaluation would drop)");
   if (!molecular_ && (integrator_.langevin_middle || integrator_.constraints.any() || integrator_.barostat))
     throw Error("constraints, the Langevin-middle integrator and the barostat are for biomolecular runs");
 }

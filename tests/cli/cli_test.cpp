@@ -699,6 +699,7 @@ TEST(Cli, EnergyAndMdOfAMolecularDataFile) {
   EXPECT_EQ(line, "step,temperature,potential,kinetic,total,pressure,volume,density,ns_per_day,bond,angle,urey_bradley,"
                   "dihedral,improper,cmap,"
                   "lennard_jones,coulomb,lennard_jones_14,coulomb_14,coulomb_reciprocal,dispersion_correction");
+  EXPECT_GT(std::filesystem::file_size(dir.file("out/thermo.png")), 1000u);  // the thermo picture
   const nbkit::md::Coordinates restart = nbkit::io::read_inpcrd(dir.file("out/final.rst7"), 5);
   EXPECT_EQ(restart.velocities.size(), 5u);
   ASSERT_TRUE(restart.box);

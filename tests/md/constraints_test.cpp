@@ -359,7 +359,7 @@ TEST(Constraints, NptTip3pWaterHasItsDensity) {
   // TIP3P with PME and the dispersion correction at 300 K and 1 bar: 0.980-0.986 g/cm^3 in the
   // literature (Jorgensen et al. 1983, 0.982 at 298 K; Vega and Abascal 2011, 0.980-0.985 at
   // 300 K), 0.983 taken as the model's with 0.005 for that spread, plus 3 of this run's block
-  // standard errors (measured 0.981 +- 0.006 over 15 ps; a barostat that bends molecules
+  // standard errors (measured 0.984 +- 0.007 over 12 ps; a barostat that bends molecules
   // across the box's faces gave 0.890).
   EXPECT_NEAR(mean, 0.983, 0.005 + 3 * error);
   EXPECT_GT(tally->accepted[0], tally->attempted[0] / 5);
