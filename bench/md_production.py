@@ -11,8 +11,9 @@ FKBP12 in TIP3P, 30,683 atoms). Three runs, each minimised first:
            of freedom (kT units);
   npt-4fs  nvt-4fs with the Monte Carlo barostat at 1 bar every 25 steps: the density.
 Prints ns/day and atom-steps/s per run beside OpenMM 8.4's published H100 figure for DHFR
-(23,558 atoms, 1,704.5 ns/day; the nearest size), the largest constraint deviation, the drift and
-the density.
+(23,558 atoms, 1,704.5 ns/day; the nearest size), the phases of a step (`nbkit md --time-phases`:
+integration, constraints, forces with the GPU's upload, bonded, list, pairs, mesh, sums, download,
+and the barostat), the largest constraint deviation, the drift and the density.
 """
 import argparse
 import json
@@ -34,7 +35,8 @@ def run(nbkit, system, name, body, steps, backend, tmp):
                 f'[run]\nsteps = {steps}\nthermo = {max(steps // 20, 1)}\n')
         f.write(run.tail[name])
     out, report = os.path.join(tmp, name), os.path.join(tmp, name + ".json")
-    done = subprocess.run([nbkit, "md", toml, "-q", "-o", out, "--backend", backend, "--report", report],
+    done = subprocess.run([nbkit, "md", toml, "-q", "-o", out, "--backend", backend, "--report", report,
+                           "--time-phases"],
                           capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"{name}: nbkit md failed\n{done.stdout}{done.stderr}")
@@ -81,6 +83,7 @@ def main():
                 dens = [float(row[7]) for row in rows[len(rows) // 2:]]
                 r["mean_density_second_half"] = sum(dens) / len(dens)
                 r["barostat"] = report["barostat"]
+            r["phases_ms_per_step"] = report.get("phases_ms_per_step", {})
             results[name] = r
             extra = ""
             if "drift_kT_per_dof_per_ns" in r:
@@ -90,6 +93,9 @@ def main():
             print(f"{name}: {atoms} atoms, {ns_day:.1f} ns/day, {rate:.3g} atom-steps/s, "
                   f"T {r['mean_temperature_second_half']:.1f} K, largest constraint deviation "
                   f"{r['largest_constraint_deviation']:.2g}{extra}")
+            ph = r["phases_ms_per_step"]
+            if ph:
+                print("    ms/step: " + ", ".join(f"{k} {v:.3f}" for k, v in ph.items() if k not in ("steps", "evaluations")))
     nvt = results["nvt-4fs"]["ns_per_day"]
     print(f"OpenMM 8.4 published (H100, DHFR 23,558 atoms, same settings): {OPENMM_H100_DHFR_NS_PER_DAY} ns/day; "
           f"nbkit nvt-4fs at {results['nvt-4fs']['atoms']} atoms: {nvt:.1f} ns/day, ratio "

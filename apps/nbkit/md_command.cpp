@@ -32,6 +32,7 @@ namespace {
 
 struct MdArguments {
   std::string config, output, restart;
+  bool time_phases = false;
   RunOptions run;
 };
 
@@ -80,13 +81,14 @@ void check_outputs(const MdArguments& args, const io::MdConfig& config, const Md
   plan.check();
 }
 
-md::Simulation make_simulation(io::MdConfig& config, const RunOptions& run) {
+md::Simulation make_simulation(io::MdConfig& config, const RunOptions& run, bool time_phases) {
   md::SimulationOptions options;
   options.backend = run.backend_requested();
   options.precision = run.precision_given();
   options.threads = threads_option(run.threads, run.quiet);
   options.gpus = run.gpu_list();
   options.skin = config.skin;
+  options.time_phases = time_phases;
   md::Integrator integrator;
   integrator.timestep = config.timestep;
   if (config.langevin)
@@ -199,7 +201,8 @@ int run_md(const MdArguments& args) {
            "LAMMPS's lj/charmm/coul/charmm switches the force alone, which does not conserve energy. For dynamics "
            "cutoff_style openmm (a reaction field) is the sound choice",
            args.run.quiet);
-  md::Simulation simulation = make_simulation(config, args.run);
+  if (args.time_phases && !config.molecular) throw Error("--time-phases times biomolecular runs");
+  md::Simulation simulation = make_simulation(config, args.run, args.time_phases);
   notice(simulation.notice(), args.run.quiet);
   if (!args.restart.empty()) {  // go on from a checkpoint: its atoms, box, forces, step, thermostat stream
     if (config.minimize)
@@ -309,6 +312,21 @@ int run_md(const MdArguments& args) {
   report["rates"] = {{"atom_steps_per_second", summary.atom_steps_per_second()}};
   if (simulation.molecular_field() && summary.seconds > 0)
     report["rates"]["ns_per_day"] = static_cast<double>(steps) * config.timestep * 1e-6 / summary.seconds * 86400.0;
+  if (const auto p = simulation.step_phases(); p && p->steps > 0) {
+    const double per = 1e3 / static_cast<double>(p->steps);  // ms per step
+    report["phases_ms_per_step"] = {{"steps", p->steps},       {"evaluations", p->evaluations},
+                                    {"integrate", p->integrate * per}, {"constraints", p->constraints * per},
+                                    {"forces", p->forces * per},       {"barostat", p->barostat * per},
+                                    {"gpu_upload", p->upload * per},   {"gpu_bonded", p->bonded * per},
+                                    {"gpu_list", p->list * per},       {"gpu_pairs", p->pairs * per},
+                                    {"gpu_mesh", p->mesh * per},       {"gpu_finish", p->finish * per},
+                                    {"gpu_download", p->download * per}};
+    if (!args.run.quiet)
+      fmt::print("phases, ms per step: integrate {:.3f}, constraints {:.3f}, forces {:.3f} (GPU: upload {:.3f}, bonded "
+                 "{:.3f}, list {:.3f}, pairs {:.3f}, mesh {:.3f}, sums {:.3f}, download {:.3f}), barostat {:.3f}\n",
+                 p->integrate * per, p->constraints * per, p->forces * per, p->upload * per, p->bonded * per,
+                 p->list * per, p->pairs * per, p->mesh * per, p->finish * per, p->download * per, p->barostat * per);
+  }
   if (simulation.constraint_count() > 0)
     report["constraints"] = {{"bonds", md::to_string(config.constraints.bonds)},
                              {"rigid_water", config.constraints.rigid_water},
@@ -370,6 +388,9 @@ Action setup_md(CLI::App& app) {
                  "go on from a checkpoint.chk that [output] checkpoint_every wrote (biomolecular runs): its atoms, "
                  "velocities, box, forces, step and thermostat stream, bit for bit; the TOML's steps more steps")
       ->check(CLI::ExistingFile);
+  app.add_flag("--time-phases", args->time_phases,
+               "biomolecular runs: time the step's phases (integration, constraints, forces and the GPU's share, "
+               "barostat) and print them and put them in the report");
   add_run_options(app, args->run,
                   {"auto (the GPU when usable: for Lennard-Jones when the box is longer than twice cutoff + skin, for "
                    "biomolecular systems when periodic; else the CPU), cuda, cpu or reference (every periodic image, "

@@ -54,6 +54,9 @@ class Engine {
   virtual std::int64_t constraint_count() const { return 0; }
   virtual double largest_constraint_deviation() const { return 0; }
   virtual void apply_constraints() {}
+  // Phase timing (biomolecular engines; SimulationOptions::time_phases).
+  virtual void time_phases() {}
+  virtual std::optional<StepPhases> step_phases() const { return std::nullopt; }
   // One Monte Carlo volume move (biomolecular engines); true when kept.
   virtual bool barostat_move(MonteCarloBarostat&) { throw Error("a barostat is for biomolecular runs"); }
 };

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <chrono>
 #include <cmath>
 
 #include "md/barostat.hpp"
@@ -54,17 +55,32 @@ class MolecularEngine final : public Engine {
     evaluate();
   }
   void step(double dt, bool, Langevin* thermostat) override {
+    if (phases_) {
+      if (phases_->steps == 0) phases_ = StepPhases{};  // from the first step: not the minimiser's evaluations
+      ++phases_->steps;
+    }
     if (middle_) return langevin_middle_step(dt);
+    lap();
     half_kick(system_, forces_, dt, threads_);
     if (constraints_) reference_ = {system_.x, system_.y, system_.z};
     drift(system_, dt, threads_);
+    lap(&StepPhases::integrate);
     // RATTLE's first half: the positions onto the constraints, the velocities given the same move.
     const double position_virial = constrain_positions(dt);
+    lap(&StepPhases::constraints);
     wrap_and_evaluate();
+    lap(&StepPhases::forces);
     if (thermostat) thermostat->apply(system_, forces_, dt);
     half_kick(system_, forces_, dt, threads_);
+    lap(&StepPhases::integrate);
     forces_.virial += position_virial + constrain_velocities(dt);
+    lap(&StepPhases::constraints);
   }
+  void time_phases() override {
+    phases_ = StepPhases{};
+    if (gpu_) gpu_->time_phases();
+  }
+  std::optional<StepPhases> step_phases() const override { return phases_; }
   void apply_thermostat(Langevin& thermostat, double dt) override { thermostat.apply(system_, forces_, dt); }
   Thermo thermo(std::int64_t step) const override {
     return md::thermo(system_, forces_, step, constraints_ ? constraints_->count() : 0);
@@ -104,6 +120,7 @@ class MolecularEngine final : public Engine {
   // low corner, the energy evaluated there, and the old state put back unless the move is kept.
   bool barostat_move(MonteCarloBarostat& barostat) override {
     if (!periodic_) throw Error("a barostat needs a periodic box");
+    lap();
     if (molecules_.first.empty()) molecules_ = find_molecules(field_.topology);
     const double energy_before = forces_.potential, volume_before = system_.box.volume();
     const PeriodicBox box_before = system_.box;
@@ -113,12 +130,15 @@ class MolecularEngine final : public Engine {
     const std::array<double, 3> factor = barostat.propose(system_.box);
     place_molecules(molecules_, system_, box_before, factor, false);
     for (int a = 0; a < 3; ++a) system_.box.hi[a] = box_before.lo[a] + factor[a] * box_before.length(a);
+    lap(&StepPhases::barostat);
     wrap_and_evaluate();
+    lap(&StepPhases::forces);
     if (barostat.accept(energy_before, forces_.potential, volume_before, system_.box.volume())) return true;
     system_.x.swap(saved_x_), system_.y.swap(saved_y_), system_.z.swap(saved_z_);
     system_.box = box_before;
     forces_ = forces_before;
     terms_ = terms_before;
+    lap(&StepPhases::barostat);
     return false;
   }
 
@@ -126,6 +146,7 @@ class MolecularEngine final : public Engine {
   // The Langevin-middle step (Integrator::LangevinMiddleSettings): kick, half drift, the
   // Ornstein-Uhlenbeck velocity update, half drift, constraints, forces.
   void langevin_middle_step(double dt) {
+    lap();
     const UnitConstants u = unit_constants(system_.units);
     const double kick = dt * u.force_to_acceleration;
     const std::int64_t n = static_cast<std::int64_t>(system_.size());
@@ -134,7 +155,9 @@ class MolecularEngine final : public Engine {
       const double scale = kick / system_.mass(i);
       system_.vx[i] += scale * forces_.fx[i], system_.vy[i] += scale * forces_.fy[i], system_.vz[i] += scale * forces_.fz[i];
     }
+    lap(&StepPhases::integrate);
     const double velocity_virial = constrain_velocities(dt);
+    lap(&StepPhases::constraints);
     if (constraints_) reference_ = {system_.x, system_.y, system_.z};
     const double a = std::exp(-middle_->friction * dt), b = std::sqrt(1 - a * a);
     const double kt = u.boltzmann * middle_->temperature / u.mv2_to_energy;  // k T / m in velocity^2 x mass
@@ -153,9 +176,19 @@ class MolecularEngine final : public Engine {
         *x[k] += half * *v[k];
       }
     }
+    lap(&StepPhases::integrate);
     const double position_virial = constrain_positions(dt);
+    lap(&StepPhases::constraints);
     wrap_and_evaluate();
+    lap(&StepPhases::forces);
     forces_.virial += position_virial + velocity_virial;
+  }
+  // Phase timing: the time since the last lap added to `phase` (none: only the clock reset).
+  void lap(double StepPhases::*phase = nullptr) {
+    if (!phases_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (phase) phases_.value().*phase += std::chrono::duration<double>(now - lap_).count();
+    lap_ = now;
   }
   // SHAKE/SETTLE of the positions against reference_ (the step's start), the velocities given
   // the same correction over dt; the constraint forces' virial (energy) returned.
@@ -201,6 +234,14 @@ class MolecularEngine final : public Engine {
   void evaluate() {
     copy_positions();
     const MolecularForces result = gpu_ ? checked(gpu_->evaluate(positions_, box())) : cpu_->evaluate(positions_, box());
+    if (phases_) {
+      ++phases_->evaluations;
+      if (gpu_) {
+        const MolecularGpuForces::Phases g = gpu_->phase_seconds();
+        phases_->upload += g.upload, phases_->bonded += g.bonded, phases_->list += g.list, phases_->pairs += g.pairs;
+        phases_->mesh += g.mesh, phases_->finish += g.finish, phases_->download += g.download;
+      }
+    }
     forces_.resize(system_.size());
     for (std::size_t i = 0; i < system_.size(); ++i)
       forces_.fx[i] = result.force[i].x, forces_.fy[i] = result.force[i].y, forces_.fz[i] = result.force[i].z;
@@ -220,6 +261,8 @@ class MolecularEngine final : public Engine {
   std::unique_ptr<MolecularGpuForces> gpu_;
   std::unique_ptr<MolecularCpuForces> cpu_;
   std::optional<Integrator::LangevinMiddleSettings> middle_;
+  std::optional<StepPhases> phases_;
+  std::chrono::steady_clock::time_point lap_;
   std::uint64_t noise_calls_ = 0;
   std::unique_ptr<ConstraintSolver> constraints_;
   std::array<std::vector<double>, 3> reference_, unconstrained_;  // a step's start, its unconstrained move

@@ -133,6 +133,7 @@ Simulation::Simulation(System system, MolecularForceField field, Integrator inte
   dynamics.langevin_middle = integrator_.langevin_middle;
   engine_ = make_molecular_engine(system_, *molecular_, backend_, threads, gpu, options.skin, single,
                                   std::move(dynamics));
+  if (options.time_phases) engine_->time_phases();
   if (integrator_.barostat) {
     if (!periodic) throw Error("a barostat needs a periodic box (cutoff-periodic, PME or MSM)");
     barostat_ = std::make_unique<MonteCarloBarostat>(
@@ -217,6 +218,7 @@ const System& Simulation::state() {
 Thermo Simulation::thermo() const { return engine_->thermo(step_); }
 std::int64_t Simulation::constraint_count() const { return engine_->constraint_count(); }
 double Simulation::largest_constraint_deviation() const { return engine_->largest_constraint_deviation(); }
+std::optional<StepPhases> Simulation::step_phases() const { return engine_->step_phases(); }
 std::optional<BarostatTally> Simulation::barostat_tally() const {
   if (!barostat_) return std::nullopt;
   BarostatTally t;

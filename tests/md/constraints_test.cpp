@@ -397,6 +397,29 @@ TEST(Constraints, BarostatGivesTheIdealGasVolume) {
   EXPECT_NEAR(sum / samples, expected, 0.05 * expected);
 }
 
+// --time-phases: the step's phases counted from the first step (not the minimiser's evaluations).
+TEST(Constraints, PhasesAreTimedWhenAsked) {
+  WaterBox w = water_box(4, 300);
+  SimulationOptions options = cpu();
+  Simulation plain(w.system, w.field(), rigid(2.0), options);
+  plain.run(2);
+  EXPECT_FALSE(plain.step_phases());
+  options.time_phases = true;
+  Integrator integrator = rigid(2.0);
+  integrator.langevin_middle = Integrator::LangevinMiddleSettings{300, 1e-3, 4};
+  Simulation timed(w.system, w.field(), integrator, options);
+  timed.minimize(MinimizeOptions{5.0, 20, {}});
+  timed.run(20);
+  const auto p = timed.step_phases();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->steps, 20);
+  EXPECT_EQ(p->evaluations, 20);
+  EXPECT_GT(p->forces, 0);
+  EXPECT_GT(p->constraints, 0);
+  EXPECT_GT(p->integrate, 0);
+  EXPECT_EQ(p->barostat, 0);
+}
+
 TEST(Constraints, RefusesWhatItCannotRun) {
   WaterBox w = water_box(4, 300);
   Integrator both = rigid(2.0);

@@ -77,6 +77,21 @@ struct SimulationOptions {
   int threads = 0;        // CPU threads (0: all; nbkit::resolve_threads)
   std::vector<int> gpus;  // the GPU to run on (empty: the first); MD runs on one GPU
   double skin = 0.3;      // the neighbour list's skin (units' length)
+  // Biomolecular runs: time the step's phases (Simulation::step_phases; on the GPU with events,
+  // which cost a little).
+  bool time_phases = false;
+};
+
+// Where a biomolecular run's time went (SimulationOptions::time_phases), seconds summed over the
+// steps: the host's integration (kicks, drifts, the Langevin update), constraints (SHAKE, SETTLE,
+// RATTLE), force evaluations (wall time, each step's and the barostat's) and barostat moves
+// (their scaling and bookkeeping beyond the evaluation); on the GPU, the device's share of the
+// evaluations by CUDA events (uploading positions, bonded terms, the pair list's builds, the
+// pairs, PME's mesh, the sums, downloading forces).
+struct StepPhases {
+  std::int64_t steps = 0, evaluations = 0;
+  double integrate = 0, constraints = 0, forces = 0, barostat = 0;
+  double upload = 0, bonded = 0, list = 0, pairs = 0, mesh = 0, finish = 0, download = 0;
 };
 
 // Energy minimisation before dynamics (biomolecular systems): L-BFGS (Liu and Nocedal, Math.
@@ -194,6 +209,7 @@ class Simulation {
   std::int64_t constraint_count() const;
   double largest_constraint_deviation() const;
   std::optional<BarostatTally> barostat_tally() const;
+  std::optional<StepPhases> step_phases() const;  // with SimulationOptions::time_phases
   std::int64_t list_builds() const;
   Backend backend() const { return backend_; }
   // "CPU, 16 threads, float64" / "GPU: NVIDIA H100 80GB HBM3, float32" / "reference, float64"
