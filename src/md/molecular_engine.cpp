@@ -128,6 +128,14 @@ class MolecularEngine final : public Engine {
     const Forces forces_before = forces_;
     const EnergyTerms terms_before = terms_;
     const std::array<double, 3> factor = barostat.propose(system_.box);
+    // A box shorter than twice the cutoff along an edge is one the engines cannot sum: such a
+    // move is refused outright (its energy taken as infinite), counted as tried.
+    for (int a = 0; a < 3; ++a)
+      if (!(factor[a] * box_before.length(a) >= 2 * field_.nonbonded.cutoff)) {
+        barostat.accept(energy_before, INFINITY, volume_before, volume_before);
+        lap(&StepPhases::barostat);
+        return false;
+      }
     place_molecules(molecules_, system_, box_before, factor, false);
     for (int a = 0; a < 3; ++a) system_.box.hi[a] = box_before.lo[a] + factor[a] * box_before.length(a);
     lap(&StepPhases::barostat);
