@@ -39,6 +39,42 @@ Vec3 at(ConstAtomArrays p, std::int32_t i) { return {p.x[i], p.y[i], p.z[i]}; }
 Vec3 at(AtomArrays p, std::int32_t i) { return {p.x[i], p.y[i], p.z[i]}; }
 void add(AtomArrays p, std::int32_t i, Vec3 d) { p.x[i] += d.x, p.y[i] += d.y, p.z[i] += d.z; }
 
+// What one constraint's correction did in a sweep.
+enum class Correction { within, corrected, impossible };
+
+// Gauss-Seidel over each cluster of `set` (clusters spread over threads) until a sweep finds every
+// constraint within tolerance: `correct(constraint, virial)` corrects one constraint when it must.
+// Returns the virial's sum; throws naming `method` and the cluster that did not converge.
+template <class Correct>
+double sweep_clusters(const ConstraintSet& set, int threads, const char* method, Correct&& correct) {
+  const auto clusters = static_cast<std::int64_t>(set.clusters());
+  double virial = 0;
+  std::int64_t failed_at = -1;
+#pragma omp parallel for num_threads(threads) reduction(+ : virial) if (clusters > 2048)
+  for (std::int64_t c = 0; c < clusters; ++c) {
+    bool converged = false, possible = true;
+    for (int iteration = 0; iteration < kMaxIterations && !converged && possible; ++iteration) {
+      converged = true;
+      for (std::int32_t k = set.cluster_first[c]; k < set.cluster_first[c + 1] && possible; ++k) {
+        const Correction done = correct(set.distances[k], virial);
+        converged = converged && done == Correction::within;
+        possible = done != Correction::impossible;
+      }
+    }
+    if (!converged) {
+#pragma omp critical
+      failed_at = std::max(failed_at, c);
+    }
+  }
+  if (failed_at >= 0) {
+    const DistanceConstraint& d = set.distances[set.cluster_first[failed_at]];
+    throw Error(fmt::format("{} did not converge to tolerance {} in {} iterations for the constraints around atoms "
+                            "{}-{}: a time step too long, or atoms overlapping",
+                            method, set.tolerance, kMaxIterations, d.i + 1, d.j + 1));
+  }
+  return virial;
+}
+
 }  // namespace
 
 ConstraintSolver::ConstraintSolver(ConstraintSet set, const std::vector<double>& mass, int threads)
@@ -51,7 +87,6 @@ double ConstraintSolver::constrain_positions(ConstAtomArrays reference, AtomArra
                                              const std::optional<PeriodicBox>& box) const {
   const Images image{box};
   const auto waters = static_cast<std::int64_t>(set_.waters.size());
-  const auto clusters = static_cast<std::int64_t>(set_.clusters());
   double virial = 0;
   bool failed = false;
   std::int64_t failed_at = -1;
@@ -110,43 +145,21 @@ double ConstraintSolver::constrain_positions(ConstAtomArrays reference, AtomArra
                             "step too long, or atoms overlapping)",
                             failed_at + 1, set_.waters[failed_at].o + 1, set_.waters[failed_at].h1 + 1,
                             set_.waters[failed_at].h2 + 1));
-  // SHAKE, Gauss-Seidel over each cluster's constraints until every one is within tolerance.
+  // SHAKE: each constraint off by more than the tolerance moved along its reference vector.
   const double tolerance2 = 2 * set_.tolerance;
-#pragma omp parallel for num_threads(threads_) reduction(+ : virial) if (clusters > 2048)
-  for (std::int64_t c = 0; c < clusters; ++c) {
-    const std::int32_t first = set_.cluster_first[c], last = set_.cluster_first[c + 1];
-    bool converged = false;
-    for (int iteration = 0; iteration < kMaxIterations && !converged; ++iteration) {
-      converged = true;
-      for (std::int32_t k = first; k < last; ++k) {
-        const DistanceConstraint& d = set_.distances[k];
-        const Vec3 r = image(at(x, d.i) - at(x, d.j));
-        const double d2 = d.d * d.d, difference = d2 - dot(r, r);
-        if (std::abs(difference) <= tolerance2 * d2) continue;
-        converged = false;
-        const Vec3 r0 = image(at(reference, d.i) - at(reference, d.j));
-        const double wi = inverse_mass_[d.i], wj = inverse_mass_[d.j];
-        const double denominator = 2 * (wi + wj) * dot(r0, r);
-        if (!(denominator > 1e-6 * d2 * (wi + wj))) {  // the bond turned by ~90 degrees in one step
-          converged = false, iteration = kMaxIterations;
-          break;
-        }
-        const double g = difference / denominator;
-        add(x, d.i, (g * wi) * r0), add(x, d.j, (-g * wj) * r0);
-        virial += g * dot(r0, r0);
-      }
-    }
-    if (!converged) {
-#pragma omp critical
-      failed = true, failed_at = c;
-    }
-  }
-  if (failed) {
-    const DistanceConstraint& d = set_.distances[set_.cluster_first[failed_at]];
-    throw Error(fmt::format("SHAKE did not converge to tolerance {} in {} iterations for the constraints around atoms "
-                            "{}-{}: a time step too long, or atoms overlapping",
-                            set_.tolerance, kMaxIterations, d.i + 1, d.j + 1));
-  }
+  virial += sweep_clusters(set_, threads_, "SHAKE", [&](const DistanceConstraint& d, double& sum) {
+    const Vec3 r = image(at(x, d.i) - at(x, d.j));
+    const double d2 = d.d * d.d, difference = d2 - dot(r, r);
+    if (std::abs(difference) <= tolerance2 * d2) return Correction::within;
+    const Vec3 r0 = image(at(reference, d.i) - at(reference, d.j));
+    const double wi = inverse_mass_[d.i], wj = inverse_mass_[d.j];
+    const double denominator = 2 * (wi + wj) * dot(r0, r);
+    if (!(denominator > 1e-6 * d2 * (wi + wj))) return Correction::impossible;  // turned ~90 degrees in a step
+    const double g = difference / denominator;
+    add(x, d.i, (g * wi) * r0), add(x, d.j, (-g * wj) * r0);
+    sum += g * dot(r0, r0);
+    return Correction::corrected;
+  });
   return virial;
 }
 
@@ -154,7 +167,6 @@ double ConstraintSolver::constrain_velocities(ConstAtomArrays x, AtomArrays v, c
                                               double dt) const {
   const Images image{box};
   const auto waters = static_cast<std::int64_t>(set_.waters.size());
-  const auto clusters = static_cast<std::int64_t>(set_.clusters());
   double virial = 0;
   // A water's three constraints at once: the impulses tau along its bonds (unit vectors e_oh1,
   // e_oh2, e_hh) that leave no relative velocity along any of them, a 3 x 3 linear system
@@ -188,38 +200,18 @@ double ConstraintSolver::constrain_velocities(ConstAtomArrays x, AtomArrays v, c
     add(v, c, (-tau[1] * wc) * eac + (-tau[2] * wc) * ebc);
     virial += tau[0] * norm(rab) + tau[1] * norm(rac) + tau[2] * norm(rbc);
   }
-  // RATTLE's velocity half, Gauss-Seidel per cluster: converged when no constraint's length
-  // would change by more than the tolerance (relative) over a step dt.
-  bool failed = false;
-  std::int64_t failed_at = -1;
-#pragma omp parallel for num_threads(threads_) reduction(+ : virial) if (clusters > 2048)
-  for (std::int64_t c = 0; c < clusters; ++c) {
-    const std::int32_t first = set_.cluster_first[c], last = set_.cluster_first[c + 1];
-    bool converged = false;
-    for (int iteration = 0; iteration < kMaxIterations && !converged; ++iteration) {
-      converged = true;
-      for (std::int32_t k = first; k < last; ++k) {
-        const DistanceConstraint& d = set_.distances[k];
-        const Vec3 r = image(at(x, d.i) - at(x, d.j));
-        const double rv = dot(r, at(v, d.i) - at(v, d.j));
-        if (std::abs(rv) * dt <= set_.tolerance * d.d * d.d) continue;
-        converged = false;
-        const double wi = inverse_mass_[d.i], wj = inverse_mass_[d.j];
-        const double k_impulse = -rv / ((wi + wj) * dot(r, r));
-        add(v, d.i, (k_impulse * wi) * r), add(v, d.j, (-k_impulse * wj) * r);
-        virial += k_impulse * dot(r, r);
-      }
-    }
-    if (!converged) {
-#pragma omp critical
-      failed = true, failed_at = c;
-    }
-  }
-  if (failed) {
-    const DistanceConstraint& d = set_.distances[set_.cluster_first[failed_at]];
-    throw Error(fmt::format("RATTLE did not converge in {} iterations for the constraints around atoms {}-{}",
-                            kMaxIterations, d.i + 1, d.j + 1));
-  }
+  // RATTLE's velocity half: converged when no constraint's length would change by more than the
+  // tolerance (relative) over a step dt.
+  virial += sweep_clusters(set_, threads_, "RATTLE", [&](const DistanceConstraint& d, double& sum) {
+    const Vec3 r = image(at(x, d.i) - at(x, d.j));
+    const double rv = dot(r, at(v, d.i) - at(v, d.j));
+    if (std::abs(rv) * dt <= set_.tolerance * d.d * d.d) return Correction::within;
+    const double wi = inverse_mass_[d.i], wj = inverse_mass_[d.j];
+    const double impulse = -rv / ((wi + wj) * dot(r, r));
+    add(v, d.i, (impulse * wi) * r), add(v, d.j, (-impulse * wj) * r);
+    sum += impulse * dot(r, r);
+    return Correction::corrected;
+  });
   return virial;
 }
 
