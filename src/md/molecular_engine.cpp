@@ -1,9 +1,12 @@
-// The engine of biomolecular systems behind md::Simulation: velocity Verlet with each atom's own
-// mass around the energy and forces of MolecularCpuForces (the float64 reference, or the CPU's
-// cell list with a skin, rebuilt when an atom has moved half of it) or MolecularGpuForces (one
-// GPU, a pair list with the same skin: the topology stays on the device, positions go up and
-// forces come back each step; the whole step on the GPU is issue 19's). Periodic atoms are wrapped into the box every step (the
-// bonded terms take their atoms' nearest images, so a molecule may straddle the box's faces).
+// The engine of biomolecular systems behind md::Simulation: velocity Verlet (with RATTLE where
+// there are constraints) or the Langevin-middle integrator, each atom with its own mass, SHAKE and
+// SETTLE by ConstraintSolver, and the Monte Carlo barostat's volume moves, around the energy and
+// forces of MolecularCpuForces (the float64 reference, or the CPU's cell list with a skin, rebuilt
+// when an atom has moved half of it) or MolecularGpuForces (one GPU, a pair list with the same
+// skin: the topology stays on the device, positions go up and forces come back each step; the
+// integration and constraints on the device are issue 19's next step: docs/performance.md has
+// the phases). Periodic atoms are wrapped into the box one by one (the bonded terms and the
+// constraints take their atoms' nearest images, so a molecule may straddle the box's faces).
 #include <fmt/format.h>
 
 #include <array>
