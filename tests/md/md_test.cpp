@@ -655,3 +655,52 @@ TEST(MdConfig, KeysPairsAndCharactersBeyondAscii) {
 }
 
 }  // namespace nbkit::io
+
+namespace nbkit::io {
+
+// The production keys (issue 19) of a biomolecular TOML: read into the run, or refused with the
+// file and line.
+TEST(MdConfig, ProductionKeysAreReadOrRefusedWithTheLine) {
+  const std::string system = "[system]\npsf = \"" + test::test_data_file("butane.psf") + "\"\nparameters = [\"" +
+                             test::test_data_file("butane.prm") + "\"]\ncoordinates = \"" +
+                             test::test_data_file("butane.crd") + "\"\nbox = [20.0, 20.0, 20.0]\nhydrogen_mass = 1.5\n";
+  const std::string nonbonded = "[nonbonded]\nelectrostatics = \"pme\"\ncutoff = 8.0\n";
+  const std::string npt = system + "[constraints]\n" + nonbonded +
+                          "[run]\nsteps = 1\nensemble = \"npt\"\ntemperature = 310\nfriction = 2.0\n"
+                          "[barostat]\npressure = 1.0\nscaling = \"anisotropic\"\naxes = [\"z\"]\n";
+  const MdConfig run = parse_md_config(npt, "run.toml", "/nowhere");
+  EXPECT_EQ(run.constraints.bonds, md::ConstraintOptions::Bonds::hydrogen);  // [constraints] alone: h-bonds
+  EXPECT_TRUE(run.constraints.rigid_water);
+  ASSERT_TRUE(run.langevin_middle);
+  EXPECT_EQ(run.langevin_middle->temperature, 310);
+  EXPECT_DOUBLE_EQ(run.langevin_middle->friction, 2e-3);  // 1/ps given, 1/fs held
+  ASSERT_TRUE(run.barostat);
+  EXPECT_TRUE(run.barostat->anisotropic);
+  EXPECT_EQ(run.barostat->axes, (std::array<bool, 3>{false, false, true}));
+  EXPECT_EQ(run.barostat->temperature, 310);
+  EXPECT_EQ(run.hydrogen_mass, 1.5);  // (the test butane has no atom under 4.5 g/mol)
+  auto message = [&](const std::string& text) {
+    try {
+      parse_md_config(text, "run.toml", "/nowhere");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string run_nvt = "[run]\nsteps = 1\nensemble = \"nvt\"\ntemperature = 300\n";
+  EXPECT_NE(message(system + nonbonded + run_nvt + "[barostat]\npressure = 1.0\n").find("run.toml:14: barostat"),
+            std::string::npos);
+  EXPECT_NE(message(system + nonbonded + "[run]\nsteps = 1\nensemble = \"langevin\"\ntemperature = 300\ndamping = "
+                                         "100.0\nfriction = 1.0\n")
+                .find("run.toml:15: run.friction"),
+            std::string::npos);
+  EXPECT_NE(message(system + "[constraints]\nbonds = \"hbond\"\n" + nonbonded + run_nvt).find("run.toml:8: constraints.bonds"),
+            std::string::npos);
+  EXPECT_NE(message(system + nonbonded + run_nvt + "[barostat]\naxes = [\"x\"]\n").find("barostat"), std::string::npos);
+  EXPECT_NE(message(npt + "seed = 1\nwrong = 2\n").find("run.toml:21: barostat.wrong: unknown key"), std::string::npos);
+  const std::string lattice = "[system]\nlattice = \"fcc\"\ndensity = 0.8442\ncells = [2, 2, 2]\nhydrogen_mass = 1.5\n"
+                              "[run]\nsteps = 1\n";
+  EXPECT_NE(message(lattice).find("run.toml:5: system.hydrogen_mass"), std::string::npos);
+}
+
+}  // namespace nbkit::io
