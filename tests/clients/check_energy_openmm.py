@@ -36,7 +36,7 @@ wrong mass or unit, breaks the ratio or the bound.
 
 Then constrained dynamics from the same state as OpenMM (constrained_trajectories): velocity
 Verlet with RATTLE/SETTLE and hydrogen mass repartitioning, and the Langevin-middle integrator
-at 0 K, positions to 1e-6 A after 6 steps of 2 fs.
+at 0 K, positions to 3e-5 A after 6 steps of 2 fs (1e-7 A typically).
 
 Exit 77 (CTest's skip) when OpenMM, ParmEd, numpy or apbs-data are missing.
 """
@@ -185,9 +185,13 @@ def constrained_trajectories(nbkit, tmp, prmtop, inpcrd, steps=6):
                 hydrogens at 1.5 g/mol (hydrogen mass repartitioning, water left alone);
       middle:   the Langevin-middle integrator at 0 K with friction 5/ps (no noise, so both are
                 deterministic: OpenMM's LangevinMiddleIntegrator).
-    Positions must agree to 1e-6 A: the file keeps 1e-7 A; both compute in float64 with forces
-    agreeing to ~1e-10 (above), and constraints solved to 1e-10 differ by less; a wrong constraint
-    force, a missing velocity constraint or a different splitting moves atoms by >1e-4 A.
+    Positions must agree to 3e-5 A: the file keeps 1e-7 A; both compute in float64 with forces
+    agreeing to ~1e-10 (above), and constraints solved to 1e-10 differ by less. The start is
+    minimised 40 iterations only (CI time), and the solvated system OpenMM's Modeller builds
+    differs a little from run to run, so now and then an atom sits in a stiff contact that grows the
+    rounding by ~100 times over the steps (measured: 1.1e-7 A in most runs, 6.3e-6 A once). A wrong
+    constraint force, a missing velocity constraint, a flexible water angle or a different
+    splitting moved atoms by 6e-3 to 5e-2 A in the same test while it was being written.
     """
     def toml(name, body, coordinates, steps_here, extra=""):
         path = os.path.join(tmp, name + ".toml")
@@ -248,8 +252,8 @@ def constrained_trajectories(nbkit, tmp, prmtop, inpcrd, steps=6):
         worst, motion = np.abs(d).max(), np.abs(moved).max()
         print(f"  {label}, {steps} steps of 2 fs with constraints{' and HMR 1.5' if hmr else ''}: positions agree with "
               f"OpenMM's to {worst:.2e} A (atoms moved up to {motion:.3f} A)")
-        if not worst < 1e-6:
-            failures.append(f"{label}: positions differ from OpenMM's by {worst:.3g} A after {steps} steps (bound 1e-6)")
+        if not worst < 3e-5:
+            failures.append(f"{label}: positions differ from OpenMM's by {worst:.3g} A after {steps} steps (bound 3e-5)")
     return failures
 
 
