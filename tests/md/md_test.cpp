@@ -610,19 +610,22 @@ TEST(MdFiles, PairIJCoeffsErrorsNameTheLine) {
 
 namespace nbkit::io {
 
+// The error parse_md_config gives a TOML text (as run.toml), or "no error".
+static std::string config_message(const std::string& text) {
+  try {
+    parse_md_config(text, "run.toml", "/nowhere");
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 TEST(MdConfig, KeysPairsAndCharactersBeyondAscii) {
   const std::string lattice = "[system]\nlattice = \"fcc\"\ndensity = 0.8442\ncells = [2, 2, 2]\n[run]\nsteps = 1\n";
   const MdConfig plain = parse_md_config(lattice, "run.toml", "/nowhere");
   EXPECT_EQ(plain.system.size(), 32u);
   EXPECT_FALSE(plain.langevin);
-  auto message = [&](const std::string& text) {
-    try {
-      parse_md_config(text, "run.toml", "/nowhere");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = config_message;
   // One-line strings and comment lines may hold any characters; keys and bare values not.
   EXPECT_EQ(message("# Ηλίας's run, 1 \u00e9t\u00e9\n" + lattice + "[output]\ndirectory = \"r\u00e9sultats-\u0397\" # \u00e9\n"),
             "no error");
@@ -679,14 +682,7 @@ TEST(MdConfig, ProductionKeysAreReadOrRefusedWithTheLine) {
   EXPECT_EQ(run.barostat->axes, (std::array<bool, 3>{false, false, true}));
   EXPECT_EQ(run.barostat->temperature, 310);
   EXPECT_EQ(run.hydrogen_mass, 1.5);  // (the test butane has no atom under 4.5 g/mol)
-  auto message = [&](const std::string& text) {
-    try {
-      parse_md_config(text, "run.toml", "/nowhere");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = config_message;
   const std::string run_nvt = "[run]\nsteps = 1\nensemble = \"nvt\"\ntemperature = 300\n";
   EXPECT_NE(message(system + nonbonded + run_nvt + "[barostat]\npressure = 1.0\n").find("run.toml:14: barostat"),
             std::string::npos);
