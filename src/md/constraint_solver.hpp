@@ -26,6 +26,11 @@ struct ConstAtomArrays {
   const double* z;
 };
 
+// The errors of a water SETTLE cannot place and of a cluster SHAKE or RATTLE (`method`) does not
+// converge, with its atoms (the host's and the GPU's solvers).
+[[noreturn]] void throw_unsettled(const ConstraintSet& set, std::int64_t water);
+[[noreturn]] void throw_unconverged(const ConstraintSet& set, const char* method, std::int64_t cluster);
+
 class ConstraintSolver {
  public:
   ConstraintSolver(ConstraintSet set, const std::vector<double>& mass, int threads);
