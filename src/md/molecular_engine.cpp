@@ -3,10 +3,13 @@
 // SETTLE by ConstraintSolver, and the Monte Carlo barostat's volume moves, around the energy and
 // forces of MolecularCpuForces (the float64 reference, or the CPU's cell list with a skin, rebuilt
 // when an atom has moved half of it) or MolecularGpuForces (one GPU, a pair list with the same
-// skin: the topology stays on the device, positions go up and forces come back each step; the
-// integration and constraints on the device are issue 19's next step: docs/performance.md has
-// the phases). Periodic atoms are wrapped into the box one by one (the bonded terms and the
-// constraints take their atoms' nearest images, so a molecule may straddle the box's faces).
+// skin). On the GPU the whole step stays on the device (MolecularGpuDynamics: the same sequence,
+// kernel by kernel) and the host's System is brought up to date only when something reads it
+// (thermo rows, frames, checkpoints, the barostat's moves, which run on the host); host-side
+// changes go back up before the next step. MSM (its grids are the host's) and LAMMPS's Langevin
+// thermostat (its forces are added on the host) step on the host around the GPU's forces.
+// Periodic atoms are wrapped into the box one by one (the bonded terms and the constraints take
+// their atoms' nearest images, so a molecule may straddle the box's faces).
 #include <fmt/format.h>
 
 #include <array>
@@ -21,6 +24,7 @@
 #include "md/molecules.hpp"
 #include "md/molecular_cpu.hpp"
 #include "md/molecular_gpu.hpp"
+#include "md/molecular_gpu_dynamics.hpp"
 #include "nbkit/core/error.hpp"
 
 namespace nbkit::md {
@@ -56,12 +60,18 @@ class MolecularEngine final : public Engine {
     }
     if (periodic_) wrap_into_box(system_);
     evaluate();
+    if (gpu_ && gpu_->resident())
+      device_ = std::make_unique<MolecularGpuDynamics>(*gpu_, system_,
+                                                       constraints_ ? constraints_->set() : ConstraintSet{});
   }
-  void step(double dt, bool, Langevin* thermostat) override {
+  void step(double dt, bool energies, Langevin* thermostat) override {
     if (phases_) {
       if (phases_->steps == 0) phases_ = StepPhases{};  // from the first step: not the minimiser's evaluations
       ++phases_->steps;
     }
+    if (device_ && !thermostat) return device_step(dt, energies);
+    pull();
+    host_newer_ = true;
     if (middle_) return langevin_middle_step(dt);
     lap();
     half_kick(system_, forces_, dt, threads_);
@@ -84,36 +94,60 @@ class MolecularEngine final : public Engine {
     if (gpu_) gpu_->time_phases();
   }
   std::optional<StepPhases> step_phases() const override { return phases_; }
-  void apply_thermostat(Langevin& thermostat, double dt) override { thermostat.apply(system_, forces_, dt); }
+  void apply_thermostat(Langevin& thermostat, double dt) override {
+    pull();
+    thermostat.apply(system_, forces_, dt);
+    host_newer_ = true;
+  }
   Thermo thermo(std::int64_t step) const override {
+    pull();
     return md::thermo(system_, forces_, step, constraints_ ? constraints_->count() : 0);
   }
-  void sync_host() override {}
-  void forces(Forces& out) const override { out = forces_; }
+  void sync_host() override { pull(); }
+  void forces(Forces& out) const override {
+    pull();
+    out = forces_;
+  }
   std::int64_t builds() const override { return cpu_ ? cpu_->builds() : gpu_->list_builds(); }
   std::string description() const override {
     if (gpu_) return "GPU: " + gpu_->description();
     return backend_ == Backend::reference ? "reference, 1 thread, float64"
                                           : fmt::format("CPU, {} thread{}, float64", threads_, threads_ == 1 ? "" : "s");
   }
-  std::optional<EnergyTerms> energy_terms() const override { return terms_; }
+  std::optional<EnergyTerms> energy_terms() const override {
+    pull();
+    return terms_;
+  }
+  // The callers below change the host's System (after reading it through sync_host): the device
+  // takes it back before its next step.
   void rebuild_at_next_evaluation() override {
+    pull();
     if (cpu_) cpu_->rebuild_next();
     if (gpu_) gpu_->rebuild_next();
+    host_newer_ = true;
   }
   void set_forces(const Forces& f, const std::optional<EnergyTerms>& terms) override {
+    pull();
     forces_ = f;
     if (terms) terms_ = *terms;
+    host_newer_ = true;
   }
-  void reevaluate() override { wrap_and_evaluate(); }
+  void reevaluate() override {
+    pull();
+    wrap_and_evaluate();
+    host_newer_ = true;
+  }
   std::uint64_t noise_calls() const override { return noise_calls_; }
   void resume_noise_at(std::uint64_t calls) override { noise_calls_ = calls; }
   double largest_constraint_deviation() const override {
+    pull();
     return constraints_ ? constraints_->largest_deviation(positions(), box()) : 0.0;
   }
   std::int64_t constraint_count() const override { return constraints_ ? constraints_->count() : 0; }
   void apply_constraints() override {
     if (!constraints_) return;
+    pull();
+    host_newer_ = true;
     reference_ = {system_.x, system_.y, system_.z};
     constraints_->constrain_positions(reference(), atoms(system_.x, system_.y, system_.z), box());
     constraints_->constrain_velocities(positions(), atoms(system_.vx, system_.vy, system_.vz), box(), 1.0);
@@ -123,6 +157,7 @@ class MolecularEngine final : public Engine {
   // low corner, the energy evaluated there, and the old state put back unless the move is kept.
   bool barostat_move(MonteCarloBarostat& barostat) override {
     if (!periodic_) throw Error("a barostat needs a periodic box");
+    pull();
     lap();
     if (molecules_.first.empty()) molecules_ = find_molecules(field_.topology);
     const double energy_before = forces_.potential, volume_before = system_.box.volume();
@@ -139,6 +174,7 @@ class MolecularEngine final : public Engine {
         lap(&StepPhases::barostat);
         return false;
       }
+    host_newer_ = true;
     place_molecules(molecules_, system_, box_before, factor, false);
     for (int a = 0; a < 3; ++a) system_.box.hi[a] = box_before.lo[a] + factor[a] * box_before.length(a);
     lap(&StepPhases::barostat);
@@ -154,6 +190,59 @@ class MolecularEngine final : public Engine {
   }
 
  private:
+  // The step on the GPU (MolecularGpuDynamics): the host's sequences below, kernel by kernel.
+  void device_step(double dt, bool energies) {
+    if (host_newer_) device_->upload(system_, forces_), host_newer_ = false;
+    lap();
+    const UnitConstants u = unit_constants(system_.units);
+    const std::optional<PeriodicBox> b = box();
+    if (middle_) {
+      device_->kick(dt * u.force_to_acceleration);
+      lap(&StepPhases::integrate);
+      device_->constrain_velocities(dt, b);
+      lap(&StepPhases::constraints);
+      device_->save_reference();
+      const double a = std::exp(-middle_->friction * dt), scale = std::sqrt(1 - a * a);
+      device_->langevin_middle(dt, a, scale, u.boltzmann * middle_->temperature / u.mv2_to_energy, middle_->seed,
+                               noise_calls_++);
+      lap(&StepPhases::integrate);
+      device_->constrain_positions(dt, b);
+      lap(&StepPhases::constraints);
+      device_->evaluate(b);
+      lap(&StepPhases::forces);
+    } else {
+      device_->kick(0.5 * dt * u.force_to_acceleration);
+      device_->save_reference();
+      device_->drift(dt);
+      lap(&StepPhases::integrate);
+      device_->constrain_positions(dt, b);
+      lap(&StepPhases::constraints);
+      device_->evaluate(b);
+      lap(&StepPhases::forces);
+      device_->kick(0.5 * dt * u.force_to_acceleration);
+      lap(&StepPhases::integrate);
+      device_->constrain_velocities(dt, b);
+      lap(&StepPhases::constraints);
+    }
+    if (phases_) {
+      ++phases_->evaluations;
+      add_gpu_phases();
+    }
+    device_newer_ = true;
+    if (energies) pull();
+  }
+  // The host's System, forces and energies brought up to date from the device (when it is ahead).
+  void pull() const {
+    if (!device_newer_) return;
+    device_newer_ = false;
+    device_->download(system_, forces_, terms_);
+  }
+  void add_gpu_phases() {
+    const MolecularGpuForces::Phases g = gpu_->phase_seconds();
+    phases_->upload += g.upload, phases_->bonded += g.bonded, phases_->list += g.list, phases_->pairs += g.pairs;
+    phases_->mesh += g.mesh, phases_->finish += g.finish, phases_->download += g.download;
+  }
+
   // The Langevin-middle step (Integrator::LangevinMiddleSettings): kick, half drift, the
   // Ornstein-Uhlenbeck velocity update, half drift, constraints, forces.
   void langevin_middle_step(double dt) {
@@ -197,6 +286,7 @@ class MolecularEngine final : public Engine {
   // Phase timing: the time since the last lap added to `phase` (none: only the clock reset).
   void lap(double StepPhases::*phase = nullptr) {
     if (!phases_) return;
+    if (device_) device_->synchronize();  // the device's phases end when its work does
     const auto now = std::chrono::steady_clock::now();
     if (phase) phases_.value().*phase += std::chrono::duration<double>(now - lap_).count();
     lap_ = now;
@@ -247,11 +337,7 @@ class MolecularEngine final : public Engine {
     const MolecularForces result = gpu_ ? checked(gpu_->evaluate(positions_, box())) : cpu_->evaluate(positions_, box());
     if (phases_) {
       ++phases_->evaluations;
-      if (gpu_) {
-        const MolecularGpuForces::Phases g = gpu_->phase_seconds();
-        phases_->upload += g.upload, phases_->bonded += g.bonded, phases_->list += g.list, phases_->pairs += g.pairs;
-        phases_->mesh += g.mesh, phases_->finish += g.finish, phases_->download += g.download;
-      }
+      if (gpu_) add_gpu_phases();
     }
     forces_.resize(system_.size());
     for (std::size_t i = 0; i < system_.size(); ++i)
@@ -267,9 +353,13 @@ class MolecularEngine final : public Engine {
   int threads_;
   bool periodic_;
   std::vector<Vec3> positions_;
-  Forces forces_;
-  EnergyTerms terms_;
+  // Mutable: thermo() and the other readers bring them up to date from the device (pull()).
+  mutable Forces forces_;
+  mutable EnergyTerms terms_;
   std::unique_ptr<MolecularGpuForces> gpu_;
+  std::unique_ptr<MolecularGpuDynamics> device_;  // the GPU's step (not MSM's)
+  mutable bool device_newer_ = false;  // the device has stepped since the host's copy
+  bool host_newer_ = true;             // the host's copy changed since the device's
   std::unique_ptr<MolecularCpuForces> cpu_;
   std::optional<Integrator::LangevinMiddleSettings> middle_;
   std::optional<StepPhases> phases_;

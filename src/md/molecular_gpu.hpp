@@ -18,7 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "md/bonded_law.hpp"  // Vector3
 #include "nbkit/md/molecular_forces.hpp"
+
+struct CUstream_st;  // cudaStream_t, without the CUDA headers
 
 namespace nbkit::md {
 
@@ -34,6 +37,20 @@ class MolecularGpuForces {
 
   // `box`: the periodic box (cutoff_periodic; checked by the caller).
   MolecularForces evaluate(const std::vector<Vec3>& positions, const std::optional<PeriodicBox>& box);
+
+  // The device-resident step's side (MolecularGpuDynamics): an evaluation of the positions
+  // already on the device (positions()), the forces left there (forces()) and every sum kept
+  // there until device_sums() reads them back (the energies and virial, no forces; waits). Not
+  // MSM's (resident() false: its grids run on the host).
+  bool resident() const;
+  void evaluate_on_device(const std::optional<PeriodicBox>& box);
+  MolecularForces device_sums();
+  Vector3<double>* positions();             // device, n
+  Vector3<double>* forces();                // device, n
+  CUstream_st* stream() const;              // the stream every evaluation runs on
+  // The lowest atom whose force was not finite in an evaluation since the last call (-1: none);
+  // waits for the stream.
+  int first_nonfinite_force();
   std::string description() const;  // "NVIDIA H100 80GB HBM3, float64, pair list"
   std::int64_t list_builds() const;
   // The next evaluation builds the pair list afresh (checkpoints: as a restarted run does).
@@ -50,6 +67,8 @@ class MolecularGpuForces {
 
  private:
   struct State;
+  static void launch(State& s, const std::optional<PeriodicBox>& box);
+  static void finish_sums(State& s, MolecularForces& result, bool mark);
   std::unique_ptr<State> state_;
 };
 

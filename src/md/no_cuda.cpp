@@ -2,6 +2,7 @@
 // saying they are not there.
 #include "nbkit/core/backend.hpp"
 #include "md/molecular_gpu.hpp"
+#include "md/molecular_gpu_dynamics.hpp"
 #include "nbkit/md.hpp"
 
 namespace nbkit::md {
@@ -33,5 +34,28 @@ std::int64_t MolecularGpuForces::list_builds() const { return 0; }
 void MolecularGpuForces::rebuild_next() {}
 void MolecularGpuForces::time_phases() {}
 MolecularGpuForces::Phases MolecularGpuForces::phase_seconds() const { return {}; }
+bool MolecularGpuForces::resident() const { return false; }
+void MolecularGpuForces::evaluate_on_device(const std::optional<PeriodicBox>&) {}
+MolecularForces MolecularGpuForces::device_sums() { return {}; }
+Vector3<double>* MolecularGpuForces::positions() { return nullptr; }
+Vector3<double>* MolecularGpuForces::forces() { return nullptr; }
+CUstream_st* MolecularGpuForces::stream() const { return nullptr; }
+int MolecularGpuForces::first_nonfinite_force() { return -1; }
+
+struct MolecularGpuDynamics::State {};
+MolecularGpuDynamics::MolecularGpuDynamics(MolecularGpuForces&, const System&, const ConstraintSet&) {
+  throw_no_cuda_build();
+}
+MolecularGpuDynamics::~MolecularGpuDynamics() = default;
+void MolecularGpuDynamics::upload(const System&, const Forces&) {}
+void MolecularGpuDynamics::download(System&, Forces&, EnergyTerms&) {}
+void MolecularGpuDynamics::kick(double) {}
+void MolecularGpuDynamics::drift(double) {}
+void MolecularGpuDynamics::langevin_middle(double, double, double, double, std::uint64_t, std::uint64_t) {}
+void MolecularGpuDynamics::save_reference() {}
+void MolecularGpuDynamics::constrain_positions(double, const std::optional<PeriodicBox>&) {}
+void MolecularGpuDynamics::constrain_velocities(double, const std::optional<PeriodicBox>&) {}
+void MolecularGpuDynamics::evaluate(const std::optional<PeriodicBox>&) {}
+void MolecularGpuDynamics::synchronize() {}
 
 }  // namespace nbkit::md

@@ -213,15 +213,17 @@ __global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, 
 }
 
 // Each atom's force: its nonbonded sum, the mesh's (PME; null otherwise), then its bonded slots
-// in the order the host listed them.
+// in the order the host listed them. The lowest atom whose force is not finite is kept in
+// *nonfinite (left alone otherwise), for the device-resident step's checks.
 __global__ void gather_forces(int n, const V3* nonbonded, const V3* mesh, const V3* slot, const int* first,
-                              const int* slots, V3* out) {
+                              const int* slots, V3* out, int* nonfinite) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   V3 f = nonbonded[i];
   if (mesh) f = f + mesh[i];
   for (int k = first[i]; k < first[i + 1]; ++k) f = f + slot[slots[k]];
   out[i] = f;
+  if (!isfinite(f.x + f.y + f.z)) atomicMin(nonfinite, i);
 }
 
 struct Range {
@@ -305,7 +307,8 @@ struct MolecularGpuForces::State {
   void mark(int phase) {
     if (events) (*events)[static_cast<std::size_t>(phase)].record(stream);
   }
-  DeviceBuffer<int> type, excluded_first, excluded, gather_first, gather_slots;
+  DeviceBuffer<int> type, excluded_first, excluded, gather_first, gather_slots, nonfinite;
+  std::optional<PeriodicBox> box;  // the last evaluation's (device_sums finishes with it)
   DeviceBuffer<HarmonicBond> bonds, urey_bradley;
   DeviceBuffer<HarmonicAngle> angles;
   DeviceBuffer<PeriodicTorsion> dihedrals, periodic_impropers;
@@ -413,6 +416,8 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   s.coulomb14_energy = DeviceBuffer<double>(std::max<std::int64_t>(s.count[6], 1));
   for (auto* b : {&s.atom_lj, &s.atom_coulomb, &s.atom_virial, &s.atom_excluded}) *b = DeviceBuffer<double>(s.n);
   s.sums = DeviceBuffer<double>(kSums), s.partial_sums = DeviceBuffer<double>(kSums * kSlices);
+  s.nonfinite = DeviceBuffer<int>(1);
+  NBKIT_CUDA_CHECK(cudaMemset(s.nonfinite.data(), 0x7f, sizeof(int)));
   if (settings.method == NonbondedSettings::Method::pme) s.mesh_force = DeviceBuffer<V3>(s.n), s.mesh_sums = DeviceBuffer<double>(2);
   std::vector<Range> ranges(kSums);
   for (int kind = 0; kind < kKinds; ++kind)
@@ -481,6 +486,69 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   s.mark(0);
   s.x.upload(reinterpret_cast<const V3*>(positions.data()), positions.size(), s.stream);
   s.mark(1);
+  launch(s, box);
+  // MSM's grids on the host while the GPU sums the pairs.
+  const NonbondedSettings& settings = s.settings;
+  const bool msm = settings.method == NonbondedSettings::Method::msm;
+  MsmLongRange grids;
+  if (msm) {
+    const std::array<double, 3> edges{box->length(0), box->length(1), box->length(2)};
+    if (!s.msm || edges != s.msm_edges) {
+      s.msm = std::make_unique<MsmCpu>(*box, settings.cutoff, settings.msm_spacing, settings.msm_quintic,
+                                         resolve_threads(0), s.device);
+      s.msm_edges = edges;
+    }
+    grids = s.msm->evaluate(positions, s.host_charge, *box, settings.coulomb_k());
+  }
+  MolecularForces result;
+  result.force.resize(positions.size());
+  s.force.download(reinterpret_cast<V3*>(result.force.data()), positions.size(), s.stream);
+  finish_sums(s, result, true);
+  if (msm) {
+    result.energy.coulomb_reciprocal += grids.energy;
+    result.virial += grids.virial;
+    for (std::size_t i = 0; i < result.force.size(); ++i) result.force[i] = result.force[i] + grids.force[i];
+  }
+  return result;
+}
+
+bool MolecularGpuForces::resident() const { return state_->settings.method != NonbondedSettings::Method::msm; }
+
+void MolecularGpuForces::evaluate_on_device(const std::optional<PeriodicBox>& box) {
+  State& s = *state_;
+  if (!resident()) throw Error("MSM's grids run on the host: its evaluations take positions from the host");
+  NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+  s.mark(0);
+  s.mark(1);
+  launch(s, box);
+  s.mark(6);
+}
+
+MolecularForces MolecularGpuForces::device_sums() {
+  State& s = *state_;
+  NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+  MolecularForces result;
+  finish_sums(s, result, false);
+  return result;
+}
+
+Vector3<double>* MolecularGpuForces::positions() { return state_->x.data(); }
+Vector3<double>* MolecularGpuForces::forces() { return state_->force.data(); }
+CUstream_st* MolecularGpuForces::stream() const { return state_->stream; }
+
+int MolecularGpuForces::first_nonfinite_force() {
+  State& s = *state_;
+  int first = 0;
+  s.nonfinite.download(&first, 1, s.stream);
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(s.nonfinite.data(), 0x7f, sizeof(int), s.stream));
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  return first < s.n ? first : -1;
+}
+
+// Everything an evaluation does on the device, from the positions in s.x to the forces in
+// s.force and the sums in s.sums (PME's in s.mesh_sums); MSM's grids excepted (the host's).
+void MolecularGpuForces::launch(State& s, const std::optional<PeriodicBox>& box) {
+  s.box = box;
   const NonbondedSettings& settings = s.settings;
   const bool periodic = settings.periodic();
   DeviceImages im{s.x.data(), periodic ? 1 : 0, {0, 0, 0}, {0, 0, 0}};
@@ -557,33 +625,27 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   s.mark(4);
   gather_forces<<<blocks(n), kThreads, 0, stream>>>(n, s.nonbonded_force.data(), pme ? s.mesh_force.data() : nullptr,
                                                     s.slot.data(), s.gather_first.data(), s.gather_slots.data(),
-                                                    s.force.data());
+                                                    s.force.data(), s.nonfinite.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   sum_slices<<<dim3(kSlices, kSums), kReduceThreads, 0, stream>>>(s.ranges.data(), s.partial_sums.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   sum_partials<<<kSums, kReduceThreads, 0, stream>>>(s.partial_sums.data(), s.sums.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   s.mark(5);
-  // MSM's grids on the host while the GPU sums the pairs.
-  const bool msm = settings.method == NonbondedSettings::Method::msm;
-  MsmLongRange grids;
-  if (msm) {
-    const std::array<double, 3> edges{box->length(0), box->length(1), box->length(2)};
-    if (!s.msm || edges != s.msm_edges) {
-      s.msm = std::make_unique<MsmCpu>(*box, settings.cutoff, settings.msm_spacing, settings.msm_quintic,
-                                         resolve_threads(0), s.device);
-      s.msm_edges = edges;
-    }
-    grids = s.msm->evaluate(positions, s.host_charge, *box, coulomb_k);
-  }
-  MolecularForces result;
-  result.force.resize(positions.size());
+}
+
+// The sums of the last evaluation read back (waiting for it) into `result`'s energies and virial,
+// PME's constant terms and the dispersion correction added; `mark`: the phases' last event after
+// the read-backs (evaluate's, whose forces come back too).
+void MolecularGpuForces::finish_sums(State& s, MolecularForces& result, bool mark) {
+  const NonbondedSettings& settings = s.settings;
+  const bool pme = settings.method == NonbondedSettings::Method::pme;
   std::array<double, kSums> sums{};
   std::array<double, 2> mesh_sums{};
-  s.force.download(reinterpret_cast<V3*>(result.force.data()), positions.size(), stream);
+  cudaStream_t stream = s.stream;
   s.sums.download(sums.data(), kSums, stream);
   if (pme) s.mesh_sums.download(mesh_sums.data(), 2, stream);
-  s.mark(6);
+  if (mark) s.mark(6);
   NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
   EnergyTerms& e = result.energy;
   e.bond = sums[bond], e.urey_bradley = sums[urey_bradley], e.angle = sums[angle], e.dihedral = sums[dihedral];
@@ -591,18 +653,14 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   e.lennard_jones_14 = sums[lj14], e.coulomb_14 = sums[coulomb14], e.cmap = sums[cmap];
   e.lennard_jones = sums[lj], e.coulomb = sums[coulomb];
   result.virial = sums[term_virial] + sums[pair_virial];
-  if (msm) {
-    e.coulomb_reciprocal = grids.energy + sums[excluded];
-    result.virial += grids.virial;
-    for (std::size_t i = 0; i < result.force.size(); ++i) result.force[i] = result.force[i] + grids.force[i];
-  }
+  if (settings.method == NonbondedSettings::Method::msm) e.coulomb_reciprocal = sums[excluded];
   if (pme) {
-    const PmeConstantTerms constant = pme_constant_terms(s.host_charge, coulomb_k, mesh.alpha, box->volume());
+    const PmeParameters mesh = pme_parameters(settings, *s.box);
+    const PmeConstantTerms constant = pme_constant_terms(s.host_charge, settings.coulomb_k(), mesh.alpha, s.box->volume());
     e.coulomb_reciprocal = mesh_sums[0] + constant.energy + sums[excluded];
     result.virial += mesh_sums[1] + constant.virial;
   }
-  if (periodic) s.dispersion.add_to(result, *box);
-  return result;
+  if (settings.periodic()) s.dispersion.add_to(result, *s.box);
 }
 
 }  // namespace nbkit::md

@@ -1,0 +1,159 @@
+// SETTLE, SHAKE and RATTLE on one GPU (cuda/constraints.cuh has the design).
+#include "md/cuda/constraints.cuh"
+
+#include <algorithm>
+
+#include "cuda/check.hpp"
+#include "md/constraint_solver.hpp"
+
+namespace nbkit::md {
+
+namespace {
+
+using V3 = Vector3<double>;
+constexpr int kThreads = 128;
+int blocks(std::int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
+
+__global__ void settle_positions_kernel(int count, const RigidWater* waters, const double* mass, const V3* reference,
+                                        V3* x, ConstraintImages image, double* virial, int* failed) {
+  const int w = blockIdx.x * blockDim.x + threadIdx.x;
+  if (w >= count) return;
+  const RigidWater water = waters[w];
+  // Everything relative to the reference oxygen, bonds by their minimum images.
+  const V3 a0 = reference[water.o];
+  const V3 xo = x[water.o], xh1 = x[water.h1], xh2 = x[water.h2];
+  const V3 a1 = image(xo - a0);
+  V3 da, db, dc;
+  double v = 0;
+  if (!settle_positions(mass[water.o], mass[water.h1], water.oh, water.hh, image(reference[water.h1] - a0),
+                        image(reference[water.h2] - a0), a1, a1 + image(xh1 - xo), a1 + image(xh2 - xo), da, db, dc,
+                        v)) {
+    atomicMax(failed, w + 1);
+    virial[w] = 0;
+    return;
+  }
+  x[water.o] = xo + da, x[water.h1] = xh1 + db, x[water.h2] = xh2 + dc;
+  virial[w] = v;
+}
+
+__global__ void shake_kernel(int count, const DistanceConstraint* distances, const std::int32_t* first,
+                             const double* inverse_mass, const V3* reference, V3* x, ConstraintImages image,
+                             double tolerance2, double* virial, int* failed) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= count) return;
+  double sum = 0;
+  const bool converged = converge_cluster(distances, first[c], first[c + 1], [&](const DistanceConstraint& d) {
+    const V3 r0 = image(reference[d.i] - reference[d.j]);
+    const double wi = inverse_mass[d.i], wj = inverse_mass[d.j];
+    double g = 0;
+    const Correction done = shake_correction(image(x[d.i] - x[d.j]), r0, d.d * d.d, wi, wj, tolerance2, g, sum);
+    if (done == Correction::corrected) x[d.i] = x[d.i] + (g * wi) * r0, x[d.j] = x[d.j] + (-g * wj) * r0;
+    return done;
+  });
+  if (!converged) atomicMax(failed, c + 1);
+  virial[c] = sum;
+}
+
+__global__ void settle_velocities_kernel(int count, const RigidWater* waters, const double* inverse_mass, const V3* x,
+                                         V3* v, ConstraintImages image, double* virial) {
+  const int w = blockIdx.x * blockDim.x + threadIdx.x;
+  if (w >= count) return;
+  const RigidWater water = waters[w];
+  const int a = water.o, b = water.h1, c = water.h2;
+  V3 va = v[a], vb = v[b], vc = v[c];
+  virial[w] = settle_velocities(image(x[a] - x[b]), image(x[a] - x[c]), image(x[b] - x[c]), inverse_mass[a],
+                                inverse_mass[b], inverse_mass[c], va, vb, vc);
+  v[a] = va, v[b] = vb, v[c] = vc;
+}
+
+__global__ void rattle_kernel(int count, const DistanceConstraint* distances, const std::int32_t* first,
+                              const double* inverse_mass, const V3* x, V3* v, ConstraintImages image, double tolerance,
+                              double dt, double* virial, int* failed) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= count) return;
+  double sum = 0;
+  const bool converged = converge_cluster(distances, first[c], first[c + 1], [&](const DistanceConstraint& d) {
+    const V3 r = image(x[d.i] - x[d.j]);
+    const double wi = inverse_mass[d.i], wj = inverse_mass[d.j];
+    double impulse = 0;
+    const Correction done = rattle_correction(r, v[d.i] - v[d.j], d.d, wi, wj, tolerance, dt, impulse, sum);
+    if (done == Correction::corrected) v[d.i] = v[d.i] + (impulse * wi) * r, v[d.j] = v[d.j] + (-impulse * wj) * r;
+    return done;
+  });
+  if (!converged) atomicMax(failed, c + 1);
+  virial[c] = sum;
+}
+
+template <class T>
+cuda::DeviceBuffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
+  cuda::DeviceBuffer<T> b(std::max<std::size_t>(host.size(), 1));
+  if (!host.empty()) b.upload(host.data(), host.size(), stream);
+  return b;
+}
+
+}  // namespace
+
+ConstraintsGpu::ConstraintsGpu(const ConstraintSet& set, const std::vector<double>& mass, cudaStream_t stream)
+    : set_(set), stream_(stream) {
+  waters_ = static_cast<int>(set.waters.size());
+  clusters_ = static_cast<int>(set.clusters());
+  std::vector<double> inverse(mass.size());
+  for (std::size_t i = 0; i < mass.size(); ++i) inverse[i] = 1.0 / mass[i];
+  water_ = upload(set.waters, stream), distance_ = upload(set.distances, stream);
+  cluster_first_ = upload(set.cluster_first, stream);
+  mass_ = upload(mass, stream), inverse_mass_ = upload(inverse, stream);
+  position_virial_ = upload(std::vector<double>(waters_ + clusters_, 0.0), stream);
+  velocity_virial_ = upload(std::vector<double>(waters_ + clusters_, 0.0), stream);
+  failed_ = upload(std::vector<int>(3, 0), stream);
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors above go out of scope
+}
+
+void ConstraintsGpu::constrain_positions(const V3* reference, V3* x, const ConstraintImages& image) {
+  if (waters_ > 0) {
+    settle_positions_kernel<<<blocks(waters_), kThreads, 0, stream_>>>(waters_, water_.data(), mass_.data(), reference,
+                                                                      x, image, position_virial_.data(),
+                                                                      failed_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+  if (clusters_ > 0) {
+    shake_kernel<<<blocks(clusters_), kThreads, 0, stream_>>>(
+        clusters_, distance_.data(), cluster_first_.data(), inverse_mass_.data(), reference, x, image,
+        2 * set_.tolerance, position_virial_.data() + waters_, failed_.data() + 1);
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+}
+
+void ConstraintsGpu::constrain_velocities(const V3* x, V3* v, const ConstraintImages& image, double dt) {
+  if (waters_ > 0) {
+    settle_velocities_kernel<<<blocks(waters_), kThreads, 0, stream_>>>(waters_, water_.data(), inverse_mass_.data(), x,
+                                                                       v, image, velocity_virial_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+  if (clusters_ > 0) {
+    rattle_kernel<<<blocks(clusters_), kThreads, 0, stream_>>>(
+        clusters_, distance_.data(), cluster_first_.data(), inverse_mass_.data(), x, v, image, set_.tolerance, dt,
+        velocity_virial_.data() + waters_, failed_.data() + 2);
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+}
+
+std::array<double, 2> ConstraintsGpu::virials_and_check() {
+  const std::size_t slots = static_cast<std::size_t>(waters_) + static_cast<std::size_t>(clusters_);
+  std::vector<double> position(slots), velocity(slots);
+  int failed[3] = {0, 0, 0};
+  if (slots > 0) {
+    position_virial_.download(position.data(), slots, stream_);
+    velocity_virial_.download(velocity.data(), slots, stream_);
+  }
+  failed_.download(failed, 3, stream_);
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(failed_.data(), 0, 3 * sizeof(int), stream_));
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (failed[0] > 0) throw_unsettled(set_, failed[0] - 1);
+  if (failed[1] > 0) throw_unconverged(set_, "SHAKE", failed[1] - 1);
+  if (failed[2] > 0) throw_unconverged(set_, "RATTLE", failed[2] - 1);
+  std::array<double, 2> sums{0, 0};
+  for (std::size_t k = 0; k < slots; ++k) sums[0] += position[k], sums[1] += velocity[k];
+  return sums;
+}
+
+}  // namespace nbkit::md

@@ -1,0 +1,49 @@
+#pragma once
+// SETTLE, SHAKE and RATTLE on one GPU (cuda/constraints.cu): constraint_law.hpp's functions, the
+// host solver's (constraint_solver.cpp), with a thread per water and a thread per cluster of
+// distances (clusters share no atom, so no two threads write one atom, and each cluster's
+// Gauss-Seidel order is the host's). Each water's and cluster's virial goes to a slot of its own,
+// summed on the host in a fixed order when asked; a water that cannot be placed or a cluster that
+// does not converge is flagged on the device and reported (with its atoms, as the host solver
+// reports it) at the next check, so the step never waits for the host. Internal to the CUDA build.
+#include <cuda_runtime.h>
+
+#include <array>
+#include <vector>
+
+#include "cuda/device_buffer.hpp"
+#include "md/constraint_law.hpp"
+
+namespace nbkit::md {
+
+class ConstraintsGpu {
+ public:
+  ConstraintsGpu(const ConstraintSet& set, const std::vector<double>& mass, cudaStream_t stream);
+
+  // Moves x (an unconstrained update of `reference`) onto the constraints (SETTLE, then SHAKE).
+  void constrain_positions(const Vector3<double>* reference, Vector3<double>* x, const ConstraintImages& image);
+  // Removes each constraint's relative velocity along its bond at positions x (velocity SETTLE,
+  // then RATTLE to the tolerance over a step dt).
+  void constrain_velocities(const Vector3<double>* x, Vector3<double>* v, const ConstraintImages& image, double dt);
+  // The last calls' virials, sum_i r_i . m_i dx_i for positions and sum_i r_i . m_i dv_i for
+  // velocities (constraint_solver.hpp's units); throws nbkit::Error for a water or cluster that
+  // failed since the last check. Waits for the stream.
+  std::array<double, 2> virials_and_check();
+  bool empty() const { return set_.empty(); }
+
+ private:
+  ConstraintSet set_;  // the host's copy, for the errors
+  cudaStream_t stream_;
+  int waters_ = 0, clusters_ = 0;
+  cuda::DeviceBuffer<RigidWater> water_;
+  cuda::DeviceBuffer<DistanceConstraint> distance_;
+  cuda::DeviceBuffer<std::int32_t> cluster_first_;
+  cuda::DeviceBuffer<double> mass_, inverse_mass_;
+  // Slots: waters then clusters, for positions and for velocities.
+  cuda::DeviceBuffer<double> position_virial_, velocity_virial_;
+  // failed_[0]: the last water SETTLE could not place, + 1; [1], [2]: the last cluster SHAKE,
+  // RATTLE did not converge, + 1 (0: none).
+  cuda::DeviceBuffer<int> failed_;
+};
+
+}  // namespace nbkit::md

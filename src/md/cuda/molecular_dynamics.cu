@@ -1,0 +1,222 @@
+// The biomolecular step on one GPU (md/molecular_gpu_dynamics.hpp has the design): each kernel
+// is the host engine's loop over atoms (molecular_engine.cpp, integrator.cpp) with the same
+// arithmetic, a thread per atom.
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/check.hpp"
+#include "cuda/device_buffer.hpp"
+#include "md/cuda/constraints.cuh"
+#include "md/langevin_noise.hpp"
+#include "md/molecular_gpu.hpp"
+#include "md/molecular_gpu_dynamics.hpp"
+#include "md/periodic.hpp"
+
+namespace nbkit::md {
+
+namespace {
+
+using V3 = Vector3<double>;
+constexpr int kThreads = 128;
+int blocks(std::int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
+
+__global__ void kick_kernel(int n, V3* v, const V3* f, const double* mass, double scale) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  v[i] = v[i] + (scale / mass[i]) * f[i];
+}
+
+__global__ void drift_kernel(int n, V3* x, const V3* v, double dt) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  x[i] = x[i] + dt * v[i];
+}
+
+__global__ void langevin_middle_kernel(int n, V3* x, V3* v, const double* mass, double half, double a, double b,
+                                       double kt, std::uint64_t seed, std::uint64_t call) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double noise[3];
+  normal_triplet(seed, call, static_cast<std::uint32_t>(i), kLangevinMiddleTag, noise);
+  const double sigma = b * sqrt(kt / mass[i]);
+  double xi[3] = {x[i].x, x[i].y, x[i].z}, vi[3] = {v[i].x, v[i].y, v[i].z};
+  for (int k = 0; k < 3; ++k) {
+    xi[k] += half * vi[k];
+    vi[k] = a * vi[k] + sigma * noise[k];
+    xi[k] += half * vi[k];
+  }
+  x[i] = {xi[0], xi[1], xi[2]}, v[i] = {vi[0], vi[1], vi[2]};
+}
+
+// The constraints' correction of the positions given to the velocities: v += (x - x_unconstrained) / dt.
+__global__ void correct_velocities_kernel(int n, V3* v, const V3* x, const V3* unconstrained, double dt) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const V3 d = x[i] - unconstrained[i];
+  v[i] = {v[i].x + d.x / dt, v[i].y + d.y / dt, v[i].z + d.z / dt};
+}
+
+struct BoxEdges {
+  double lo[3], length[3];
+};
+
+__global__ void wrap_kernel(int n, V3* x, BoxEdges box) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  x[i] = {wrap_coordinate(x[i].x, box.lo[0], box.length[0]), wrap_coordinate(x[i].y, box.lo[1], box.length[1]),
+          wrap_coordinate(x[i].z, box.lo[2], box.length[2])};
+}
+
+ConstraintImages images_of(const std::optional<PeriodicBox>& box) {
+  ConstraintImages image;
+  if (box) {
+    image.periodic = 1;
+    for (int a = 0; a < 3; ++a) image.length[a] = box->length(a);
+  }
+  return image;
+}
+
+}  // namespace
+
+struct MolecularGpuDynamics::State {
+  MolecularGpuForces* forces = nullptr;
+  int device = 0;  // the forces' (set at each step's first kernel and each transfer)
+  cudaStream_t stream = nullptr;
+  int n = 0;
+  double force_to_acceleration = 1;
+  double dt = 0;  // the last constraint step's, for the virial's units
+  cuda::DeviceBuffer<V3> v, reference, unconstrained;
+  cuda::DeviceBuffer<double> mass;
+  std::unique_ptr<ConstraintsGpu> constraints;
+  std::vector<V3> host;  // staging between the System's arrays and the device's
+};
+
+MolecularGpuDynamics::MolecularGpuDynamics(MolecularGpuForces& forces, const System& system,
+                                           const ConstraintSet& constraints)
+    : state_(std::make_unique<State>()) {
+  if (!forces.resident()) throw Error("the GPU's step needs an evaluation kept on the device (not MSM's)");
+  State& s = *state_;
+  s.forces = &forces;
+  s.stream = forces.stream();
+  NBKIT_CUDA_CHECK(cudaGetDevice(&s.device));  // MolecularGpuForces's constructor set it
+  s.n = static_cast<int>(system.size());
+  s.force_to_acceleration = unit_constants(system.units).force_to_acceleration;
+  s.v = cuda::DeviceBuffer<V3>(s.n);
+  std::vector<double> mass(system.size());
+  for (std::size_t i = 0; i < system.size(); ++i) mass[i] = system.mass(i);
+  s.mass = cuda::DeviceBuffer<double>(s.n);
+  s.mass.upload(mass.data(), mass.size(), s.stream);
+  if (!constraints.empty()) {
+    s.reference = cuda::DeviceBuffer<V3>(s.n), s.unconstrained = cuda::DeviceBuffer<V3>(s.n);
+    s.constraints = std::make_unique<ConstraintsGpu>(constraints, mass, s.stream);
+  }
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+}
+
+MolecularGpuDynamics::~MolecularGpuDynamics() = default;
+
+void MolecularGpuDynamics::upload(const System& system, const Forces& forces) {
+  State& s = *state_;
+  NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+  auto put = [&](const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& z, V3* to) {
+    s.host.resize(s.n);
+    for (int i = 0; i < s.n; ++i) s.host[i] = {x[i], y[i], z[i]};
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(to, s.host.data(), s.n * sizeof(V3), cudaMemcpyHostToDevice, s.stream));
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // s.host is reused
+  };
+  put(system.x, system.y, system.z, s.forces->positions());
+  put(system.vx, system.vy, system.vz, s.v.data());
+  put(forces.fx, forces.fy, forces.fz, s.forces->forces());
+}
+
+void MolecularGpuDynamics::download(System& system, Forces& forces, EnergyTerms& terms) {
+  State& s = *state_;
+  NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+  const int nonfinite = s.forces->first_nonfinite_force();
+  if (nonfinite >= 0)
+    throw Error("the force on atom " + std::to_string(nonfinite + 1) + " is not finite: do two atoms overlap?");
+  std::array<double, 2> constraint_virial{0, 0};
+  if (s.constraints) constraint_virial = s.constraints->virials_and_check();
+  auto get = [&](const V3* from, std::vector<double>& x, std::vector<double>& y, std::vector<double>& z) {
+    s.host.resize(s.n);
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(s.host.data(), from, s.n * sizeof(V3), cudaMemcpyDeviceToHost, s.stream));
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    x.resize(s.n), y.resize(s.n), z.resize(s.n);
+    for (int i = 0; i < s.n; ++i) x[i] = s.host[i].x, y[i] = s.host[i].y, z[i] = s.host[i].z;
+  };
+  get(s.forces->positions(), system.x, system.y, system.z);
+  get(s.v.data(), system.vx, system.vy, system.vz);
+  get(s.forces->forces(), forces.fx, forces.fy, forces.fz);
+  const MolecularForces sums = s.forces->device_sums();
+  if (!std::isfinite(sums.energy.total())) throw Error("the energy is not finite: do two atoms overlap?");
+  terms = sums.energy;
+  forces.potential = sums.energy.total();
+  forces.virial = sums.virial;
+  if (s.constraints && s.dt > 0)
+    forces.virial += (constraint_virial[0] / (s.dt * s.dt) + constraint_virial[1] / s.dt) / s.force_to_acceleration;
+}
+
+void MolecularGpuDynamics::kick(double scale) {
+  State& s = *state_;
+  NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+  kick_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.v.data(), s.forces->forces(), s.mass.data(), scale);
+  NBKIT_CUDA_CHECK_LAUNCH();
+}
+
+void MolecularGpuDynamics::drift(double dt) {
+  State& s = *state_;
+  drift_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.forces->positions(), s.v.data(), dt);
+  NBKIT_CUDA_CHECK_LAUNCH();
+}
+
+void MolecularGpuDynamics::langevin_middle(double dt, double a, double b, double kt_mv2, std::uint64_t seed,
+                                           std::uint64_t call) {
+  State& s = *state_;
+  langevin_middle_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.forces->positions(), s.v.data(),
+                                                                 s.mass.data(), 0.5 * dt, a, b, kt_mv2, seed, call);
+  NBKIT_CUDA_CHECK_LAUNCH();
+}
+
+void MolecularGpuDynamics::save_reference() {
+  State& s = *state_;
+  if (!s.constraints) return;
+  NBKIT_CUDA_CHECK(cudaMemcpyAsync(s.reference.data(), s.forces->positions(), s.n * sizeof(V3),
+                                   cudaMemcpyDeviceToDevice, s.stream));
+}
+
+void MolecularGpuDynamics::constrain_positions(double dt, const std::optional<PeriodicBox>& box) {
+  State& s = *state_;
+  if (!s.constraints) return;
+  s.dt = dt;
+  V3* x = s.forces->positions();
+  NBKIT_CUDA_CHECK(
+      cudaMemcpyAsync(s.unconstrained.data(), x, s.n * sizeof(V3), cudaMemcpyDeviceToDevice, s.stream));
+  s.constraints->constrain_positions(s.reference.data(), x, images_of(box));
+  correct_velocities_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.v.data(), x, s.unconstrained.data(), dt);
+  NBKIT_CUDA_CHECK_LAUNCH();
+}
+
+void MolecularGpuDynamics::constrain_velocities(double dt, const std::optional<PeriodicBox>& box) {
+  State& s = *state_;
+  if (!s.constraints) return;
+  s.dt = dt;
+  s.constraints->constrain_velocities(s.forces->positions(), s.v.data(), images_of(box), dt);
+}
+
+void MolecularGpuDynamics::evaluate(const std::optional<PeriodicBox>& box) {
+  State& s = *state_;
+  if (box) {
+    BoxEdges edges{};
+    for (int a = 0; a < 3; ++a) edges.lo[a] = box->lo[a], edges.length[a] = box->length(a);
+    wrap_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.forces->positions(), edges);
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+  s.forces->evaluate_on_device(box);
+}
+
+void MolecularGpuDynamics::synchronize() { NBKIT_CUDA_CHECK(cudaStreamSynchronize(state_->stream)); }
+
+}  // namespace nbkit::md

@@ -1,0 +1,63 @@
+#pragma once
+// The biomolecular step kept on one GPU (src/md/cuda/molecular_dynamics.cu): positions,
+// velocities and forces live on the device between steps, and the molecular engine
+// (molecular_engine.cpp) runs the same sequence of kicks, drifts, Langevin-middle updates,
+// SETTLE/SHAKE/RATTLE (cuda/constraints.cuh: constraint_law.hpp, the host's functions) and
+// evaluations (MolecularGpuForces::evaluate_on_device) as on the host, each a kernel over atoms,
+// waters or clusters. The host sees the state only when it asks (download: thermo rows, frames,
+// checkpoints, barostat moves); nothing is read back per step but the pair list's one-word
+// check. Errors found on the device (a force not finite, a water SETTLE cannot place, a cluster
+// that does not converge) are reported at the next download with the atoms they concern.
+// Internal; no CUDA in this header. Builds without CUDA throw from the constructor.
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "nbkit/core/box.hpp"
+#include "nbkit/md.hpp"
+#include "nbkit/md/constraints.hpp"
+#include "nbkit/md/molecular_forces.hpp"
+
+namespace nbkit::md {
+
+class MolecularGpuForces;
+
+class MolecularGpuDynamics {
+ public:
+  // `forces` (resident()) must outlive this: its positions and forces are the state's.
+  MolecularGpuDynamics(MolecularGpuForces& forces, const System& system, const ConstraintSet& constraints);
+  ~MolecularGpuDynamics();
+  MolecularGpuDynamics(const MolecularGpuDynamics&) = delete;
+  MolecularGpuDynamics& operator=(const MolecularGpuDynamics&) = delete;
+
+  // The host's positions, velocities and forces onto the device.
+  void upload(const System& system, const Forces& forces);
+  // The device's positions, velocities and forces into the host's, with the last evaluation's
+  // energies and virial (the constraint forces' virial of the last step added, as the host
+  // engine adds it); throws nbkit::Error for what failed on the device since the last download.
+  void download(System& system, Forces& forces, EnergyTerms& terms);
+
+  // v += scale f / m (scale: dt or dt/2 times the units' force-to-acceleration factor).
+  void kick(double scale);
+  void drift(double dt);  // x += dt v
+  // The Langevin-middle integrator's middle (Integrator::LangevinMiddleSettings): x += dt/2 v,
+  // v = a v + b sqrt(kT/m) N(0, 1) (normal_triplet of seed, call), x += dt/2 v. kt_mv2: k T in
+  // velocity^2 x mass units.
+  void langevin_middle(double dt, double a, double b, double kt_mv2, std::uint64_t seed, std::uint64_t call);
+  // The positions onto the constraints against the step's start (the positions at the last
+  // save_reference()), the velocities given the same correction over dt; and the velocities'
+  // constraints. Nothing without constraints.
+  void save_reference();
+  void constrain_positions(double dt, const std::optional<PeriodicBox>& box);
+  void constrain_velocities(double dt, const std::optional<PeriodicBox>& box);
+  // Atoms wrapped into the box one by one (as the host engine wraps before each GPU evaluation),
+  // then the energy and forces.
+  void evaluate(const std::optional<PeriodicBox>& box);
+  void synchronize();  // waits for the device (phase timing)
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace nbkit::md
