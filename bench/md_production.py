@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Production settings on a solvated protein: the issue-19 benchmark's protocol with `nbkit md`.
 
-Usage: md_production.py NBKIT --system DIR [--steps N] [--backend cuda] [--json FILE]
+Usage: md_production.py NBKIT --system DIR [--steps N] [--backend cuda] [--sizes] [--json FILE]
 
 DIR holds protein.prmtop and protein.inpcrd (bench/md_protein_bench.py --write-system makes them:
 FKBP12 in TIP3P, 30,683 atoms). Three runs, each minimised first:
@@ -14,6 +14,9 @@ Prints ns/day and atom-steps/s per run beside OpenMM 8.4's published H100 figure
 (23,558 atoms, 1,704.5 ns/day; the nearest size), the phases of a step (`nbkit md --time-phases`:
 integration, constraints, forces with the GPU's upload, bonded, list, pairs, mesh, sums, download,
 and the barostat), the largest constraint deviation, the drift and the density.
+--sizes adds nvt-4fs at four sizes beside OpenMM's four published H100 systems: the protein box
+repeated ([system] replicate) 1x1x1, 3x1x1, 3x2x2 and 5x7x1 (30,683, 92,049, 368,196 and
+1,073,905 atoms against DHFR 23,558, ApoA1 92,224, cellulose 408,609 and STMV 1,067,095).
 """
 import argparse
 import json
@@ -23,6 +26,10 @@ import sys
 import tempfile
 
 OPENMM_H100_DHFR_NS_PER_DAY = 1704.5  # OpenMM 8.4, one H100, 23,558 atoms, LangevinMiddle 4 fs
+# OpenMM 8.4's published H100 figures (openmm.org/benchmarks; the issue's settings): name, atoms, ns/day.
+OPENMM_H100 = [("DHFR", 23558, 1704.5), ("ApoA1", 92224, 742.1), ("cellulose", 408609, 217.0),
+               ("STMV", 1067095, 70.2)]
+SIZES = [(1, 1, 1), (3, 1, 1), (3, 2, 2), (5, 7, 1)]
 
 
 def run(nbkit, system, name, body, steps, backend, tmp):
@@ -50,6 +57,7 @@ def main():
     p.add_argument("--system", required=True)
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--backend", default="cuda")
+    p.add_argument("--sizes", action="store_true")
     p.add_argument("--json")
     a = p.parse_args()
     system = os.path.abspath(a.system)
@@ -101,6 +109,26 @@ def main():
           f"nbkit nvt-4fs at {results['nvt-4fs']['atoms']} atoms: {nvt:.1f} ns/day, ratio "
           f"{nvt / OPENMM_H100_DHFR_NS_PER_DAY:.3f} (sizes differ by "
           f"{results['nvt-4fs']['atoms'] / 23558:.2f}x)")
+    if a.sizes:
+        print(f"{'system':>10} {'atoms':>9} {'ns/day':>8} {'atom-steps/s':>13} {'OpenMM 8.4 H100':>22} {'ratio':>6}"
+              "   ms/step: integrate constraints forces (list pairs mesh)")
+        with tempfile.TemporaryDirectory() as tmp:
+            for (name, openmm_atoms, openmm_rate), copies in zip(OPENMM_H100, SIZES):
+                key = "nvt-4fs-" + "x".join(map(str, copies))
+                run.tail[key] = run.tail["nvt-4fs"]
+                body = f'hydrogen_mass = 1.5\nreplicate = [{copies[0]}, {copies[1]}, {copies[2]}]\n' + constraints
+                steps = max(200, a.steps // (copies[0] * copies[1] * copies[2]))
+                report, _ = run(a.nbkit, system, key, body, steps, a.backend, tmp)
+                atoms, ns_day = report["input"]["atoms"], report["rates"]["ns_per_day"]
+                rate = report["rates"]["atom_steps_per_second"]
+                ph = report.get("phases_ms_per_step", {})
+                results[key] = {"atoms": atoms, "ns_per_day": ns_day, "atom_steps_per_second": rate,
+                                "openmm_system": name, "openmm_atoms": openmm_atoms,
+                                "openmm_ns_per_day": openmm_rate, "phases_ms_per_step": ph}
+                print(f"{key[8:]:>10} {atoms:>9} {ns_day:>8.1f} {rate:>13.3g} {name:>10} {openmm_atoms:>7} "
+                      f"{openmm_rate:>6.1f} {ns_day / openmm_rate:>6.3f}   " +
+                      " ".join(f"{ph.get(k, 0):.3f}" for k in ("integrate", "constraints", "forces", "list", "pairs",
+                                                                "mesh")))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=2)
