@@ -193,6 +193,7 @@ __global__ void __launch_bounds__(kRowThreads)
   const int c[3] = {home % g.count[0], home / g.count[0] % g.count[1], home / g.count[0] / g.count[1]};
   const int home_cell = c[0] | c[1] << 10 | c[2] << 20;
   int lo[3], hi[3];
+  const bool stencil_everywhere = g.count[0] >= 3 && g.count[1] >= 3 && g.count[2] >= 3;
   for (int a = 0; a < 3; ++a) {
     const bool stencil = g.count[a] >= 3;
     lo[a] = stencil ? c[a] - 1 : 0, hi[a] = stencil ? c[a] + 1 : g.count[a] - 1;
@@ -229,6 +230,11 @@ __global__ void __launch_bounds__(kRowThreads)
           const Real gx = gap(0, rx);
           const bool near = active && gx * gx + gy * gy + gz * gz < reach2;
           const int cell = (cz * g.count[1] + cy) * g.count[0] + cx;
+          // Along axes of 3 or more cells every atom of this cell is the same whole number of
+          // cell widths away (the raw offset, the short way round by construction), so r_i - r_j
+          // is (p_i - p_j) + that shift with no image to pick: once per cell, not per pair.
+          const Real shift[3] = {Real(c[0] - rx) * f.width[0], Real(c[1] - ry) * f.width[1],
+                                 Real(c[2] - rz) * f.width[2]};
           const int end = cell_start[cell + 1];
           for (int base = cell_start[cell]; base < end; base += kRowThreads) {
             const int tile_count = min(kRowThreads, end - base);
@@ -243,9 +249,15 @@ __global__ void __launch_bounds__(kRowThreads)
             for (int k = 0; k < tile_count; ++k) {
               const int j = base + k;
               if (j == t) continue;
-              const Real dx = axis_separation(f, 0, pi.x, tile[k].x, home_cell, tile_cell[k]);
-              const Real dy = axis_separation(f, 1, pi.y, tile[k].y, home_cell, tile_cell[k]);
-              const Real dz = axis_separation(f, 2, pi.z, tile[k].z, home_cell, tile_cell[k]);
+              Real dx, dy, dz;
+              if (stencil_everywhere) {
+                dx = (pi.x - tile[k].x) + shift[0], dy = (pi.y - tile[k].y) + shift[1];
+                dz = (pi.z - tile[k].z) + shift[2];
+              } else {
+                dx = axis_separation(f, 0, pi.x, tile[k].x, home_cell, tile_cell[k]);
+                dy = axis_separation(f, 1, pi.y, tile[k].y, home_cell, tile_cell[k]);
+                dz = axis_separation(f, 2, pi.z, tile[k].z, home_cell, tile_cell[k]);
+              }
               if (!(dx * dx + dy * dy + dz * dz < reach2)) continue;
               const int atom_j = tile_atom[k];
               if (atom_j >= lowest && atom_j <= highest && is_excluded(atom_i, atom_j, excluded_first, excluded))
