@@ -127,8 +127,8 @@ def main():
                                 "openmm_ns_per_day": openmm_rate, "phases_ms_per_step": ph}
                 print(f"{key[8:]:>10} {atoms:>9} {ns_day:>8.1f} {rate:>13.3g} {name:>10} {openmm_atoms:>7} "
                       f"{openmm_rate:>6.1f} {ns_day / openmm_rate:>6.3f}   " +
-                      " ".join(f"{ph.get(k, 0):.3f}" for k in ("integrate", "constraints", "forces", "list", "pairs",
-                                                                "mesh")))
+                      " ".join(f"{ph.get(k, 0):.3f}" for k in ("integrate", "constraints", "forces", "gpu_list",
+                                                                "gpu_pairs", "gpu_mesh")))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=2)
