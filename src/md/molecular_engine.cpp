@@ -15,6 +15,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <string>
 
 #include "md/barostat.hpp"
 #include "md/constraint_solver.hpp"
@@ -110,7 +111,7 @@ class MolecularEngine final : public Engine {
   }
   std::int64_t builds() const override { return cpu_ ? cpu_->builds() : gpu_->list_builds(); }
   std::string description() const override {
-    if (gpu_) return "GPU: " + gpu_->description();
+    if (gpu_) return "GPU: " + gpu_->description() + (device_ ? ", whole step on the device" : "");
     return backend_ == Backend::reference ? "reference, 1 thread, float64"
                                           : fmt::format("CPU, {} thread{}, float64", threads_, threads_ == 1 ? "" : "s");
   }
@@ -192,6 +193,7 @@ class MolecularEngine final : public Engine {
  private:
   // The step on the GPU (MolecularGpuDynamics): the host's sequences below, kernel by kernel.
   void device_step(double dt, bool energies) {
+    if (!device_error_.empty()) throw Error(device_error_);
     if (host_newer_) device_->upload(system_, forces_), host_newer_ = false;
     lap();
     const UnitConstants u = unit_constants(system_.units);
@@ -232,10 +234,19 @@ class MolecularEngine final : public Engine {
     if (energies) pull();
   }
   // The host's System, forces and energies brought up to date from the device (when it is ahead).
+  // A failure found on the device (a force not finite, a water or cluster the constraints could
+  // not place) ends the run: every later read or step repeats it, so no stale host copy is
+  // taken for the device's state.
   void pull() const {
+    if (!device_error_.empty()) throw Error(device_error_);
     if (!device_newer_) return;
+    try {
+      device_->download(system_, forces_, terms_);
+    } catch (const Error& e) {
+      device_error_ = e.what();
+      throw;
+    }
     device_newer_ = false;
-    device_->download(system_, forces_, terms_);
   }
   void add_gpu_phases() {
     const MolecularGpuForces::Phases g = gpu_->phase_seconds();
@@ -359,6 +370,7 @@ class MolecularEngine final : public Engine {
   std::unique_ptr<MolecularGpuForces> gpu_;
   std::unique_ptr<MolecularGpuDynamics> device_;  // the GPU's step (not MSM's)
   mutable bool device_newer_ = false;  // the device has stepped since the host's copy
+  mutable std::string device_error_;   // what the device's last read-back found wrong
   bool host_newer_ = true;             // the host's copy changed since the device's
   std::unique_ptr<MolecularCpuForces> cpu_;
   std::optional<Integrator::LangevinMiddleSettings> middle_;
