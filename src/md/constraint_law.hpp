@@ -6,9 +6,11 @@
 // its own layout (the host's structure of arrays, the GPU's Vector3 array).
 #include <cmath>
 #include <cstdint>
+#include <optional>
 
 #include "core/host_device.hpp"
 #include "md/bonded_law.hpp"
+#include "nbkit/core/box.hpp"
 #include "nbkit/md/constraints.hpp"
 
 namespace nbkit::md {
@@ -27,6 +29,16 @@ struct ConstraintImages {
             d.z - length[2] * nearbyint(d.z / length[2])};
   }
 };
+
+// The image rule of `box` (none without one), on the host.
+inline ConstraintImages constraint_images(const std::optional<PeriodicBox>& box) {
+  ConstraintImages image;
+  if (box) {
+    image.periodic = 1;
+    for (int a = 0; a < 3; ++a) image.length[a] = box->length(a);
+  }
+  return image;
+}
 
 NBKIT_HOST_DEVICE V3d unit_vector(V3d a) {
   using std::sqrt;

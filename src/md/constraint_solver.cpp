@@ -15,15 +15,6 @@ namespace nbkit::md {
 
 namespace {
 
-ConstraintImages images_of(const std::optional<PeriodicBox>& box) {
-  ConstraintImages image;
-  if (box) {
-    image.periodic = 1;
-    for (int a = 0; a < 3; ++a) image.length[a] = box->length(a);
-  }
-  return image;
-}
-
 V3d at(ConstAtomArrays p, std::int32_t i) { return {p.x[i], p.y[i], p.z[i]}; }
 V3d at(AtomArrays p, std::int32_t i) { return {p.x[i], p.y[i], p.z[i]}; }
 void add(AtomArrays p, std::int32_t i, V3d d) { p.x[i] += d.x, p.y[i] += d.y, p.z[i] += d.z; }
@@ -73,7 +64,7 @@ ConstraintSolver::ConstraintSolver(ConstraintSet set, const std::vector<double>&
 
 double ConstraintSolver::constrain_positions(ConstAtomArrays reference, AtomArrays x,
                                              const std::optional<PeriodicBox>& box) const {
-  const ConstraintImages image = images_of(box);
+  const ConstraintImages image = constraint_images(box);
   const auto waters = static_cast<std::int64_t>(set_.waters.size());
   double virial = 0;
   std::int64_t failed_at = -1;
@@ -112,7 +103,7 @@ double ConstraintSolver::constrain_positions(ConstAtomArrays reference, AtomArra
 
 double ConstraintSolver::constrain_velocities(ConstAtomArrays x, AtomArrays v, const std::optional<PeriodicBox>& box,
                                               double dt) const {
-  const ConstraintImages image = images_of(box);
+  const ConstraintImages image = constraint_images(box);
   const auto waters = static_cast<std::int64_t>(set_.waters.size());
   double virial = 0;
 #pragma omp parallel for num_threads(threads_) reduction(+ : virial) if (waters > 2048)
@@ -137,7 +128,7 @@ double ConstraintSolver::constrain_velocities(ConstAtomArrays x, AtomArrays v, c
 }
 
 double ConstraintSolver::largest_deviation(ConstAtomArrays x, const std::optional<PeriodicBox>& box) const {
-  const ConstraintImages image = images_of(box);
+  const ConstraintImages image = constraint_images(box);
   double largest = 0;
   auto check = [&](std::int32_t i, std::int32_t j, double d) {
     const V3d r = image(at(x, i) - at(x, j));

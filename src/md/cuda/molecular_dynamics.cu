@@ -70,15 +70,6 @@ __global__ void wrap_kernel(int n, V3* x, BoxEdges box) {
           wrap_coordinate(x[i].z, box.lo[2], box.length[2])};
 }
 
-ConstraintImages images_of(const std::optional<PeriodicBox>& box) {
-  ConstraintImages image;
-  if (box) {
-    image.periodic = 1;
-    for (int a = 0; a < 3; ++a) image.length[a] = box->length(a);
-  }
-  return image;
-}
-
 }  // namespace
 
 struct MolecularGpuDynamics::State {
@@ -194,7 +185,7 @@ void MolecularGpuDynamics::constrain_positions(double dt, const std::optional<Pe
   V3* x = s.forces->positions();
   NBKIT_CUDA_CHECK(
       cudaMemcpyAsync(s.unconstrained.data(), x, s.n * sizeof(V3), cudaMemcpyDeviceToDevice, s.stream));
-  s.constraints->constrain_positions(s.reference.data(), x, images_of(box));
+  s.constraints->constrain_positions(s.reference.data(), x, constraint_images(box));
   correct_velocities_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.v.data(), x, s.unconstrained.data(), dt);
   NBKIT_CUDA_CHECK_LAUNCH();
 }
@@ -203,7 +194,7 @@ void MolecularGpuDynamics::constrain_velocities(double dt, const std::optional<P
   State& s = *state_;
   if (!s.constraints) return;
   s.dt = dt;
-  s.constraints->constrain_velocities(s.forces->positions(), s.v.data(), images_of(box), dt);
+  s.constraints->constrain_velocities(s.forces->positions(), s.v.data(), constraint_images(box), dt);
 }
 
 void MolecularGpuDynamics::evaluate(const std::optional<PeriodicBox>& box) {
