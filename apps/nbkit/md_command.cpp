@@ -89,14 +89,7 @@ md::Simulation make_simulation(io::MdConfig& config, const RunOptions& run, bool
   options.gpus = run.gpu_list();
   options.skin = config.skin;
   options.time_phases = time_phases;
-  md::Integrator integrator;
-  integrator.timestep = config.timestep;
-  if (config.langevin)
-    integrator.langevin = md::Integrator::LangevinSettings{config.langevin->temperature, config.langevin->damping,
-                                                           config.langevin->seed};
-  integrator.langevin_middle = config.langevin_middle;
-  integrator.barostat = config.barostat;
-  integrator.constraints = config.constraints;
+  const md::Integrator integrator = io::integrator_of(config);
   if (config.molecular) return md::Simulation(std::move(config.system), std::move(*config.molecular), integrator, options);
   return md::Simulation(std::move(config.system), config.field, integrator, options);
 }

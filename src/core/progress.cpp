@@ -71,16 +71,23 @@ void ParallelProgress::report() {
   // Read again under the lock: the count this thread saw may be older than one reported.
   const std::int64_t now = done_.load(std::memory_order_relaxed);
   if (now < next_.load(std::memory_order_relaxed)) return;
+  if (cancelled()) return;
   next_.store((now / step_ + 1) * step_, std::memory_order_relaxed);
-  (*callback_)(std::min(1.0, static_cast<double>(now) / static_cast<double>(total_)));
+  try {
+    (*callback_)(std::min(1.0, static_cast<double>(now) / static_cast<double>(total_)));
+  } catch (...) {
+    error_ = std::current_exception();
+    cancelled_.store(true, std::memory_order_relaxed);
+  }
 }
 
 void ParallelProgress::finish() {
   if (!active_) return;
   const std::lock_guard lock(reporting_);
   next_.store(std::numeric_limits<std::int64_t>::max(), std::memory_order_relaxed);
-  (*callback_)(1.0);
   active_ = false;
+  if (error_) std::rethrow_exception(error_);
+  (*callback_)(1.0);
 }
 
 }  // namespace nbkit

@@ -584,4 +584,16 @@ MdConfig read_md_config(const std::string& path) {
   return parse_md_config(read_file_text(path, "a TOML file"), path, std::filesystem::path(path).parent_path().string());
 }
 
+md::Integrator integrator_of(const MdConfig& config) {
+  md::Integrator integrator;
+  integrator.timestep = config.timestep;
+  if (config.langevin)
+    integrator.langevin = md::Integrator::LangevinSettings{config.langevin->temperature, config.langevin->damping,
+                                                           config.langevin->seed};
+  integrator.langevin_middle = config.langevin_middle;
+  integrator.barostat = config.barostat;
+  integrator.constraints = config.constraints;
+  return integrator;
+}
+
 }  // namespace nbkit::io

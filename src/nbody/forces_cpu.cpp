@@ -114,6 +114,7 @@ void compute(const CpuForceJob& job) {
   ParallelProgress progress(blocks >= 256 ? job.progress : nullptr, blocks);
 #pragma omp parallel for schedule(dynamic, 4) num_threads(job.threads)
   for (std::int64_t block = 0; block < blocks; ++block) {
+    if (progress.cancelled()) continue;  // a progress callback asked to stop
     const std::size_t i0 = static_cast<std::size_t>(block) * kI;
     V xi[kI], yi[kI], zi[kI];
     for (std::size_t t = 0; t < kI; ++t) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -40,6 +41,9 @@ class ProgressBar {
 // OpenMP's thread 0 report went silent when the other threads drew every block (16 threads on
 // a 2-core machine, or a fast GPU host), and one that reported on multiples of the step missed
 // them all. A thread that finds another reporting moves on; it never waits.
+// A callback may throw to stop the loop (the Python module's Ctrl-C): the exception is kept,
+// cancelled() turns true so that the loop skips its remaining units, and finish() rethrows it
+// on the calling thread (an exception must not leave an OpenMP region).
 class ParallelProgress {
  public:
   // callback may be null or empty: then nothing is reported and done_one() costs one test.
@@ -53,6 +57,7 @@ class ParallelProgress {
     const std::int64_t now = done_.fetch_add(1, std::memory_order_relaxed) + 1;
     if (now >= next_.load(std::memory_order_relaxed)) report();
   }
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
   void finish();
 
  private:
@@ -61,6 +66,8 @@ class ParallelProgress {
   bool active_;
   std::int64_t total_, step_;
   std::atomic<std::int64_t> done_{0}, next_;
+  std::atomic<bool> cancelled_{false};
+  std::exception_ptr error_;  // what a callback threw (written under reporting_)
   std::mutex reporting_;
 };
 

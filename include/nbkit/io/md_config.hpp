@@ -59,6 +59,9 @@ struct MdConfig {
 };
 
 MdConfig read_md_config(const std::string& path);
+// How the config steps: its timestep, thermostat (LAMMPS's Langevin or Langevin middle),
+// barostat and constraints (the command line and the Python module build their runs with it).
+md::Integrator integrator_of(const MdConfig& config);
 // The same for a text; `source` names it in messages, `base` is the folder relative paths
 // (the data file) start from.
 MdConfig parse_md_config(std::string_view text, const std::string& source, const std::string& base);

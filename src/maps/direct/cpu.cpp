@@ -242,6 +242,7 @@ void sum_rows(const CpuJob& job, const Law& law) {
     if (bins) s.z_bin_start.resize(bins->dims[2] + 1);
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t row = rows.row_begin; row < rows.row_end; ++row) {
+      if (progress.cancelled()) continue;  // a progress callback asked to stop
       // Row setup in lattice units: x, y of the row's points are integers.
       const double x = static_cast<double>(row / ny), y = static_cast<double>(row % ny);
       s.count = 0;

@@ -1,0 +1,104 @@
+#include "arrays.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+namespace nbkit::python {
+
+namespace {
+
+py::array float_array(const py::handle& object, const char* name) {
+  if (!py::isinstance<py::array>(object)) {
+    // Lists and other sequences: numpy decides the dtype (ints are refused below, as in an array).
+    py::object converted = py::module_::import("numpy").attr("asarray")(object);
+    return float_array(converted, name);
+  }
+  py::array a = py::reinterpret_borrow<py::array>(object);
+  const py::dtype dt = a.dtype();
+  if (dt.kind() != 'f' || (dt.itemsize() != 4 && dt.itemsize() != 8))
+    throw py::type_error(std::string(name) + ": expected float32 or float64 values, got dtype " +
+                         std::string(py::str(py::handle(dt))));
+  return a;
+}
+
+}  // namespace
+
+void read_xyz(const py::handle& object, const char* name, std::vector<double>& x, std::vector<double>& y,
+              std::vector<double>& z) {
+  py::array a = float_array(object, name);
+  if (a.ndim() != 2 || a.shape(1) != 3) {
+    std::ostringstream shape;
+    for (py::ssize_t d = 0; d < a.ndim(); ++d) shape << (d ? ", " : "") << a.shape(d);
+    throw py::value_error(std::string(name) + ": expected shape (n, 3), got (" + shape.str() + ")");
+  }
+  auto doubles = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
+  const auto n = static_cast<std::size_t>(a.shape(0));
+  const double* p = doubles.data();
+  x.resize(n), y.resize(n), z.resize(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = p[3 * i], y[i] = p[3 * i + 1], z[i] = p[3 * i + 2];
+}
+
+std::vector<double> read_column(const py::handle& object, const char* name, std::ptrdiff_t expected) {
+  py::array a = float_array(object, name);
+  if (a.ndim() != 1 || (expected >= 0 && a.shape(0) != expected))
+    throw py::value_error(std::string(name) + ": expected shape (" +
+                          (expected >= 0 ? std::to_string(expected) : std::string("n")) + ",), one value an atom, got " +
+                          std::to_string(a.ndim()) + "-d array of " + std::to_string(a.size()) + " values");
+  auto doubles = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
+  return std::vector<double>(doubles.data(), doubles.data() + doubles.size());
+}
+
+py::array_t<double> xyz_array(const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& z) {
+  const auto n = static_cast<py::ssize_t>(x.size());
+  py::array_t<double> out({n, py::ssize_t{3}});
+  double* p = out.mutable_data();
+  for (py::ssize_t i = 0; i < n; ++i) p[3 * i] = x[i], p[3 * i + 1] = y[i], p[3 * i + 2] = z[i];
+  return out;
+}
+
+py::array_t<double> column_array(const std::vector<double>& v) {
+  py::array_t<double> out(static_cast<py::ssize_t>(v.size()));
+  std::copy(v.begin(), v.end(), out.mutable_data());
+  return out;
+}
+
+std::vector<int> read_gpus(const py::handle& gpus) {
+  if (gpus.is_none()) return {};
+  if (py::isinstance<py::str>(gpus)) {
+    const std::string text = gpus.cast<std::string>();
+    if (text == "all" || text.empty()) return {};
+    std::vector<int> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      char* end = nullptr;
+      const long v = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || v < 0) throw py::value_error("gpus: expected \"all\", an index or indices like \"0,2\", got \"" + text + "\"");
+      out.push_back(static_cast<int>(v));
+    }
+    return out;
+  }
+  if (py::isinstance<py::int_>(gpus)) return {gpus.cast<int>()};
+  try {
+    return gpus.cast<std::vector<int>>();
+  } catch (const py::cast_error&) {
+    throw py::type_error("gpus: expected \"all\", an index or a list of indices");
+  }
+}
+
+py::object Options::take(const char* key) {
+  taken_.emplace_back(key);
+  if (!d_.contains(key)) return py::none();
+  return d_[key];
+}
+
+void Options::finish() const {
+  for (const auto& item : d_) {
+    const std::string key = py::str(item.first);
+    if (std::find(taken_.begin(), taken_.end(), key) == taken_.end())
+      throw py::type_error(function_ + "() got an unexpected keyword argument '" + key + "'");
+  }
+}
+
+}  // namespace nbkit::python
