@@ -40,7 +40,7 @@ class Simulation:
         else:
             path = os.fspath(config)
             if not os.path.exists(path):
-                raise FileNotFoundError(2, f"{path}: no such file", path)
+                raise FileNotFoundError(2, "No such file", path)
             with open(path, encoding="utf-8") as f:
                 text = f.read()
             source = path
@@ -81,7 +81,7 @@ class Simulation:
         """Goes on from a checkpoint written by :meth:`checkpoint` or ``nbkit md``."""
         path = os.fspath(path)
         if not os.path.exists(path):
-            raise FileNotFoundError(2, f"{path}: no such file", path)
+            raise FileNotFoundError(2, "No such file", path)
         self._simulation.restore(path)
 
     @property

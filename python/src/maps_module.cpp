@@ -37,7 +37,7 @@ struct PyMap {
 void require_file(const std::string& path) {
   if (!std::filesystem::exists(path)) {
     PyErr_SetObject(PyExc_FileNotFoundError,
-                    py::make_tuple(2, path + ": no such file", path).ptr());  // errno ENOENT, message, filename
+                    py::make_tuple(2, "No such file", path).ptr());  // errno ENOENT, message, filename
     throw py::error_already_set();
   }
 }

@@ -209,11 +209,14 @@ Map compute_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& op
   check_memory(map_memory_bytes(lattice),
                fmt::format("a {}x{}x{} lattice ({} points)", lattice.dims[0], lattice.dims[1], lattice.dims[2],
                            lattice.size()));
+  // The whole call is timed: allocating and zeroing the values is a tenth of a fast GPU map's time.
+  const auto start = std::chrono::steady_clock::now();
   Map map;
   map.lattice = lattice;
   map.unit = options.unit;
   map.values.resize(static_cast<std::size_t>(lattice.size()));
   compute_map_rows(atoms, lattice, options, 0, lattice.rows(), map.values.data(), stats);
+  if (stats) stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return map;
 }
 
