@@ -119,6 +119,14 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
                       std::int64_t row_begin, std::int64_t row_end, double* out,
                       MapStats* stats = nullptr);
 
+// The map written into a GPU's memory (a CuPy array, a PyTorch CUDA tensor): lattice.size()
+// float64 values, x slowest, at `values` on CUDA device `device`; the values never pass through
+// the host. Backend cuda, methods direct, mdh and cutoff (msm's long range is summed on the
+// host): each GPU computes its share of the lattice's slabs and copies them there (a peer copy
+// from the others). Throws as compute_map does, and naming the first value that is not finite.
+void compute_map_on_device(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, int device,
+                           double* values, MapStats* stats = nullptr);
+
 // The lattice that spans a periodic cell [0, a) x [0, b) x [0, c): origin (0,0,0) and
 // ceil(edge / spacing) points along each axis. It is exactly periodic (the point after the
 // last one is the first one's image) when the edges are multiples of the spacing.

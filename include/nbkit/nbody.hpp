@@ -51,6 +51,27 @@ struct Accelerations {
   void resize(std::size_t n);
 };
 
+// Bodies already in a GPU's memory (a CuPy array, a PyTorch CUDA tensor, another CUDA code's
+// buffers): views, no ownership. Positions (n, 3) and masses (n,) as float32 or float64 with
+// strides in elements; results written to the same device as float64: accelerations (n, 3)
+// row-major and, when `potentials` is not null, potentials (n,). Nothing passes through the
+// host but a few flags (the inputs' and results' checks).
+struct DeviceBodies {
+  int device = 0;  // the CUDA device the arrays live on
+  std::int64_t n = 0;
+  const void* positions = nullptr;
+  bool positions_float64 = true;
+  std::int64_t position_strides[2] = {3, 1};
+  const void* masses = nullptr;
+  bool masses_float64 = true;
+  std::int64_t mass_stride = 1;
+  double* accelerations = nullptr;
+  double* potentials = nullptr;
+  // The cudaStream_t the inputs were written on (0: the legacy default stream): the engine's
+  // work waits for it; the call returns when the results are written.
+  void* stream = nullptr;
+};
+
 // The force evaluator of a run: checks the options once, resolves --backend auto, and keeps
 // its backend's resources (GPU buffers, pinned staging memory) from one step to the next.
 class ForceEngine {
@@ -65,6 +86,10 @@ class ForceEngine {
   // Throws nbkit::Error for bodies with non-finite positions or masses that are not positive
   // and finite, and when a result is not finite (never returns NaN).
   void compute(const Bodies& bodies, Accelerations& out, bool with_potential = true);
+  // The same for bodies in a GPU's memory (backend cuda, one GPU: the arrays' own). Throws
+  // nbkit::Error naming the first body whose position is not finite or whose mass is not positive
+  // and finite, and when a result is not finite.
+  void compute_on_device(const DeviceBodies& bodies);
   Backend backend() const;  // never automatic
   // What runs, for logs: "CPU AVX3, float32 with float64 sums", "2 x NVIDIA H200, float32...".
   std::string description() const;

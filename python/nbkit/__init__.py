@@ -18,9 +18,9 @@ Importing changes no process-wide state.
 from . import md, nbody
 from ._nbkit import Error, Map, read_map
 from ._nbkit import info as _info
-from .maps import Ionized, Structure, ionize, map, read_structure, trajectory_map
+from .maps import DeviceMap, Ionized, Structure, ionize, map, read_structure, trajectory_map
 
-__all__ = ["Error", "Ionized", "Map", "Structure", "info", "ionize", "map", "md", "nbody", "read_map",
+__all__ = ["DeviceMap", "Error", "Ionized", "Map", "Structure", "info", "ionize", "map", "md", "nbody", "read_map",
            "read_structure", "trajectory_map"]
 __version__: str = _info()["version"]
 

@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 
 from . import _nbkit
+from ._gpu import framework_of
 from ._nbkit import Map
 
 Progress = Union[bool, None, Callable[[float], None]]
@@ -101,14 +102,53 @@ def map(positions: Any, charges: Any = None, radii: Any = None, *, method: str =
     Returns a :class:`nbkit.Map`: ``values`` (a numpy view of shape (nx, ny, nz), x slowest, no
     copy), ``origin``, ``spacing``, ``shape``, ``units``, ``stats``, and ``to_dx``, ``to_mrc``,
     ``to_png``. The values are those of ``nbkit map`` for the same input, backend and precision.
+    With CuPy arrays or PyTorch CUDA tensors as inputs (backend "cuda" or "auto"; direct, mdh or
+    cutoff), a :class:`DeviceMap` whose values stay on the GPU, an array of the same kind.
     """
     pos, q, r = _atoms(positions, charges, radii)
-    return _nbkit._map(pos, q, r, dict(
+    options = dict(
         method=method, spacing=spacing, padding=padding, origin=origin, shape=shape, units=units,
         dielectric=dielectric, temperature=temperature, ionic_strength=ionic_strength, cutoff=cutoff,
         smoothing=smoothing, bin_size=bin_size, msm_spacing=msm_spacing, msm_interpolation=msm_interpolation,
         msm_splitting=msm_splitting, periodic_box=periodic_box, backend=backend, precision=precision,
-        threads=threads, gpus=gpus, progress=progress))
+        threads=threads, gpus=gpus, progress=progress)
+    gpu = framework_of(pos, q, r)
+    if gpu is None:
+        return _nbkit._map(pos, q, r, options)
+    # GPU arrays in: the atoms (a few bytes each) are read for the lattice's setup, the map is
+    # written by the GPUs straight into an array of the same kind on the same device.
+    gpu.synchronize()
+
+    def host(a: Any) -> Any:
+        return gpu.to_host(a) if a is not None and framework_of(a) else a
+
+    d = _nbkit._map_on_device(host(pos), host(q), host(r), options, gpu.allocate)
+    return DeviceMap(d["values"], tuple(d["origin"]), d["spacing"], d["units"], d["stats"], d["comments"])
+
+
+class DeviceMap:
+    """A map whose values stay on the GPU (:func:`map` of CuPy or PyTorch inputs): ``values`` is
+    an array of the inputs' kind, shape (nx, ny, nz), float64, on their device; ``origin``,
+    ``spacing``, ``shape``, ``units``, ``stats`` as :class:`nbkit.Map`'s. ``to_host()`` makes the
+    :class:`nbkit.Map` (for ``to_dx``, ``to_mrc``, ``to_png``)."""
+
+    def __init__(self, values: Any, origin: tuple, spacing: float, units: str, stats: dict, comments: list) -> None:
+        self.values, self.origin, self.spacing, self.units, self.stats = values, origin, spacing, units, stats
+        self._comments = comments
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(int(n) for n in self.values.shape)
+
+    def to_host(self) -> Map:
+        """The map copied to the host as an :class:`nbkit.Map`."""
+        return _nbkit._map_from_array(framework_of(self.values).to_host(self.values), list(self.origin), self.spacing,
+                                      self.units, self._comments)
+
+    def __repr__(self) -> str:
+        nx, ny, nz = self.shape
+        return f"<nbkit.DeviceMap {nx}x{ny}x{nz} points on {type(self.values).__module__.split('.')[0]}, " \
+               f"spacing {self.spacing} A, {self.units}>"
 
 
 def trajectory_map(atoms: Any, *, charges: Any = None, radii: Any = None, combine: str = "avg", first: int = 0,

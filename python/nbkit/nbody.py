@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 
 from . import _nbkit
+from ._gpu import framework_of
 
 Progress = Union[bool, None, Callable[[float], None]]
 GPUs = Union[str, int, Sequence[int]]
@@ -30,8 +31,15 @@ class ForceEngine:
     def accelerations(self, positions: Any, masses: Any, *, potential: bool = True
                       ) -> tuple[np.ndarray, Optional[np.ndarray]]:
         """(accelerations (n, 3), potentials (n,) or None when ``potential`` is False) for
-        positions (n, 3) and masses (n,), float32 or float64."""
-        return self._engine.compute(positions, masses, potential)
+        positions (n, 3) and masses (n,), float32 or float64. With CuPy arrays or PyTorch CUDA
+        tensors (backend "cuda", the arrays' GPU), the results are float64 arrays of the same
+        kind on that GPU and nothing passes through the host."""
+        gpu = framework_of(positions, masses)
+        if gpu is None:
+            return self._engine.compute(positions, masses, potential)
+        positions, masses = gpu.prepare(positions), gpu.prepare(masses)
+        gpu.synchronize()
+        return self._engine.compute_on_device(positions, masses, potential, gpu.allocate)
 
     @property
     def backend(self) -> str:

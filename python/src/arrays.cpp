@@ -1,5 +1,7 @@
 #include "arrays.hpp"
 
+#include "nbkit/core/backend.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
@@ -85,6 +87,35 @@ std::vector<int> read_gpus(const py::handle& gpus) {
   } catch (const py::cast_error&) {
     throw py::type_error("gpus: expected \"all\", an index or a list of indices");
   }
+}
+
+bool is_cuda_array(const py::handle& object) { return py::hasattr(object, "__cuda_array_interface__"); }
+
+CudaArray cuda_array(const py::handle& object, const char* name) {
+  const py::dict cai = object.attr("__cuda_array_interface__");
+  CudaArray a;
+  const std::string type = py::str(cai["typestr"]);
+  if (type != "<f4" && type != "<f8")
+    throw py::type_error(std::string(name) + ": expected float32 or float64 values, got typestr " + type);
+  a.float64 = type == "<f8";
+  const auto item = static_cast<py::ssize_t>(a.float64 ? 8 : 4);
+  for (const auto& d : py::tuple(cai["shape"])) a.shape.push_back(d.cast<py::ssize_t>());
+  if (cai.contains("strides") && !cai["strides"].is_none()) {
+    for (const auto& st : py::tuple(cai["strides"])) {
+      const auto bytes = st.cast<py::ssize_t>();
+      if (bytes % item != 0) throw py::value_error(std::string(name) + ": strides that are not whole elements");
+      a.strides.push_back(bytes / item);
+    }
+  } else {  // C-contiguous
+    a.strides.assign(a.shape.size(), 1);
+    for (std::size_t d = a.shape.size(); d-- > 1;) a.strides[d - 1] = a.strides[d] * a.shape[d];
+  }
+  a.data = reinterpret_cast<void*>(py::tuple(cai["data"])[0].cast<std::uintptr_t>());
+  std::size_t elements = 1;
+  for (const auto d : a.shape) elements *= static_cast<std::size_t>(d);
+  a.device = elements > 0 ? gpu_of_pointer(a.data) : 0;
+  if (a.device < 0) throw py::value_error(std::string(name) + ": its __cuda_array_interface__ points to no GPU memory");
+  return a;
 }
 
 py::object Options::take(const char* key) {

@@ -23,6 +23,17 @@ py::array_t<double> xyz_array(const std::vector<double>& x, const std::vector<do
 py::array_t<double> column_array(const std::vector<double>& v);
 // gpus="all" | an index | a list of indices | "0,2": the device indices (empty: all).
 std::vector<int> read_gpus(const py::handle& gpus);
+// A GPU array (CuPy, a PyTorch CUDA tensor, Numba: anything with __cuda_array_interface__):
+// its data pointer, device, shape and strides in elements; float32 or float64 only.
+struct CudaArray {
+  void* data = nullptr;
+  int device = -1;
+  bool float64 = true;
+  std::vector<py::ssize_t> shape, strides;
+};
+bool is_cuda_array(const py::handle& object);
+CudaArray cuda_array(const py::handle& object, const char* name);
+
 // Options handed over as a dict by the package's Python layer: each key taken once; whatever
 // is left is an unknown option (TypeError naming it), as Python itself says of a keyword.
 class Options {

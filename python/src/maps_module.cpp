@@ -309,6 +309,58 @@ py::dict read_structure(const std::string& path, const std::string& charges, boo
   return out;
 }
 
+// nbkit.map with GPU-array inputs: the atoms (read to the host by the Python layer: a few bytes
+// each) mapped on the GPUs, the values written by compute_map_on_device straight into a device
+// array made by `allocate(shape)` (CuPy or PyTorch, as the inputs), never through the host.
+py::dict compute_on_device(const py::handle& positions, const py::handle& charges, const py::handle& radii,
+                           py::dict kwargs, const py::object& allocate) {
+  Options o(std::move(kwargs), "map");
+  const Atoms atoms = atoms_from(positions, charges, radii);
+  MapOptions options = map_options(o);
+  const Lattice lattice = lattice_of(o, atoms, options);
+  const py::object progress = o.take("progress");
+  o.finish();
+  options.progress = progress_hook(progress, to_string(options.method) + " map");
+  const auto& d = lattice.dims;
+  py::object values = allocate(py::make_tuple(d[0], d[1], d[2]));
+  const CudaArray out = cuda_array(values, "output");
+  if (!out.float64 || out.shape.size() != 3 || out.strides != std::vector<py::ssize_t>{d[1] * d[2], d[2], 1})
+    throw py::value_error("output: expected a C-contiguous float64 GPU array of shape (nx, ny, nz)");
+  MapStats stats;
+  {
+    InterruptScope interrupt;
+    {
+      py::gil_scoped_release release;
+      compute_map_on_device(atoms, lattice, options, out.device, static_cast<double*>(out.data), &stats);
+    }
+    interrupt.raise_if_requested();
+  }
+  py::dict result;
+  result["values"] = values;
+  result["origin"] = py::make_tuple(lattice.origin.x, lattice.origin.y, lattice.origin.z);
+  result["spacing"] = lattice.spacing;
+  result["units"] = units::to_string(options.unit);
+  result["stats"] = stats_dict(stats);
+  result["comments"] = comments_of(atoms, options);
+  return result;
+}
+
+// A host Map of values already computed (a GPU map brought to the host), for the file writers.
+PyMap map_from_array(const py::array_t<double, py::array::c_style | py::array::forcecast>& values,
+                     const std::vector<double>& origin, double spacing, const std::string& unit,
+                     const std::vector<std::string>& comments) {
+  if (values.ndim() != 3 || origin.size() != 3) throw py::value_error("values: expected shape (nx, ny, nz)");
+  PyMap p;
+  p.map->lattice.origin = {origin[0], origin[1], origin[2]};
+  p.map->lattice.spacing = spacing;
+  p.map->lattice.dims = {values.shape(0), values.shape(1), values.shape(2)};
+  validate(p.map->lattice);
+  p.map->unit = units::parse_potential_unit(unit);
+  p.map->values.assign(values.data(), values.data() + values.size());
+  p.comments = comments;
+  return p;
+}
+
 }  // namespace
 
 void add_maps(py::module_& m) {
@@ -367,6 +419,10 @@ void add_maps(py::module_& m) {
                " points, spacing " + std::to_string(p.map->lattice.spacing) + " A, " + units::to_string(p.map->unit) + ">";
       });
   m.def("_map", &compute, py::arg("positions"), py::arg("charges"), py::arg("radii"), py::arg("options"));
+  m.def("_map_on_device", &compute_on_device, py::arg("positions"), py::arg("charges"), py::arg("radii"),
+        py::arg("options"), py::arg("allocate"));
+  m.def("_map_from_array", &map_from_array, py::arg("values"), py::arg("origin"), py::arg("spacing"),
+        py::arg("units"), py::arg("comments"));
   m.def("_trajectory_map", &trajectory, py::arg("positions"), py::arg("charges"), py::arg("radii"),
         py::arg("next_frame"), py::arg("combine"), py::arg("options"));
   m.def("_ionize", &ionize, py::arg("positions"), py::arg("charges"), py::arg("radii"), py::arg("options"));

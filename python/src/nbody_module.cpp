@@ -71,6 +71,32 @@ class PyForceEngine {
     return py::make_tuple(xyz_array(acc.ax, acc.ay, acc.az),
                           potential && acc.has_potential ? py::object(column_array(acc.potential)) : py::object(py::none()));
   }
+  // GPU arrays in (positions (n, 3), masses (n,)), GPU arrays out (made by allocate(shape) on
+  // the inputs' device): nothing but the checks' flags crosses to the host.
+  py::tuple compute_on_device(const py::handle& positions, const py::handle& masses, bool potential,
+                              const py::object& allocate) {
+    const CudaArray x = cuda_array(positions, "positions"), m = cuda_array(masses, "masses");
+    if (x.shape.size() != 2 || x.shape[1] != 3) throw py::value_error("positions: expected shape (n, 3)");
+    if (m.shape.size() != 1 || m.shape[0] != x.shape[0])
+      throw py::value_error("masses: expected shape (" + std::to_string(x.shape[0]) + ",), one value a body");
+    if (x.shape[0] > 0 && m.device != x.device) throw py::value_error("positions and masses: on different GPUs");
+    const py::ssize_t n = x.shape[0];
+    py::object acc = allocate(py::make_tuple(n, 3));
+    py::object phi = potential ? allocate(py::make_tuple(n)) : py::object(py::none());
+    const CudaArray a = cuda_array(acc, "accelerations");
+    nbody::DeviceBodies b;
+    b.device = x.device, b.n = n;
+    b.positions = x.data, b.positions_float64 = x.float64;
+    b.position_strides[0] = x.strides[0], b.position_strides[1] = x.strides[1];
+    b.masses = m.data, b.masses_float64 = m.float64, b.mass_stride = m.strides[0];
+    b.accelerations = static_cast<double*>(a.data);
+    b.potentials = potential ? static_cast<double*>(cuda_array(phi, "potentials").data) : nullptr;
+    {
+      py::gil_scoped_release release;
+      engine_->compute_on_device(b);
+    }
+    return py::make_tuple(acc, phi);
+  }
   std::string backend() const { return to_string(engine_->backend()); }
   std::string description() const { return engine_->description(); }
   std::string notice() const { return engine_->notice(); }
@@ -139,6 +165,8 @@ void add_nbody(py::module_& m) {
   py::class_<PyForceEngine>(m, "_ForceEngine")
       .def(py::init<py::dict>(), py::arg("options"))
       .def("compute", &PyForceEngine::compute, py::arg("positions"), py::arg("masses"), py::arg("potential") = true)
+      .def("compute_on_device", &PyForceEngine::compute_on_device, py::arg("positions"), py::arg("masses"),
+           py::arg("potential"), py::arg("allocate"))
       .def_property_readonly("backend", &PyForceEngine::backend)
       .def_property_readonly("description", &PyForceEngine::description)
       .def_property_readonly("notice", &PyForceEngine::notice);

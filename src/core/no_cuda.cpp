@@ -6,6 +6,8 @@
 
 namespace nbkit {
 
+int gpu_of_pointer(const void*) { return -1; }
+
 std::vector<GpuInfo> list_gpus(std::string* why_none) {
   if (why_none) *why_none = "this build of nbkit has no CUDA backend (nvcc was not found at build time)";  // throw_no_cuda_build's words
   return {};

@@ -10,6 +10,15 @@ namespace nbkit {
 
 std::string cuda_runtime_version();
 
+int gpu_of_pointer(const void* pointer) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
+    cudaGetLastError();  // not a pointer the runtime knows: clear the error
+    return -1;
+  }
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged ? attributes.device : -1;
+}
+
 std::vector<GpuInfo> list_gpus(std::string* why_none) {
   std::vector<GpuInfo> gpus;
   int count = 0;

@@ -95,6 +95,15 @@ void ForceEngine::compute(const Bodies& bodies, Accelerations& out, bool with_po
   check_results(out, with_potential);
 }
 
+void ForceEngine::compute_on_device(const DeviceBodies& bodies) {
+  if (impl_->options.backend != Backend::cuda)
+    throw Error("bodies in GPU memory need the cuda backend; this engine runs on the " +
+                to_string(impl_->options.backend));
+  if (bodies.n < 0 || (bodies.n > 0 && (!bodies.positions || !bodies.masses || !bodies.accelerations)))
+    throw Error("device bodies: positions, masses and accelerations must point to device memory");
+  impl_->gpu->compute_on_device(bodies);
+}
+
 Backend ForceEngine::backend() const { return impl_->options.backend; }
 const std::string& ForceEngine::notice() const { return impl_->notice; }
 double ForceEngine::last_kernel_seconds() const { return impl_->gpu ? impl_->gpu->last_kernel_seconds() : 0.0; }

@@ -29,11 +29,13 @@ class GpuForces {
   GpuForces(const GpuForces&) = delete;
   GpuForces& operator=(const GpuForces&) = delete;
   void compute(const Bodies& bodies, Accelerations& out, bool with_potential);
+  void compute_on_device(const DeviceBodies& bodies);  // one device: the arrays'
   double last_kernel_seconds() const;
   std::string description() const;
 
+  struct State;  // the devices' buffers and streams (forces_cuda.cu's helpers take it)
+
  private:
-  struct State;
   std::unique_ptr<State> state_;
 };
 

@@ -174,6 +174,49 @@ __global__ void sum_splits(const double* __restrict__ partial, int splits, int i
   }
 }
 
+// Bodies in a GPU's memory (ForceEngine::compute_on_device): one input value, float32 or
+// float64, widened to float64 and then narrowed to Real as the host path does (so both give the
+// same bits for the same values).
+__device__ inline double load_value(const void* p, bool float64, long long index) {
+  return float64 ? static_cast<const double*>(p)[index] : static_cast<double>(static_cast<const float*>(p)[index]);
+}
+
+// The inputs packed into the kernel's records; the first body whose position is not finite or
+// whose mass is not positive and finite goes to *bad (atomicMin; INT_MAX: none).
+template <class Real>
+__global__ void pack_device_bodies(int n, const void* positions, bool positions_float64, long long row_stride,
+                                   long long column_stride, const void* masses, bool masses_float64,
+                                   long long mass_stride, Body<Real>* __restrict__ out, int* __restrict__ bad) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= n) return;
+  const long long row = static_cast<long long>(i) * row_stride;
+  const double x = load_value(positions, positions_float64, row);
+  const double y = load_value(positions, positions_float64, row + column_stride);
+  const double z = load_value(positions, positions_float64, row + 2 * column_stride);
+  const double m = load_value(masses, masses_float64, static_cast<long long>(i) * mass_stride);
+  if (!isfinite(x) || !isfinite(y) || !isfinite(z) || !(m > 0) || !isfinite(m)) atomicMin(bad, i);
+  out[i] = {static_cast<Real>(x), static_cast<Real>(y), static_cast<Real>(z), static_cast<Real>(m)};
+}
+
+// The summed components (c * n + i) into the caller's (n, 3) accelerations and (n,) potentials;
+// the first body with a result that is not finite goes to *bad.
+__global__ void scatter_results(int n, const double* __restrict__ sums, double* __restrict__ accelerations,
+                                double* __restrict__ potentials, int* __restrict__ bad) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= n) return;
+  const double ax = sums[i], ay = sums[n + i], az = sums[2 * static_cast<std::size_t>(n) + i];
+  accelerations[3 * static_cast<std::size_t>(i)] = ax;
+  accelerations[3 * static_cast<std::size_t>(i) + 1] = ay;
+  accelerations[3 * static_cast<std::size_t>(i) + 2] = az;
+  bool finite = isfinite(ax) && isfinite(ay) && isfinite(az);
+  if (potentials) {
+    const double phi = sums[3 * static_cast<std::size_t>(n) + i];
+    potentials[i] = phi;
+    finite = finite && isfinite(phi);
+  }
+  if (!finite) atomicMin(bad, i);
+}
+
 // Resident blocks of the acceleration kernel on one SM (the potential kernel launches with
 // the same split, so the accelerations' sums are the same whichever kernel ran).
 template <class Real>
@@ -221,6 +264,7 @@ struct GpuForces::State {
     cuda::DeviceBuffer<Body<float>> bodies32;
     cuda::DeviceBuffer<Body<double>> bodies64;
     cuda::DeviceBuffer<double> partial, out;
+    cuda::DeviceBuffer<int> flags;  // device bodies: the first bad input and the first bad result
     std::unique_ptr<cuda::Stream> stream;
     std::unique_ptr<cuda::Event> start, stop;
     ~Device() { cudaSetDevice(index); }  // its buffers and stream are freed on their device next
@@ -256,6 +300,51 @@ GpuForces::GpuForces(const std::vector<int>& gpus, double softening, bool double
 
 GpuForces::~GpuForces() = default;
 
+namespace {
+
+// Device `device`'s share of the bodies i against all n bodies j: the bodies copied from the
+// host's staging buffer (`from_host`) or already packed on the device, the gravity kernel over
+// the chosen splits and the fixed-order sum of the splits into device.out (component-major).
+// On device.stream, between device.start and (recorded by the caller) device.stop.
+void launch_gravity(GpuForces::State& s, GpuForces::State::Device& device, int n, bool with_potential,
+                    const void* staged, bool from_host) {
+  const bool dbl = s.double_precision;
+  const std::size_t count = static_cast<std::size_t>(n);
+  const cudaStream_t stream = *device.stream;
+  const int j_per_split =
+      choose_splits(device.i_count, n, dbl ? device.resident_blocks64 : device.resident_blocks32) * kTile;
+  const int used_splits = (n + j_per_split - 1) / j_per_split;
+  const std::size_t partial_size = static_cast<std::size_t>(used_splits) * kComponents * device.i_count;
+  if (device.partial.size() < partial_size) device.partial = cuda::DeviceBuffer<double>(partial_size);
+  const std::size_t out_size = static_cast<std::size_t>(kComponents) * device.i_count;
+  if (device.out.size() < out_size) device.out = cuda::DeviceBuffer<double>(out_size);
+  const dim3 grid(static_cast<unsigned>((device.i_count + kBodiesPerBlock - 1) / kBodiesPerBlock),
+                  static_cast<unsigned>(used_splits));
+  auto launch = [&](auto real_zero, auto& device_bodies) {
+    using Real = decltype(real_zero);
+    if (from_host) {
+      if (device_bodies.size() < count) device_bodies = cuda::DeviceBuffer<Body<Real>>(count);
+      device_bodies.upload(static_cast<const Body<Real>*>(staged), count, stream);
+    }
+    const Real eps2 = static_cast<Real>(s.softening * s.softening);
+    device.start->record(stream);
+    if (with_potential)
+      gravity_kernel<true, Real><<<grid, kThreads, 0, stream>>>(device_bodies.data(), n, device.i_begin,
+                                                               device.i_count, j_per_split, eps2, device.partial.data());
+    else
+      gravity_kernel<false, Real><<<grid, kThreads, 0, stream>>>(device_bodies.data(), n, device.i_begin,
+                                                                device.i_count, j_per_split, eps2, device.partial.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  };
+  if (dbl) launch(double{}, device.bodies64);
+  else launch(float{}, device.bodies32);
+  sum_splits<<<(device.i_count + 255) / 256, 256, 0, stream>>>(device.partial.data(), used_splits, device.i_count,
+                                                               with_potential ? 4 : 3, device.out.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
 void GpuForces::compute(const Bodies& bodies, Accelerations& out, bool with_potential) {
   State& s = *state_;
   const std::size_t count = bodies.size();
@@ -285,34 +374,9 @@ void GpuForces::compute(const Bodies& bodies, Accelerations& out, bool with_pote
     if (device.i_count == 0) continue;
     NBKIT_CUDA_CHECK(cudaSetDevice(device.index));
     const cudaStream_t stream = *device.stream;
-    const int j_per_split =
-        choose_splits(device.i_count, n, dbl ? device.resident_blocks64 : device.resident_blocks32) * kTile;
-    const int used_splits = (n + j_per_split - 1) / j_per_split;
-    const std::size_t partial_size = static_cast<std::size_t>(used_splits) * kComponents * device.i_count;
-    if (device.partial.size() < partial_size) device.partial = cuda::DeviceBuffer<double>(partial_size);
-    const std::size_t out_size = static_cast<std::size_t>(kComponents) * device.i_count;
-    if (device.out.size() < out_size) device.out = cuda::DeviceBuffer<double>(out_size);
-    const dim3 grid(static_cast<unsigned>((device.i_count + kBodiesPerBlock - 1) / kBodiesPerBlock),
-                    static_cast<unsigned>(used_splits));
-    auto launch = [&](auto real_zero, auto& device_bodies, const auto& staged) {
-      using Real = decltype(real_zero);
-      if (device_bodies.size() < count) device_bodies = cuda::DeviceBuffer<Body<Real>>(count);
-      device_bodies.upload(staged.data(), count, stream);
-      const Real eps2 = static_cast<Real>(s.softening * s.softening);
-      device.start->record(stream);
-      if (with_potential)
-        gravity_kernel<true, Real><<<grid, kThreads, 0, stream>>>(device_bodies.data(), n, device.i_begin,
-                                                                 device.i_count, j_per_split, eps2, device.partial.data());
-      else
-        gravity_kernel<false, Real><<<grid, kThreads, 0, stream>>>(device_bodies.data(), n, device.i_begin,
-                                                                  device.i_count, j_per_split, eps2, device.partial.data());
-      NBKIT_CUDA_CHECK_LAUNCH();
-    };
-    if (dbl) launch(double{}, device.bodies64, s.staged64);
-    else launch(float{}, device.bodies32, s.staged32);
-    sum_splits<<<(device.i_count + 255) / 256, 256, 0, stream>>>(device.partial.data(), used_splits, device.i_count,
-                                                                 components, device.out.data());
-    NBKIT_CUDA_CHECK_LAUNCH();
+    launch_gravity(s, device, n, with_potential, dbl ? static_cast<const void*>(s.staged64.data())
+                                                     : static_cast<const void*>(s.staged32.data()),
+                   true);
     device.stop->record(stream);
     NBKIT_CUDA_CHECK(cudaMemcpyAsync(s.results.data() + static_cast<std::size_t>(kComponents) * device.i_begin,
                                      device.out.data(), sizeof(double) * components * device.i_count,
@@ -331,6 +395,55 @@ void GpuForces::compute(const Bodies& bodies, Accelerations& out, bool with_pote
     std::copy(result + 2 * m, result + 3 * m, out.az.begin() + first);
     if (with_potential) std::copy(result + 3 * m, result + 4 * m, out.potential.begin() + first);
   }
+}
+
+void GpuForces::compute_on_device(const DeviceBodies& b) {
+  State& s = *state_;
+  if (s.devices.size() != 1 || s.devices.front()->index != b.device)
+    throw Error("bodies in the memory of GPU " + std::to_string(b.device) + " run on that GPU alone: pick it with gpus=" +
+                std::to_string(b.device) + " (this engine has " + description() + ")");
+  if (b.n == 0) return;
+  if (b.n > INT_MAX / 2)
+    throw Error("the GPU N-body path takes at most " + std::to_string(INT_MAX / 2) + " bodies, got " + std::to_string(b.n));
+  const int n = static_cast<int>(b.n);
+  State::Device& device = *s.devices.front();
+  NBKIT_CUDA_CHECK(cudaSetDevice(device.index));
+  const cudaStream_t stream = *device.stream;
+  {  // after the producer's work on its stream
+    cuda::Event ready;
+    ready.record(static_cast<cudaStream_t>(b.stream));
+    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, ready, 0));
+  }
+  device.i_begin = 0, device.i_count = n;
+  if (device.flags.size() < 2) device.flags = cuda::DeviceBuffer<int>(2);
+  const int none[2] = {INT_MAX, INT_MAX};
+  device.flags.upload(none, 2, stream);
+  const int blocks = (n + 255) / 256;
+  auto pack = [&](auto real_zero, auto& device_bodies) {
+    using Real = decltype(real_zero);
+    if (device_bodies.size() < static_cast<std::size_t>(n)) device_bodies = cuda::DeviceBuffer<Body<Real>>(n);
+    pack_device_bodies<Real><<<blocks, 256, 0, stream>>>(n, b.positions, b.positions_float64, b.position_strides[0],
+                                                         b.position_strides[1], b.masses, b.masses_float64,
+                                                         b.mass_stride, device_bodies.data(), device.flags.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  };
+  if (s.double_precision) pack(double{}, device.bodies64);
+  else pack(float{}, device.bodies32);
+  const bool with_potential = b.potentials != nullptr;
+  launch_gravity(s, device, n, with_potential, nullptr, false);
+  scatter_results<<<blocks, 256, 0, stream>>>(n, device.out.data(), b.accelerations, b.potentials,
+                                              device.flags.data() + 1);
+  NBKIT_CUDA_CHECK_LAUNCH();
+  device.stop->record(stream);
+  int flags[2];
+  device.flags.download(flags, 2, stream);
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  s.kernel_seconds = device.stop->seconds_since(*device.start);
+  if (flags[0] != INT_MAX)
+    throw Error("body " + std::to_string(flags[0] + 1) +
+                ": its position is not finite or its mass is not a positive finite number");
+  if (flags[1] != INT_MAX)
+    throw Error("the acceleration of body " + std::to_string(flags[1] + 1) + " is not finite: the sums overflowed");
 }
 
 double GpuForces::last_kernel_seconds() const { return state_->kernel_seconds; }

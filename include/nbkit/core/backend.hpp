@@ -61,6 +61,9 @@ std::vector<GpuInfo> resolve_gpus(const std::vector<int>& requested);
 // One GPU, for engines that run on one (MD, the ion map, msm's lattice cutoff): the first
 // requested, or GPU 0.
 GpuInfo resolve_gpu(const std::vector<int>& requested);
+// The CUDA device whose memory holds `pointer` (a CuPy or PyTorch array's data), or -1 for host
+// memory, an unknown pointer or a build without CUDA.
+int gpu_of_pointer(const void* pointer);
 // What every CUDA entry point of a build without CUDA throws.
 [[noreturn]] void throw_no_cuda_build();
 

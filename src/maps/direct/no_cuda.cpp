@@ -25,6 +25,16 @@ void GpuIonMap::add_atom(Vec3, double, double, const AnyLaw&, double) {}
 void GpuIonMap::exclude(Vec3, double, std::int64_t) {}
 std::vector<double> GpuIonMap::values() const { return {}; }
 
+}  // namespace nbkit::maps
+
+namespace nbkit {
+void compute_map_on_device(const Atoms&, const Lattice&, const MapOptions&, int, double*, MapStats*) {
+  throw_no_cuda_build();
+}
+}  // namespace nbkit
+
+namespace nbkit::maps {
+
 struct GpuFrameCombiner::State {};
 GpuFrameCombiner::GpuFrameCombiner(const Lattice&, Combine) {
   throw_no_cuda_build();
