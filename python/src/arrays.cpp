@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <sstream>
 
 namespace nbkit::python {
 
@@ -30,9 +29,9 @@ void read_xyz(const py::handle& object, const char* name, std::vector<double>& x
               std::vector<double>& z) {
   py::array a = float_array(object, name);
   if (a.ndim() != 2 || a.shape(1) != 3) {
-    std::ostringstream shape;
-    for (py::ssize_t d = 0; d < a.ndim(); ++d) shape << (d ? ", " : "") << a.shape(d);
-    throw py::value_error(std::string(name) + ": expected shape (n, 3), got (" + shape.str() + ")");
+    std::string shape;
+    for (py::ssize_t d = 0; d < a.ndim(); ++d) shape += (d ? ", " : "") + std::to_string(a.shape(d));
+    throw py::value_error(std::string(name) + ": expected shape (n, 3), got (" + shape + ")");
   }
   auto doubles = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
   const auto n = static_cast<std::size_t>(a.shape(0));
@@ -71,9 +70,11 @@ std::vector<int> read_gpus(const py::handle& gpus) {
     const std::string text = gpus.cast<std::string>();
     if (text == "all" || text.empty()) return {};
     std::vector<int> out;
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ',')) {
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      const std::size_t comma = std::min(text.find(',', start), text.size());
+      const std::string item = text.substr(start, comma - start);
+      start = comma + 1;
       char* end = nullptr;
       const long v = std::strtol(item.c_str(), &end, 10);
       if (item.empty() || *end != '\0' || v < 0) throw py::value_error("gpus: expected \"all\", an index or indices like \"0,2\", got \"" + text + "\"");

@@ -36,7 +36,7 @@ def test_unknown_options():
     with pytest.raises(TypeError, match="unexpected keyword"):
         nbkit.map(x, q, spaceing=1.0)
     with pytest.raises(ValueError, match="backend"):
-        nbkit.map(x, q, backend="gpu", progress=False)
+        nbkit.map(x, q, backend="tpu", progress=False)
     with pytest.raises(ValueError, match="origin and shape go together"):
         nbkit.map(x, q, origin=(0, 0, 0), progress=False)
     with pytest.raises(nbkit.Error, match="periodic_box needs method cutoff or msm"):
