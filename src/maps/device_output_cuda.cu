@@ -92,12 +92,14 @@ void compute_map_on_device(const Atoms& atoms, const Lattice& lattice, const Map
   if (resolve_backend(options.backend) != Backend::cuda)
     throw Error("maps into GPU memory need the cuda backend (backend \"" + to_string(options.backend) + "\" runs elsewhere)");
   if (!values) throw Error("maps into GPU memory: no output array");
-  int previous = 0;
-  NBKIT_CUDA_CHECK(cudaGetDevice(&previous));
+  struct KeepDevice {  // the caller's current device again afterwards, whatever happens
+    int previous = 0;
+    KeepDevice() { NBKIT_CUDA_CHECK(cudaGetDevice(&previous)); }
+    ~KeepDevice() { cudaSetDevice(previous); }
+  } keep;
   maps::CopyToDevice sink(lattice, device, values);
   maps::compute_map_on_devices(atoms, lattice, options, &sink, stats);
   const unsigned long long bad = sink.first_bad();
-  NBKIT_CUDA_CHECK(cudaSetDevice(previous));
   if (bad != ULLONG_MAX) {
     const auto ny = static_cast<unsigned long long>(lattice.dims[1]), nz = static_cast<unsigned long long>(lattice.dims[2]);
     const auto i = bad / (ny * nz), j = bad / nz % ny, k = bad % nz;
