@@ -1,0 +1,40 @@
+# What `cmake --install` puts under the prefix: the `nbkit` command, libnbkit (static, or shared
+# with NBKIT_SHARED), the public headers (include/nbkit: plain C++, no CUDA or third-party
+# headers), the CMake package (find_package(nbkit 0.2) -> nbkit::nbkit, with the dependencies a
+# consumer links), a pkg-config file, the README and the changelog. The Python module installs
+# itself (python/CMakeLists.txt).
+include(CMakePackageConfigHelpers)
+set(NBKIT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/nbkit)
+
+install(TARGETS nbkit EXPORT nbkitTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS nbkit_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY include/nbkit DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(EXPORT nbkitTargets NAMESPACE nbkit:: DESTINATION ${NBKIT_CMAKE_DIR})
+
+configure_package_config_file(cmake/nbkitConfig.cmake.in ${PROJECT_BINARY_DIR}/nbkitConfig.cmake
+                              INSTALL_DESTINATION ${NBKIT_CMAKE_DIR})
+# 0.x: a minor version may change the API, so 0.2 accepts 0.2.y only.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/nbkitConfigVersion.cmake COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/nbkitConfig.cmake ${PROJECT_BINARY_DIR}/nbkitConfigVersion.cmake
+        DESTINATION ${NBKIT_CMAKE_DIR})
+
+# pkg-config: the static library's dependencies in Libs.private (pkg-config --static).
+set(NBKIT_PC_PRIVATE "-lhwy -lpng16 -lz -lfftw3_omp -lfftw3 -fopenmp -lpthread")
+if(NBKIT_HAVE_HDF5)  # Debian keeps libhdf5.so in hdf5/serial/, off the linker's path
+  if(HDF5_C_LIBRARY_hdf5)
+    get_filename_component(_nbkit_hdf5_dir ${HDF5_C_LIBRARY_hdf5} DIRECTORY)
+    string(APPEND NBKIT_PC_PRIVATE " -L${_nbkit_hdf5_dir}")
+  endif()
+  string(APPEND NBKIT_PC_PRIVATE " -lhdf5")
+endif()
+if(NBKIT_HAVE_CUDA)
+  string(APPEND NBKIT_PC_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -Wl,-rpath,${CUDAToolkit_LIBRARY_DIR} -lcufft -lcudart")
+endif()
+# The prefix relative to the .pc file, so that the tree works wherever --prefix puts it.
+file(RELATIVE_PATH NBKIT_PC_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+configure_file(cmake/nbkit.pc.in ${PROJECT_BINARY_DIR}/nbkit.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/nbkit.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
