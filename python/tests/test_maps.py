@@ -132,3 +132,11 @@ def test_map_files_and_picture(tmp_path):
     back = nbkit.read_map(tmp_path / "m.dx")
     assert back.shape == m.shape and back.spacing == m.spacing
     np.testing.assert_allclose(back.values, m.values, rtol=1e-7)  # DX's 7 significant digits
+
+
+def test_a_parmed_structure_maps_like_the_pqr(data_dir):
+    parmed = pytest.importorskip("parmed")
+    s = nbkit.read_structure(data_dir / "1a63.pqr")
+    p = parmed.load_file(str(data_dir / "1a63.pqr"))  # charges, radii (solvent_radius), coordinates in float64
+    kw = dict(method="mdh", spacing=1.5, backend="cpu", precision="double", progress=False)
+    np.testing.assert_array_equal(nbkit.map(p, **kw).values, nbkit.map(s, **kw).values)
