@@ -11,6 +11,9 @@ install(TARGETS nbkit EXPORT nbkitTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS nbkit_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(NBKIT_SHARED)  # the installed command finds libnbkit.so beside it, wherever the prefix is
+  set_target_properties(nbkit_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+endif()
 install(DIRECTORY include/nbkit DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(EXPORT nbkitTargets NAMESPACE nbkit:: DESTINATION ${NBKIT_CMAKE_DIR})
