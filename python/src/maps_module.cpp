@@ -147,14 +147,27 @@ std::vector<std::string> comments_of(const Atoms& atoms, const MapOptions& optio
           "vertex-centred lattice: point (i,j,k) at origin + (i,j,k)*delta; x index slowest, z fastest"};
 }
 
-PyMap compute(const py::handle& positions, const py::handle& charges, const py::handle& radii, py::dict kwargs) {
+// nbkit.map's arguments: the atoms, the options with the progress hook, the lattice.
+struct MapRequest {
+  Atoms atoms;
+  MapOptions options;
+  Lattice lattice;
+};
+MapRequest map_request(const py::handle& positions, const py::handle& charges, const py::handle& radii,
+                       py::dict kwargs) {
   Options o(std::move(kwargs), "map");
-  const Atoms atoms = atoms_from(positions, charges, radii);
-  MapOptions options = map_options(o);
-  const Lattice lattice = lattice_of(o, atoms, options);
+  MapRequest r;
+  r.atoms = atoms_from(positions, charges, radii);
+  r.options = map_options(o);
+  r.lattice = lattice_of(o, r.atoms, r.options);
   const py::object progress = o.take("progress");
   o.finish();
-  options.progress = progress_hook(progress, to_string(options.method) + " map");
+  r.options.progress = progress_hook(progress, to_string(r.options.method) + " map");
+  return r;
+}
+
+PyMap compute(const py::handle& positions, const py::handle& charges, const py::handle& radii, py::dict kwargs) {
+  const auto [atoms, options, lattice] = map_request(positions, charges, radii, std::move(kwargs));
   PyMap out;
   MapStats stats;
   {
@@ -314,13 +327,7 @@ py::dict read_structure(const std::string& path, const std::string& charges, boo
 // array made by `allocate(shape)` (CuPy or PyTorch, as the inputs), never through the host.
 py::dict compute_on_device(const py::handle& positions, const py::handle& charges, const py::handle& radii,
                            py::dict kwargs, const py::object& allocate) {
-  Options o(std::move(kwargs), "map");
-  const Atoms atoms = atoms_from(positions, charges, radii);
-  MapOptions options = map_options(o);
-  const Lattice lattice = lattice_of(o, atoms, options);
-  const py::object progress = o.take("progress");
-  o.finish();
-  options.progress = progress_hook(progress, to_string(options.method) + " map");
+  const auto [atoms, options, lattice] = map_request(positions, charges, radii, std::move(kwargs));
   const auto& d = lattice.dims;
   py::object values = allocate(py::make_tuple(d[0], d[1], d[2]));
   const CudaArray out = cuda_array(values, "output");
