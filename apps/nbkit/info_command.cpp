@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "nbkit/core/backend.hpp"
+#include "nbkit/core/machine.hpp"
 #include "nbkit/core/memory.hpp"
 
 namespace nbkit::cli {
@@ -14,18 +14,19 @@ Action setup_info(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   app.add_flag("--json", *json, "print the same facts as JSON");
   return [json]() {
-    const BuildInfo build = build_info();
-    std::string why_no_gpu;
-    const auto gpus = list_gpus(&why_no_gpu);
+    const MachineInfo m = machine_info();
+    const BuildInfo& build = m.build;
+    const auto& gpus = m.gpus;
+    const std::string& why_no_gpu = m.gpu_unavailable_reason;
     if (*json) {
       nlohmann::json out;
       out["version"] = build.version;
       out["compiler"] = build.compiler;
       out["build_type"] = build.build_type;
-      out["simd_target"] = simd_target();
-      out["simd_targets_compiled"] = simd_targets_compiled();
-      out["cpu_threads"] = hardware_threads();
-      out["memory_available_bytes"] = available_memory_bytes();
+      out["simd_target"] = m.simd_target;
+      out["simd_targets_compiled"] = m.simd_targets_compiled;
+      out["cpu_threads"] = m.cpu_threads;
+      out["memory_available_bytes"] = m.memory_available_bytes;
       out["cuda_compiled"] = build.cuda_compiled;
       out["cuda_runtime"] = build.cuda_runtime;
       out["gpus"] = nlohmann::json::array();
@@ -40,9 +41,9 @@ Action setup_info(CLI::App& app) {
     fmt::print("nbkit {}\n", build.version);
     fmt::print("build:        {} {}, {}\n", build.build_type, build.compiler,
                build.cuda_compiled ? "CUDA " + build.cuda_runtime : std::string("CPU only (no CUDA)"));
-    fmt::print("SIMD target:  {} (compiled: {})\n", simd_target(), fmt::join(simd_targets_compiled(), " "));
-    fmt::print("CPU threads:  {}\n", hardware_threads());
-    fmt::print("memory:       {} available\n", format_bytes(available_memory_bytes()));
+    fmt::print("SIMD target:  {} (compiled: {})\n", m.simd_target, fmt::join(m.simd_targets_compiled, " "));
+    fmt::print("CPU threads:  {}\n", m.cpu_threads);
+    fmt::print("memory:       {} available\n", format_bytes(m.memory_available_bytes));
     fmt::print("backends:     reference, cpu{}\n", gpus.empty() ? "" : ", cuda");
     if (gpus.empty()) fmt::print("GPUs:         none ({})\n", why_no_gpu);
     for (const auto& g : gpus)

@@ -6,31 +6,23 @@
 
 #include "interrupt.hpp"
 #include "modules.hpp"
-#include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
-#include "nbkit/core/memory.hpp"
+#include "nbkit/core/machine.hpp"
 
 namespace py = pybind11;
 using namespace nbkit;
 
 namespace {
 
-py::dict info() {
-  const BuildInfo build = build_info();
-  std::string why_no_gpu;
-  const auto gpus = list_gpus(&why_no_gpu);
+py::dict info() {  // the facts of `nbkit info --json`
+  const MachineInfo m = machine_info();
   py::dict out;
-  out["version"] = build.version;
-  out["compiler"] = build.compiler;
-  out["build_type"] = build.build_type;
-  out["simd_target"] = simd_target();
-  out["simd_targets_compiled"] = simd_targets_compiled();
-  out["cpu_threads"] = hardware_threads();
-  out["memory_available_bytes"] = available_memory_bytes();
-  out["cuda_compiled"] = build.cuda_compiled;
-  out["cuda_runtime"] = build.cuda_runtime;
+  out["version"] = m.build.version, out["compiler"] = m.build.compiler, out["build_type"] = m.build.build_type;
+  out["simd_target"] = m.simd_target, out["simd_targets_compiled"] = m.simd_targets_compiled;
+  out["cpu_threads"] = m.cpu_threads, out["memory_available_bytes"] = m.memory_available_bytes;
+  out["cuda_compiled"] = m.build.cuda_compiled, out["cuda_runtime"] = m.build.cuda_runtime;
   py::list devices;
-  for (const auto& g : gpus) {
+  for (const auto& g : m.gpus) {
     py::dict d;
     d["index"] = g.index, d["name"] = g.name;
     d["compute_capability"] = std::to_string(g.compute_capability_major) + "." + std::to_string(g.compute_capability_minor);
@@ -38,7 +30,7 @@ py::dict info() {
     devices.append(d);
   }
   out["gpus"] = devices;
-  if (gpus.empty()) out["gpu_unavailable_reason"] = why_no_gpu;
+  if (m.gpus.empty()) out["gpu_unavailable_reason"] = m.gpu_unavailable_reason;
   return out;
 }
 
