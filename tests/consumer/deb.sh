@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The Debian package as a user gets it: `cpack -G DEB` on the build, the .deb unpacked into a scratch
+# root (dpkg -x, no install needed), its `nbkit --version` run from there, its Python package
+# imported, and its Depends checked against what the binaries load: every shared library they need
+# is either in the package itself, or owned by a Debian package the .deb depends on, or (the CUDA
+# runtime and cuFFT, NVIDIA's) covered by a cuda-/libcufft- dependency.
+#   tests/consumer/deb.sh BUILD_DIR [PYTHON]
+set -euo pipefail
+build=$(cd "$1" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cpack -G DEB --config "$build/CPackConfig.cmake" -B "$work/out" >"$work/cpack.log" 2>&1 || { cat "$work/cpack.log"; exit 1; }
+deb=$(find "$work/out" -maxdepth 1 -name 'nbkit_*.deb' | head -n 1)
+[ -n "$deb" ] || { echo "cpack made no nbkit_*.deb" >&2; cat "$work/cpack.log"; exit 1; }
+echo "$(basename "$deb"): $(du -k "$deb" | cut -f1) KiB"
+version=$(dpkg-deb -f "$deb" Version)
+depends=$(dpkg-deb -f "$deb" Depends)
+echo "Depends: $depends"
+dpkg -x "$deb" "$work/root"
+
+said=$("$work/root/usr/bin/nbkit" --version)
+[ "$said" = "nbkit $version" ] || { echo "the packaged nbkit says '$said', the package is $version" >&2; exit 1; }
+echo "$said"
+if [ -n "${2:-}" ]; then
+  init=$(find "$work/root" -path '*/nbkit/__init__.py' | head -n 1)
+  [ -n "$init" ] || { echo "the package has no Python module" >&2; exit 1; }
+  got=$(cd "$work" && PYTHONPATH=$(dirname "$(dirname "$init")") "$2" -c "import nbkit; print(nbkit.__version__)")
+  [ "$got" = "$version" ] || { echo "the packaged Python module says $got, the package is $version" >&2; exit 1; }
+  echo "python: nbkit $got"
+fi
+
+# Each library the packaged binaries name (DT_NEEDED: their own dependencies; the rest is their
+# dependencies' packages' business), where the loader finds it, and who provides it.
+depends_names=" $(echo "$depends" | tr ',' '\n' | sed -E 's/^ *([^ (|]+).*/\1/' | tr '\n' ' ') "
+status=0
+while IFS= read -r binary; do
+  while read -r soname path; do
+    case "$path" in "$work/root"/*) continue ;; esac  # shipped in the package
+    owner=""
+    for candidate in "$path" "$(readlink -f "$path")" "/usr$path" "${path#/usr}"; do
+      owner=$(dpkg -S "$candidate" 2>/dev/null | head -n 1 | cut -d: -f1) && [ -n "$owner" ] && break
+    done
+    if [ -n "$owner" ]; then
+      case "$owner" in libc6 | libgcc-s1 | libstdc++6) ;;  # essential, named anyway by shlibdeps
+        *) [[ "$depends_names" == *" $owner "* ]] || { echo "$binary needs $soname ($owner), not in Depends" >&2; status=1; } ;;
+      esac
+    elif [[ "$soname" == libcu* ]]; then
+      [[ "$depends_names" == *" cuda-"* || "$depends_names" == *" libcu"* ]] ||
+        { echo "$binary needs $soname (CUDA) and the package names no CUDA dependency" >&2; status=1; }
+    else
+      echo "$binary needs $soname ($path), which no package provides" >&2; status=1
+    fi
+  done < <(ldd "$binary" | awk -v needed=" $(readelf -d "$binary" | sed -nE 's/.*NEEDED.*\[(.*)\]/\1/p' | tr '\n' ' ')" \
+             '$2 == "=>" && $3 ~ /^\// && index(needed, " " $1 " ") {print $1, $3}')
+done < <(find "$work/root" -type f \( -name nbkit -o -name '*.so*' \))
+[ $status -eq 0 ] && echo "every shared library the package loads is in it or in its Depends"
+exit $status
