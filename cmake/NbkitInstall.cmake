@@ -16,6 +16,12 @@ if(NBKIT_SHARED)  # the installed command finds libnbkit.so beside it, wherever 
 endif()
 install(DIRECTORY include/nbkit DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The licence, once the project has chosen one (none yet: note that the binaries link FFTW, GPL-2+).
+foreach(licence LICENSE COPYING)
+  if(EXISTS ${PROJECT_SOURCE_DIR}/${licence})
+    install(FILES ${licence} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+  endif()
+endforeach()
 install(EXPORT nbkitTargets NAMESPACE nbkit:: DESTINATION ${NBKIT_CMAKE_DIR})
 
 configure_package_config_file(cmake/nbkitConfig.cmake.in ${PROJECT_BINARY_DIR}/nbkitConfig.cmake
