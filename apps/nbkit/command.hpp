@@ -23,5 +23,6 @@ Action setup_nbody(CLI::App& app);
 Action setup_ionize(CLI::App& app);
 Action setup_md(CLI::App& app);
 Action setup_energy(CLI::App& app);
+Action setup_rdf(CLI::App& app);
 
 }  // namespace nbkit::cli

@@ -12,7 +12,7 @@
 namespace {
 
 // The dispatch table: one entry per subcommand, with the line `nbkit --help` shows.
-constexpr std::array<nbkit::cli::Command, 6> kCommands{{
+constexpr std::array<nbkit::cli::Command, 7> kCommands{{
     {"map", "electrostatic potential map of a molecule on a 3-D lattice (OpenDX, MRC, PNG)", nbkit::cli::setup_map},
     {"ionize", "place counter-ions and salt around a structure at the lowest energies of its potential map",
      nbkit::cli::setup_ionize},
@@ -22,6 +22,8 @@ constexpr std::array<nbkit::cli::Command, 6> kCommands{{
      nbkit::cli::setup_md},
     {"energy", "energy and forces of a biomolecular system (AMBER prmtop), term by term, as OpenMM computes them",
      nbkit::cli::setup_energy},
+    {"rdf", "radial distribution function g(r) of two atom groups over a trajectory (CSV, PNG)",
+     nbkit::cli::setup_rdf},
     {"info", "version, build, SIMD target, CPU threads and GPUs", nbkit::cli::setup_info},
 }};
 

@@ -25,6 +25,7 @@
 #include "nbkit/maps.hpp"
 #include "nbkit/trajectory.hpp"
 #include "options.hpp"
+#include "trajectory_frames.hpp"
 
 namespace nbkit::cli {
 
@@ -78,67 +79,6 @@ Lattice choose_lattice(const MapArguments& args, const Atoms& atoms, const std::
   }
   return lattice_around(atoms, args.spacing, args.padding);
 }
-
-// The frames of --trajectory in [--first, --last] on --stride: a DCD streams; the models of a
-// multi-model PQR/PDB/mmCIF file are read whole.
-class TrajectoryFrames {
- public:
-  TrajectoryFrames(const MapArguments& args, std::size_t atoms) : args_(args) {
-    if (args.first < 0 || args.stride < 1 || (args.last >= 0 && args.last < args.first))
-      throw Error("--first, --last, --stride: expected 0 <= first <= last (or last = -1 for the end) and stride >= 1");
-    std::string extension = std::filesystem::path(args.trajectory).extension().string();
-    std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return std::tolower(c); });
-    std::int64_t per_frame = 0;
-    if (extension == ".dcd") {
-      dcd_ = std::make_unique<io::DcdReader>(args.trajectory);
-      per_frame = dcd_->atoms();
-      total_ = dcd_->frames();
-    } else {
-      models_ = io::read_models(args.trajectory);
-      per_frame = static_cast<std::int64_t>(models_.front().size());
-      total_ = static_cast<std::int64_t>(models_.size());
-    }
-    if (per_frame != static_cast<std::int64_t>(atoms))
-      throw Error(fmt::format("{}: {} per frame, but {} has {}", args.trajectory, count_of(per_frame, "atom"),
-                              args.input, atoms));
-    if (!advance()) throw Error(fmt::format("{}: no frame at --first {}", args.trajectory, args.first));
-  }
-  // To the next frame in range; false at the end.
-  bool advance() {
-    while (next()) {
-      ++index_;
-      if (args_.last >= 0 && index_ > args_.last) return false;
-      if (index_ >= args_.first && (index_ - args_.first) % args_.stride == 0) return true;
-    }
-    return false;
-  }
-  void load(Atoms& target) const {
-    for (std::size_t n = 0; n < target.size(); ++n)
-      target.x[n] = frame_.x[n], target.y[n] = frame_.y[n], target.z[n] = frame_.z[n];
-  }
-  // Frames the combined map will hold (for the progress bar).
-  long long expected() const {
-    const long long end = args_.last >= 0 ? std::min<long long>(args_.last, total_ - 1) : total_ - 1;
-    return std::max<long long>(1, (end - args_.first) / args_.stride + 1);
-  }
-
- private:
-  bool next() {
-    if (dcd_) return dcd_->next(frame_);
-    if (index_ + 1 >= static_cast<long long>(models_.size())) return false;
-    const Atoms& m = models_[static_cast<std::size_t>(index_ + 1)];
-    frame_.x.assign(m.x.begin(), m.x.end());
-    frame_.y.assign(m.y.begin(), m.y.end());
-    frame_.z.assign(m.z.begin(), m.z.end());
-    return true;
-  }
-  const MapArguments& args_;
-  std::unique_ptr<io::DcdReader> dcd_;
-  std::vector<Atoms> models_;
-  std::int64_t total_ = 0;
-  io::DcdFrame frame_;
-  long long index_ = -1;  // 0-based index of the frame in frame_
-};
 
 std::string default_output(const std::string& input) {
   return std::filesystem::path(input).stem().string() + ".dx";
@@ -221,7 +161,8 @@ MapInputs read_inputs(const MapArguments& args) {
   in.atoms = io::read_atoms(args.input, charge_options);
   notice(charges_notice, args.run.quiet);
   if (!args.trajectory.empty()) {
-    in.frames = std::make_unique<TrajectoryFrames>(args, in.atoms.size());
+    in.frames = std::make_unique<TrajectoryFrames>(args.trajectory, FrameRange{args.first, args.last, args.stride},
+                                                   in.atoms.size(), args.input);
     in.frames->load(in.atoms);
   }
   return in;

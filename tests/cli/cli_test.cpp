@@ -75,6 +75,41 @@ TEST(Cli, MapOfARealProteinWithPictureAndReport) {
   EXPECT_EQ(files, 3);
 }
 
+TEST(Cli, RdfOfATrajectoryWithPictureReportAndRefusals) {
+  nbkit::test::ScratchDir dir;
+  const std::string inputs = "rdf " + data("1a63.pqr") + " " + data("1a63-wobble.dcd") + " ";
+  const Result r = run_nbkit(inputs + "--select-a \"name CA\" --select-b \"name CB\" --rmax 12 --bins 48 -o " +
+                             dir.file("g.csv") + " --png " + dir.file("g.png") + " --report " + dir.file("g.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "nbkit rdf: 130 x ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "20 frames")) << r.output;
+  std::ifstream csv(dir.file("g.csv"));
+  std::string line;
+  int rows = 0;
+  while (std::getline(csv, line))
+    if (!line.empty() && line[0] != '#' && line[0] != 'r') ++rows;
+  EXPECT_EQ(rows, 48);
+  const auto report = nlohmann::json::parse(std::ifstream(dir.file("g.json")));
+  EXPECT_EQ(report["rdf"]["frames"], 20);
+  EXPECT_GT(std::filesystem::file_size(dir.file("g.png")), 1000u);
+  // The cell is 50 A: rmax over 25 A has no unique minimum images.
+  const Result wide = run_nbkit(inputs + "--select-a \"name CA\" --rmax 30 -o " + dir.file("w.csv"));
+  EXPECT_NE(wide.status, 0);
+  EXPECT_TRUE(contains(wide.output, "over half the narrowest width")) << wide.output;
+  const Result typo = run_nbkit(inputs + "--select-a \"name CA and resnme ALA\" -o " + dir.file("t.csv"));
+  EXPECT_NE(typo.status, 0);
+  EXPECT_TRUE(contains(typo.output, "unknown keyword 'resnme'")) << typo.output;
+  const Result over_input = run_nbkit(inputs + "--select-a \"name CA\" -o " + data("1a63.pqr"));
+  EXPECT_NE(over_input.status, 0);
+  EXPECT_TRUE(contains(over_input.output, "never writes over its inputs")) << over_input.output;
+  const Result no_bonds = run_nbkit(inputs + "--select-a \"name CA\" --exclude molecule -o " + dir.file("m.csv"));
+  EXPECT_NE(no_bonds.status, 0);
+  EXPECT_TRUE(contains(no_bonds.output, "no bonds")) << no_bonds.output;
+  const Result ignored = run_nbkit(inputs + "--select-a \"name CA\" --norm density --volume 100 -o " + dir.file("v.csv"));
+  EXPECT_NE(ignored.status, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("w.csv")) || std::filesystem::exists(dir.file("m.csv")));
+}
+
 TEST(Cli, ExplicitLatticeMdhAndMrc) {
   nbkit::test::ScratchDir dir;
   const Result r = run_nbkit("map " + data("hca.pqr") + " -o " + dir.file("m.mrc") +

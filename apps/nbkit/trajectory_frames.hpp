@@ -1,0 +1,42 @@
+#pragma once
+// The frames of a trajectory that a command reads (nbkit map --trajectory, nbkit rdf): a DCD
+// streams frame by frame; the models of a multi-model PQR/PDB/mmCIF file are read whole (their
+// CRYST1 cell, when there is one, is every frame's).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nbkit/core/atoms.hpp"
+#include "nbkit/io/dcd.hpp"
+
+namespace nbkit::cli {
+
+struct FrameRange {
+  long long first = 0, last = -1, stride = 1;  // 0-based, last -1: to the end
+};
+
+class TrajectoryFrames {
+ public:
+  // Throws nbkit::Error for a bad range, a file of another atom count than `atoms` (of the
+  // structure `structure`), or no frame at `first`; the first frame in range is then loaded.
+  TrajectoryFrames(const std::string& path, const FrameRange& range, std::size_t atoms, const std::string& structure);
+  // To the next frame in range; false at the end.
+  bool advance();
+  const io::DcdFrame& frame() const { return frame_; }  // with the cell where the file has one
+  long long index() const { return index_; }             // 0-based, in the file
+  void load(Atoms& target) const;                        // the positions into `target`
+  long long expected() const;                            // frames in range (for progress bars)
+
+ private:
+  bool next();
+  std::string path_;
+  FrameRange range_;
+  std::unique_ptr<io::DcdReader> dcd_;
+  std::vector<Atoms> models_;
+  std::optional<std::array<double, 6>> model_cell_;  // the models' CRYST1 as a DCD cell record
+  std::int64_t total_ = 0;
+  io::DcdFrame frame_;
+  long long index_ = -1;
+};
+
+}  // namespace nbkit::cli
