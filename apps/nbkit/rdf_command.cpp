@@ -25,7 +25,7 @@ struct RdfArguments {
   std::string exclude = "none", norm = "rdf";
   analysis::RdfOptions options;
   FrameRange frames;
-  RunOptions run;  // --threads, -q, --report (the CPU only: no --backend, --gpus, --precision yet)
+  RunOptions run;  // --backend, --gpus, --threads, -q, --report (no --precision: distances are float64)
 };
 
 analysis::RdfExclusion parse_exclusion(const std::string& s) {
@@ -87,6 +87,9 @@ int run_rdf(RdfArguments& args, const CLI::App& app) {
   args.options.exclude = parse_exclusion(args.exclude);
   args.options.norm = parse_norm(args.norm);
   args.options.threads = threads_option(args.run.threads, args.run.quiet);
+  args.options.backend = args.run.backend_requested();
+  args.run.refuse_gpus_on_the_cpu();
+  args.options.gpus = args.run.gpu_list();
   refuse_if_given(args.run.given, "--volume", args.options.norm == analysis::RdfNorm::rdf,
                   "normalises g(r) (--norm rdf)");
   if (args.select_a.empty() && args.indices_a.empty()) throw Error("choose group A with --select-a or --indices-a");
@@ -103,6 +106,7 @@ int run_rdf(RdfArguments& args, const CLI::App& app) {
   std::vector<std::int32_t> b = b_given ? group(table, args.select_b, args.indices_b, 'B') : a;
   const std::size_t na = a.size(), nb = b.size();
   analysis::Rdf rdf(table, std::move(a), std::move(b), args.options);
+  notice(rdf.result().notice, args.run.quiet);
 
   TrajectoryFrames frames(args.trajectory, args.frames, table.size(), args.topology);
   ProgressBar bar("g(r)", !args.run.quiet);
@@ -138,13 +142,13 @@ int run_rdf(RdfArguments& args, const CLI::App& app) {
     if (result.g[k] > result.g[peak]) peak = k;
   if (!args.run.quiet)
     fmt::print("nbkit rdf: {} x {} atoms, {} frames, {} to {} A in {} bins: highest g {:.4g} at {:.4g} A; "
-               "{:.3g} distances/s on {} threads, {:.3g} s; wrote {}{}\n",
+               "{:.3g} distances/s on {}, {:.3g} s; wrote {}{}\n",
                with_commas(static_cast<std::int64_t>(na)), with_commas(static_cast<std::int64_t>(nb)), result.frames,
                args.options.rmin, args.options.rmax, args.options.bins, result.g[peak], r[peak],
-               static_cast<double>(result.distances) / seconds, args.options.threads, seconds, args.output,
+               static_cast<double>(result.distances) / seconds, result.detail, seconds, args.output,
                args.png.empty() ? "" : " and " + args.png);
   if (!args.run.report.empty()) {
-    nlohmann::json report = run_report("rdf", args.run, Backend::cpu, fmt::format("{} threads", args.options.threads));
+    nlohmann::json report = run_report("rdf", args.run, result.backend, result.detail, result.notice);
     report["rdf"] = {{"topology", args.topology}, {"trajectory", args.trajectory}, {"frames", result.frames},
                      {"atoms_a", na}, {"atoms_b", nb}, {"pairs", result.pairs}, {"mean_volume", result.mean_volume},
                      {"rmin", args.options.rmin}, {"rmax", args.options.rmax}, {"bins", args.options.bins},
@@ -185,10 +189,14 @@ Action setup_rdf(CLI::App& app) {
   app.add_option("--stride", args->frames.stride, "every stride-th frame")->capture_default_str();
   app.add_option("-o,--output", args->output, "CSV: r_lo, r_hi, r, count, g, coordination")->capture_default_str();
   app.add_option("--png", args->png, "a plot of g(r) and the coordination number");
+  app.add_option("--backend", args->run.backend,
+                 "auto (the GPUs when usable, else the CPU), cpu or cuda: the same counts either way")
+      ->capture_default_str();
+  app.add_option("--gpus", args->run.gpus, "GPUs for --backend cuda/auto: all, a count N, or indices like 0,2")
+      ->capture_default_str();
   app.add_option("--threads", args->run.threads, "CPU threads (0: all)")->capture_default_str();
   app.add_flag("-q,--quiet", args->run.quiet, "no progress bar, no summary");
   app.add_option("--report", args->run.report, "a JSON record of the run");
-  args->run.backend = "cpu";
   app.description(
       "The radial distribution function g(r) between atom groups A and B over a trajectory, normalised as "
       "MDAnalysis's InterRDF (minimum images in each frame's cell, orthorhombic or triclinic), with the running "

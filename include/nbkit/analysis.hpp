@@ -11,6 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include <memory>
+
+#include "nbkit/core/backend.hpp"
 #include "nbkit/core/vec3.hpp"
 
 namespace nbkit::analysis {
@@ -76,6 +79,10 @@ struct RdfOptions {
   // The volume for g(r) of frames without a cell (Angstrom^3); 0: such frames are refused.
   double volume = 0;
   int threads = 0;  // 0: every core
+  // Where the pairs are counted: cpu (threads), cuda (the GPUs share group A), automatic (the
+  // GPUs when usable). Both count in float64 the same way: the same histogram either way.
+  Backend backend = Backend::automatic;
+  std::vector<int> gpus;  // CUDA device indices; empty: every usable GPU
 };
 
 struct RdfResult {
@@ -88,6 +95,9 @@ struct RdfResult {
   double mean_volume = 0;     // Angstrom^3; 0 for frames without a cell and no volume given
   double pairs = 0;           // the pairs g(r) normalises by: nA nB less self and excluded pairs
   std::uint64_t distances = 0;  // distances computed (the cell lists' candidates), all frames
+  Backend backend = Backend::cpu;  // what counted them (never automatic)
+  std::string detail;              // "2 threads", "NVIDIA H100 80GB HBM3 x1"
+  std::string notice;              // why --backend auto did not use a GPU, if it did not
 };
 
 // g(r) accumulated frame by frame. Counts are integers summed per thread and then in a fixed
@@ -101,6 +111,9 @@ class Rdf {
   // for an empty group, an index out of range, a bad range or bin count, `molecule` exclusion
   // where the table has no molecules.
   Rdf(const AtomTable& table, std::vector<std::int32_t> a, std::vector<std::int32_t> b, const RdfOptions& options);
+  ~Rdf();
+  Rdf(Rdf&&) noexcept;
+  Rdf& operator=(Rdf&&) noexcept;
   // One frame: the coordinates of every atom of the table (Angstrom); `cell` empty: not
   // periodic. Throws nbkit::Error for a non-finite coordinate, or for rmax over half the cell's
   // smallest width (minimum images would not be unique).
@@ -118,6 +131,10 @@ class Rdf {
   double volume_sum_ = 0;
   double pairs_ = 0;
   std::size_t atoms_ = 0;
+  Backend backend_ = Backend::cpu;
+  std::string detail_, notice_;
+  struct Gpus;  // the CUDA engine (rdf_cuda.cu), when backend_ is cuda
+  std::unique_ptr<Gpus> gpus_;
 };
 
 }  // namespace nbkit::analysis

@@ -1,9 +1,10 @@
 // Radial distribution functions (nbkit/analysis.hpp): per frame, group B's atoms sorted into a
 // cell list (fractional cells of the periodic cell, or boxes over B's extent without one), then
-// each group-A atom's neighbours in the 27 surrounding cells binned by distance. Threads take
-// A atoms and keep their own integer histograms, summed in thread order, so counts are exact
-// and the same for any thread count (Levine, Stone and Kohlmeyer 2011 bin on the GPU the same
-// way: integer histograms per block, merged at the end).
+// each group-A atom's neighbours in the 27 surrounding cells binned by distance
+// (rdf_pairs-inl.hpp, shared with the GPUs' kernel in rdf_cuda.cu). Threads take A atoms and
+// keep their own integer histograms, summed in thread order, so counts are exact and the same
+// for any thread or GPU count (Levine, Stone and Kohlmeyer 2011 bin on the GPU the same way:
+// integer histograms per block, merged at the end).
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -11,6 +12,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "analysis/rdf_gpus.hpp"
+#include "analysis/rdf_pairs-inl.hpp"
 #include "nbkit/analysis.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/backend.hpp"
@@ -29,17 +32,7 @@ std::vector<double> linspace_edges(double lo, double hi, int bins) {
   return e;
 }
 
-// numpy.histogram's rule for one value in [lo, hi]: the bin from the scaled value, moved by
-// one where the edges disagree with the scaling's rounding; hi falls in the last bin.
-int bin_of(double d, const std::vector<double>& edges, double lo, double scale, int bins) {
-  int k = static_cast<int>((d - lo) * scale);
-  if (k >= bins) k = bins - 1;
-  if (d < edges[k]) --k;
-  else if (k != bins - 1 && d >= edges[k + 1]) ++k;
-  return k;
-}
-
-// Group B of one frame in cells: positions (wrapped into the cell when periodic) sorted by cell.
+// The cells of one frame: which cell a position is in, and the position wrapped into the cell.
 struct CellList {
   bool periodic = false;
   std::array<int, 3> n{1, 1, 1};
@@ -47,9 +40,6 @@ struct CellList {
   std::array<Vec3, 3> inverse{};   // rows: fractional coordinate k = inverse[k] . x
   Vec3 lo;                         // non-periodic: the grid's lower corner and cell edges
   std::array<double, 3> width{};
-  std::vector<std::int32_t> start;  // per cell, into the sorted arrays (size cells + 1)
-  std::vector<Vec3> position;
-  std::vector<std::int32_t> atom;
 
   int cells() const { return n[0] * n[1] * n[2]; }
   std::array<int, 3> cell_of(Vec3 x, Vec3* wrapped) const {
@@ -81,6 +71,11 @@ int cells_along(double length, double rmax, double atoms_per_axis) {
 }
 
 }  // namespace
+
+struct Rdf::Gpus {
+  Gpus(const std::vector<int>& gpus, const std::vector<double>& edges) : engine(gpus, edges) {}
+  detail::RdfGpus engine;
+};
 
 Rdf::Rdf(const AtomTable& table, std::vector<std::int32_t> a, std::vector<std::int32_t> b, const RdfOptions& options)
     : a_(std::move(a)), b_(std::move(b)), options_(options), atoms_(table.size()) {
@@ -118,13 +113,23 @@ Rdf::Rdf(const AtomTable& table, std::vector<std::int32_t> a, std::vector<std::i
     for (std::size_t g = 0; g < in_a.size(); ++g) excluded += in_a[g] * in_b[g];
   }
   pairs_ = static_cast<double>(a_.size()) * static_cast<double>(b_.size()) - excluded;
+  backend_ = resolve_backend(options.backend, &notice_);
+  if (backend_ == Backend::reference) backend_ = Backend::cpu;  // the CPU loop is float64 already
+  if (backend_ == Backend::cuda) {
+    gpus_ = std::make_unique<Gpus>(options.gpus, edges_);
+    detail_ = gpus_->engine.detail();
+  } else {
+    detail_ = fmt::format("{} threads", resolve_threads(options.threads));
+  }
 }
+
+Rdf::~Rdf() = default;
+Rdf::Rdf(Rdf&&) noexcept = default;
+Rdf& Rdf::operator=(Rdf&&) noexcept = default;
 
 void Rdf::add_frame(const float* x, const float* y, const float* z, const std::optional<Cell>& cell) {
   const double rmax = options_.rmax, rmin = options_.rmin;
-  const double rmax2 = rmax * rmax, rmin2 = rmin * rmin;
   const int bins = options_.bins;
-  const double scale = bins / (rmax - rmin);
   const std::int64_t frame = frames_ + 1;
   for (const auto* group : {&a_, &b_})
     for (std::int32_t i : *group)
@@ -166,88 +171,84 @@ void Rdf::add_frame(const float* x, const float* y, const float* z, const std::o
     }
   }
 
-  // Counting sort of B by cell.
+  // Group B by cell (a counting sort), group A wrapped the same way, in plain arrays.
+  detail::FrameArrays f;
   const int cells = list.cells();
-  list.start.assign(cells + 1, 0);
+  f.start.assign(cells + 1, 0);
   std::vector<int> cell_of_b(b_.size());
   std::vector<Vec3> wrapped(b_.size());
   for (std::size_t j = 0; j < b_.size(); ++j) {
     const std::int32_t i = b_[j];
     cell_of_b[j] = list.flat(list.cell_of({x[i], y[i], z[i]}, &wrapped[j]));
-    ++list.start[cell_of_b[j] + 1];
+    ++f.start[cell_of_b[j] + 1];
   }
-  for (int c = 0; c < cells; ++c) list.start[c + 1] += list.start[c];
-  list.position.resize(b_.size());
-  list.atom.resize(b_.size());
+  for (int c = 0; c < cells; ++c) f.start[c + 1] += f.start[c];
+  const std::size_t nb = b_.size(), na = a_.size();
+  f.bx.resize(nb), f.by.resize(nb), f.bz.resize(nb), f.b_atom.resize(nb);
+  if (!group_.empty()) f.b_group.resize(nb);
   {
-    std::vector<std::int32_t> fill(list.start.begin(), list.start.end() - 1);
-    for (std::size_t j = 0; j < b_.size(); ++j) {
+    std::vector<std::int32_t> fill(f.start.begin(), f.start.end() - 1);
+    for (std::size_t j = 0; j < nb; ++j) {
       const std::int32_t slot = fill[cell_of_b[j]]++;
-      list.position[slot] = wrapped[j];
-      list.atom[slot] = b_[j];
+      f.bx[slot] = wrapped[j].x, f.by[slot] = wrapped[j].y, f.bz[slot] = wrapped[j].z;
+      f.b_atom[slot] = b_[j];
+      if (!group_.empty()) f.b_group[slot] = group_[b_[j]];
     }
   }
+  // A in cell order too: neighbouring queries (a GPU warp, a thread's run) read the same cells.
+  std::vector<std::array<int, 3>> cell_of_a(na);
+  std::vector<Vec3> wrapped_a(na);
+  std::vector<std::int32_t> a_start(cells + 1, 0);
+  for (std::size_t p = 0; p < na; ++p) {
+    const std::int32_t i = a_[p];
+    cell_of_a[p] = list.cell_of({x[i], y[i], z[i]}, &wrapped_a[p]);
+    ++a_start[list.flat(cell_of_a[p]) + 1];
+  }
+  for (int c = 0; c < cells; ++c) a_start[c + 1] += a_start[c];
+  f.ax.resize(na), f.ay.resize(na), f.az.resize(na), f.a_cell.resize(3 * na), f.a_atom.resize(na);
+  f.a_group.assign(na, -1);
+  for (std::size_t p = 0; p < na; ++p) {
+    const std::int32_t slot = a_start[list.flat(cell_of_a[p])]++;
+    const std::int32_t i = a_[p];
+    f.ax[slot] = wrapped_a[p].x, f.ay[slot] = wrapped_a[p].y, f.az[slot] = wrapped_a[p].z;
+    for (int k = 0; k < 3; ++k) f.a_cell[3 * slot + k] = cell_of_a[p][k];
+    f.a_atom[slot] = i;
+    if (!group_.empty()) f.a_group[slot] = group_[i];
+  }
+  detail::PairGrid& g = f.grid;
+  g.periodic = list.periodic;
+  for (int k = 0; k < 3; ++k) {
+    g.n[k] = list.n[k];
+    const Vec3 e = k == 0 ? list.cell.a : (k == 1 ? list.cell.b : list.cell.c);
+    g.edge[k][0] = e.x, g.edge[k][1] = e.y, g.edge[k][2] = e.z;
+  }
+  const detail::BinRule rule{rmin, rmax, rmin * rmin, rmax * rmax, bins / (rmax - rmin), bins, edges_.data()};
 
-  const int threads = resolve_threads(options_.threads);
-  std::vector<std::vector<std::uint64_t>> partial(threads, std::vector<std::uint64_t>(bins, 0));
-  std::vector<std::uint64_t> tested(threads, 0);
-  const bool exclude_groups = !group_.empty();
-  const std::int64_t na = static_cast<std::int64_t>(a_.size());
+  if (gpus_) {
+    distances_ += gpus_->engine.count(f, rule, counts_.data());
+  } else {
+    g.start = f.start.data(), g.x = f.bx.data(), g.y = f.by.data(), g.z = f.bz.data(), g.atom = f.b_atom.data();
+    g.group = group_.empty() ? nullptr : f.b_group.data();
+    const int threads = resolve_threads(options_.threads);
+    std::vector<std::vector<std::uint64_t>> partial(threads, std::vector<std::uint64_t>(bins, 0));
+    std::vector<std::uint64_t> tested(threads, 0);
 #pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
-    std::uint64_t* histogram = partial[t].data();
-    std::uint64_t distances = 0;
+    {
+      const int t = omp_get_thread_num();
+      std::uint64_t* histogram = partial[t].data();
+      std::uint64_t distances = 0;
 #pragma omp for schedule(dynamic, 256)
-    for (std::int64_t p = 0; p < na; ++p) {
-      const std::int32_t i = a_[p];
-      Vec3 xi;
-      const std::array<int, 3> ci = list.cell_of({x[i], y[i], z[i]}, &xi);
-      const std::int32_t gi = exclude_groups ? group_[i] : -1;
-      for (int ox = -1; ox <= 1; ++ox)
-        for (int oy = -1; oy <= 1; ++oy)
-          for (int oz = -1; oz <= 1; ++oz) {
-            const int o[3] = {ox, oy, oz};
-            std::array<int, 3> c{};
-            Vec3 shift;
-            bool inside = true;
-            for (int k = 0; k < 3; ++k) {
-              const int v = ci[k] + o[k];
-              if (list.periodic) {
-                // The neighbour cell's image: (cell, shift) pairs are distinct for every n >= 1,
-                // so no image is visited twice even in a cell of one or two cells across.
-                const int s = v < 0 ? -1 : (v >= list.n[k] ? 1 : 0);
-                c[k] = v - s * list.n[k];
-                if (s != 0) {
-                  const Vec3 edge = k == 0 ? list.cell.a : (k == 1 ? list.cell.b : list.cell.c);
-                  shift = shift + static_cast<double>(s) * edge;
-                }
-              } else {
-                inside = inside && v >= 0 && v < list.n[k];
-                c[k] = v;
-              }
-            }
-            if (!inside) continue;
-            const int f = list.flat(c);
-            const Vec3 origin = xi - shift;  // B's image = position + shift; d = image - xi
-            for (std::int32_t s = list.start[f]; s < list.start[f + 1]; ++s) {
-              const std::int32_t j = list.atom[s];
-              if (j == i || (exclude_groups && group_[j] == gi)) continue;
-              ++distances;
-              const Vec3 d = list.position[s] - origin;
-              const double r2 = d.x * d.x + d.y * d.y + d.z * d.z;
-              if (r2 > rmax2 || r2 < rmin2) continue;
-              const double r = std::sqrt(r2);
-              if (r > rmax || r < rmin) continue;
-              ++histogram[bin_of(r, edges_, rmin, scale, bins)];
-            }
-          }
+      for (std::int64_t p = 0; p < static_cast<std::int64_t>(na); ++p) {
+        const double xi[3] = {f.ax[p], f.ay[p], f.az[p]};
+        distances += detail::count_neighbours(g, rule, xi, &f.a_cell[3 * p], f.a_atom[p], f.a_group[p],
+                                              [histogram](int k) { ++histogram[k]; });
+      }
+      tested[t] = distances;
     }
-    tested[t] = distances;
-  }
-  for (int t = 0; t < threads; ++t) {
-    for (int k = 0; k < bins; ++k) counts_[k] += partial[t][k];
-    distances_ += tested[t];
+    for (int t = 0; t < threads; ++t) {
+      for (int k = 0; k < bins; ++k) counts_[k] += partial[t][k];
+      distances_ += tested[t];
+    }
   }
   volume_sum_ += volume;
   ++frames_;
@@ -260,6 +261,9 @@ RdfResult Rdf::result() const {
   r.frames = frames_;
   r.distances = distances_;
   r.pairs = pairs_;
+  r.backend = backend_;
+  r.detail = detail_;
+  r.notice = notice_;
   r.mean_volume = frames_ > 0 ? volume_sum_ / static_cast<double>(frames_) : 0;
   const int bins = options_.bins;
   r.g.assign(bins, 0);
