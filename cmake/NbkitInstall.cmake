@@ -24,6 +24,14 @@ foreach(licence LICENSE COPYING)
 endforeach()
 install(EXPORT nbkitTargets NAMESPACE nbkit:: DESTINATION ${NBKIT_CMAKE_DIR})
 
+# Where the build found Highway, as hints for the package config (a vendored Highway is off the
+# default search paths).
+set(NBKIT_HWY_CONFIG_HINT "${hwy_DIR}")
+set(NBKIT_HWY_INCLUDE_HINT "${HWY_INCLUDE_DIR}")
+set(NBKIT_HWY_LIBRARY_HINT "")
+if(HWY_LIBRARY)
+  get_filename_component(NBKIT_HWY_LIBRARY_HINT ${HWY_LIBRARY} DIRECTORY)
+endif()
 configure_package_config_file(cmake/nbkitConfig.cmake.in ${PROJECT_BINARY_DIR}/nbkitConfig.cmake
                               INSTALL_DESTINATION ${NBKIT_CMAKE_DIR})
 # 0.x: a minor version may change the API, so 0.2 accepts 0.2.y only.
@@ -43,6 +51,15 @@ endif()
 if(NBKIT_HAVE_CUDA)
   string(APPEND NBKIT_PC_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -Wl,-rpath,${CUDAToolkit_LIBRARY_DIR} -lcufft -lcudart")
 endif()
+# Highway and FFTW from outside the linker's default directories (vendored copies): their -L.
+foreach(_nbkit_lib IN ITEMS "${HWY_LIBRARY}" "${FFTW_LIBRARY}")
+  if(_nbkit_lib)
+    get_filename_component(_nbkit_dir ${_nbkit_lib} DIRECTORY)
+    if(NOT _nbkit_dir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES AND NOT NBKIT_PC_PRIVATE MATCHES "-L${_nbkit_dir} ")
+      string(PREPEND NBKIT_PC_PRIVATE "-L${_nbkit_dir} -Wl,-rpath,${_nbkit_dir} ")
+    endif()
+  endif()
+endforeach()
 # The prefix relative to the .pc file, so that the tree works wherever --prefix puts it.
 file(RELATIVE_PATH NBKIT_PC_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 configure_file(cmake/nbkit.pc.in ${PROJECT_BINARY_DIR}/nbkit.pc @ONLY)
