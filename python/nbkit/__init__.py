@@ -8,6 +8,7 @@ in and out and no files in between:
   :func:`nbkit.trajectory_map` over any trajectory MDAnalysis reads; :func:`nbkit.ionize`.
 * :mod:`nbkit.nbody` -- all-pairs softened gravity and leapfrog simulations.
 * :mod:`nbkit.md` -- molecular dynamics runs described by the command's TOML.
+* :func:`nbkit.rdf` -- radial distribution functions over any trajectory MDAnalysis reads.
 
 Units are the command's: Angstrom, e, kT/e (or kcal/mol/e, V) for maps; N-body units; LAMMPS's
 ``lj`` or ``real`` units for MD. Errors are :class:`nbkit.Error` (a ``ValueError``) with the
@@ -18,10 +19,11 @@ Importing changes no process-wide state.
 from . import md, nbody
 from ._nbkit import Error, Map, read_map
 from ._nbkit import info as _info
+from .analysis import RDF, rdf
 from .maps import DeviceMap, Ionized, Structure, ionize, map, read_structure, trajectory_map
 
-__all__ = ["DeviceMap", "Error", "Ionized", "Map", "Structure", "info", "ionize", "map", "md", "nbody", "read_map",
-           "read_structure", "trajectory_map"]
+__all__ = ["DeviceMap", "Error", "Ionized", "Map", "RDF", "Structure", "info", "ionize", "map", "md", "nbody", "rdf",
+           "read_map", "read_structure", "trajectory_map"]
 __version__: str = _info()["version"]
 
 

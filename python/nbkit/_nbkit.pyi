@@ -84,3 +84,9 @@ class _MdSimulation:
     steps: int
     thermo_every: int
     timestep: float
+
+class _Rdf:
+    def __init__(self, atoms: int, a: np.ndarray, b: np.ndarray, residues: Optional[np.ndarray],
+                 molecules: Optional[np.ndarray], options: dict[str, Any]) -> None: ...
+    def add_frame(self, positions: np.ndarray, dimensions: Optional[np.ndarray]) -> None: ...
+    def result(self) -> dict[str, Any]: ...

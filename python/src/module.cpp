@@ -60,4 +60,5 @@ PYBIND11_MODULE(_nbkit, m) {
   python::add_maps(m);
   python::add_nbody(m);
   python::add_md(m);
+  python::add_analysis(m);
 }
