@@ -11,6 +11,14 @@ install(TARGETS nbkit EXPORT nbkitTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS nbkit_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The installed binaries find the shared libraries they were linked with outside the system's
+# directories (a vendored Highway or FFTW, the CUDA toolkit, Debian's hdf5/serial) where the build
+# found them, as the build tree's binaries do.
+foreach(_nbkit_target nbkit_cli nbkit _nbkit)
+  if(TARGET ${_nbkit_target})
+    set_target_properties(${_nbkit_target} PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+  endif()
+endforeach()
 if(NBKIT_SHARED)  # the installed command finds libnbkit.so beside it, wherever the prefix is
   set_target_properties(nbkit_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 endif()
