@@ -13,6 +13,7 @@
 #include <set>
 
 #include "command.hpp"
+#include "nbkit/analysis.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/progress.hpp"
 #include "nbkit/core/resources.hpp"
@@ -49,6 +50,9 @@ struct MapArguments {
   long long first = 0, last = -1, stride = 1;
   bool allow_missing = false;
   std::string save_pqr;
+  std::string weight = "number", select;  // density: the Gaussians' weight; the atoms mapped
+  double radius_scale = 1.0, sigma = 0;
+  bool points = false;
   RunOptions run;  // --backend, --precision, --threads, --gpus, -q, --report; run.given: every option given
 };
 
@@ -95,6 +99,14 @@ void refuse_ignored_options(const MapArguments& args, MapMethod method) {
   for (const char* option : {"--msm-spacing", "--msm-interpolation", "--msm-splitting"})
     refuse_if_given(g, option, method == MapMethod::msm, "applies to --method msm, not " + m);
   refuse_if_given(g, "--ionic-strength", method == MapMethod::mdh, "applies to --method mdh, not " + m);
+  const bool density = is_density_method(method);
+  for (const char* option : {"--units", "--dielectric", "--temperature"})
+    refuse_if_given(g, option, !density, "applies to the potentials, not to --method " + m);
+  for (const char* option : {"--weight", "--sigma"})
+    refuse_if_given(g, option, method == MapMethod::density, "applies to --method density, not " + m);
+  refuse_if_given(g, "--points", method == MapMethod::occupancy, "applies to --method occupancy, not " + m);
+  refuse_if_given(g, "--radius-scale", method == MapMethod::density || (method == MapMethod::occupancy && !args.points),
+                  "scales the Gaussians' widths (density) or the spheres (occupancy without --points)");
   refuse_if_given(g, "--slice", !args.png.empty(), "chooses the slice of the --png picture: add --png FILE");
   for (const char* option : {"--combine", "--first", "--last", "--stride"})
     refuse_if_given(g, option, !args.trajectory.empty(), "applies to maps of a --trajectory");
@@ -125,6 +137,11 @@ MapOptions map_options(const MapArguments& args) {
                                                                                  : Smoothing::taylor3;
   options.threads = threads_option(args.run.threads, args.run.quiet);
   options.gpus = parse_gpus(args.run.gpus);
+  if (args.weight != "number" && args.weight != "charge") throw Error("--weight " + args.weight + ": expected number or charge");
+  options.density_weight = args.weight == "charge" ? DensityWeight::charge : DensityWeight::number;
+  options.radius_scale = args.radius_scale;
+  options.density_sigma = args.sigma;
+  options.occupancy_points = args.points;
   units::potential_prefactor(options.unit, options.dielectric, options.temperature);  // validates both
   return options;
 }
@@ -148,6 +165,7 @@ void check_resources(const MapArguments& args, const Lattice& lattice, const std
 struct MapInputs {
   Atoms atoms;
   std::unique_ptr<TrajectoryFrames> frames;  // null without --trajectory
+  std::vector<std::int32_t> selected;        // --select's atoms of the input (empty: all)
 };
 
 MapInputs read_inputs(const MapArguments& args) {
@@ -160,10 +178,26 @@ MapInputs read_inputs(const MapArguments& args) {
   MapInputs in;
   in.atoms = io::read_atoms(args.input, charge_options);
   notice(charges_notice, args.run.quiet);
+  const std::size_t all_atoms = in.atoms.size();
+  if (!args.select.empty()) {  // the atoms of the selection, in file order
+    if (!args.charges.empty())
+      throw Error("--select picks atoms of the input file, not of pdb2pqr's output (--charges): make the PQR first "
+                  "(--save-pqr) and map that");
+    const analysis::AtomTable table = analysis::read_atom_table(args.input);
+    if (table.size() != all_atoms)
+      throw Error(fmt::format("{}: {} atoms for --select, {} to map", args.input, table.size(), all_atoms));
+    in.selected = analysis::select_atoms(table, args.select);
+    if (in.selected.empty())
+      throw Error(fmt::format("--select \"{}\" selects none of the {} atoms of {}", args.select, all_atoms, args.input));
+    Atoms chosen;
+    for (std::int32_t i : in.selected)
+      chosen.push_back({in.atoms.x[i], in.atoms.y[i], in.atoms.z[i]}, in.atoms.charge[i], in.atoms.radius[i]);
+    in.atoms = std::move(chosen);
+  }
   if (!args.trajectory.empty()) {
     in.frames = std::make_unique<TrajectoryFrames>(args.trajectory, FrameRange{args.first, args.last, args.stride},
-                                                   in.atoms.size(), args.input);
-    in.frames->load(in.atoms);
+                                                   all_atoms, args.input);
+    in.frames->load(in.atoms, in.selected);
   }
   return in;
 }
@@ -227,7 +261,7 @@ ComputedMap compute(const MapArguments& args, MapInputs& in, const Lattice& latt
         [&](Atoms& target) {
           if (first_frame) return !(first_frame = false);  // already loaded
           if (!in.frames->advance()) return false;
-          in.frames->load(target);
+          in.frames->load(target, in.selected);
           return true;
         },
         [&](int done) { bar.update(static_cast<double>(done) / static_cast<double>(expected)); }, &out.trajectory);
@@ -241,6 +275,14 @@ ComputedMap compute(const MapArguments& args, MapInputs& in, const Lattice& latt
   bar.finish();
   notice(out.stats.notice, args.run.quiet);
   return out;
+}
+
+// What the map's values are.
+std::string quantity_name(const MapOptions& options) {
+  if (options.method == MapMethod::occupancy) return "Occupancy";
+  if (options.method == MapMethod::density)
+    return options.density_weight == DensityWeight::charge ? "Charge density" : "Number density";
+  return "Electrostatic potential";
 }
 
 // The method and its parameters in a line, for the map file's comments.
@@ -260,6 +302,16 @@ std::string method_line(const MapOptions& options, double kappa) {
                              to_string(options.msm_interpolation), to_string(options.msm_splitting),
                              options.msm_spacing > 0 ? options.msm_spacing
                                                      : default_msm_spacing(options.msm_interpolation));
+  if (options.method == MapMethod::density)
+    return fmt::format("method density (VMD volmap density): each atom a normalised Gaussian of sigma {}, weight {}, "
+                       "cut at {} sigma",
+                       options.density_sigma > 0 ? fmt::format("{} A", options.density_sigma)
+                                                 : fmt::format("{} x its radius", options.radius_scale),
+                       options.density_weight == DensityWeight::charge ? "its charge" : "1", kDensityReachSigmas);
+  if (options.method == MapMethod::occupancy)
+    return options.occupancy_points
+               ? "method occupancy (VMD volmap occupancy -points): 1 where an atom's centre lies in the point's voxel"
+               : fmt::format("method occupancy (VMD volmap occupancy): 1 within {} x an atom's radius", options.radius_scale);
   return fmt::format("method {}, dielectric {}, temperature {} K{}", to_string(options.method), options.dielectric,
                      options.temperature, parameters);
 }
@@ -267,8 +319,10 @@ std::string method_line(const MapOptions& options, double kappa) {
 std::vector<std::string> map_comments(const MapArguments& args, const Atoms& atoms, const MapOptions& options,
                                       double kappa, const ComputedMap& computed) {
   std::vector<std::string> comments = {
-      fmt::format("Electrostatic potential in {} written by nbkit {}", units::to_string(options.unit), build_info().version),
-      fmt::format("input {} ({} atoms, net charge {:+.4f} e)", args.input, atoms.size(), atoms.net_charge()),
+      fmt::format("{} in {} written by nbkit {}", quantity_name(options), units::to_string(map_unit(options)),
+                  build_info().version),
+      fmt::format("input {} ({} atoms{}, net charge {:+.4f} e)", args.input, atoms.size(),
+                  args.select.empty() ? "" : fmt::format(" selected by \"{}\"", args.select), atoms.net_charge()),
       method_line(options, kappa),
       "vertex-centred lattice: point (i,j,k) at origin + (i,j,k)*delta; x index slowest, z fastest",
   };
@@ -329,7 +383,8 @@ nlohmann::json map_report(const MapArguments& args, const Atoms& atoms, const La
   report["rates"] = {{"evaluations", stats.evaluations}, {"evaluations_per_second", stats.evaluations_per_second()},
                      {"lattice_points_per_second", stats.points_per_second()}};
   const auto [low, high] = std::minmax_element(computed.map.values.begin(), computed.map.values.end());
-  report["potential"] = {{"min", *low}, {"max", *high}};
+  report[is_density_method(options.method) ? "values" : "potential"] = {
+      {"min", *low}, {"max", *high}, {"unit", units::to_string(map_unit(options))}};
   report["outputs"] = {{"map", output}};
   if (slice_info)
     report["outputs"]["png"] = {{"file", args.png}, {"axis", std::string(1, "xyz"[slice_info->axis])},
@@ -358,7 +413,7 @@ int run_map(const MapArguments& args) {
   std::string backend_notice;
   options.backend = resolve_backend(options.backend, &backend_notice);
   check_resources(args, lattice, output, in.frames != nullptr,
-                  options.backend == Backend::cuda && options.method != MapMethod::msm);
+                  options.backend == Backend::cuda && map_stays_on_device(options.method));
   notice(backend_notice, args.run.quiet);
   periodic_notices(options, in.atoms, lattice, args.run.quiet);
   const ComputedMap computed = compute(args, in, lattice, options);
@@ -373,7 +428,8 @@ int run_map(const MapArguments& args) {
   std::optional<io::SliceInfo> slice_info;
   if (!args.png.empty())
     slice_info = io::write_slice_png(args.png, computed.map, slice, {}, 0,
-                                     stdev ? io::ColorScale::sequential : io::ColorScale::diverging);
+                                     stdev || is_density_method(options.method) ? io::ColorScale::sequential
+                                                                                : io::ColorScale::diverging);
   times.write = seconds_since(write_start);
   times.total = seconds_since(start);
   write_report(args.run.report, map_report(args, in.atoms, lattice, options, kappa, computed, times, output, slice_info));
@@ -388,7 +444,8 @@ int run_map(const MapArguments& args) {
     fmt::print("nbkit map: {}, {}x{}x{} = {} lattice points, {:.3f} s, {} ({}: {})\n",
                count_of(static_cast<std::int64_t>(in.atoms.size()), "atom"), n[0], n[1], n[2],
                with_commas(lattice.size()), stats.seconds, rate, to_string(stats.backend), stats.detail);
-    fmt::print("  potential {:.4g} to {:.4g} {} -> {}{}\n", *low, *high, units::to_string(options.unit), output,
+    fmt::print("  {} {:.4g} to {:.4g} {} -> {}{}\n", is_density_method(options.method) ? "values" : "potential", *low, *high,
+               units::to_string(map_unit(options)), output,
                args.png.empty() ? "" : ", " + args.png);
   }
   return 0;
@@ -406,8 +463,9 @@ Action setup_map(CLI::App& app) {
   app.add_option("-o,--output", args->output, "map file: .dx, .mrc, .map or .ccp4 (default: INPUT's name with .dx)");
   auto* group_method = app.add_option_group("method");
   group_method->add_option("--method", args->method,
-                           "direct (Coulomb), mdh (Debye-Hueckel with ion radii), cutoff (short-range, linear time) "
-                           "or msm (full Coulomb in linear time: multilevel summation)")
+                           "direct (Coulomb), mdh (Debye-Hueckel with ion radii), cutoff (short-range, linear time), "
+                           "msm (full Coulomb in linear time: multilevel summation); not potentials: density (atoms as "
+                           "Gaussians, VMD's volmap density) or occupancy (1 inside an atom, VMD's volmap occupancy)")
       ->capture_default_str();
   group_method->add_option("--cutoff", args->cutoff, "cutoff distance, Angstrom (cutoff; msm: the splitting distance)")->capture_default_str();
   group_method->add_option("--smoothing", args->smoothing,
@@ -430,6 +488,16 @@ Action setup_map(CLI::App& app) {
   group_method->add_option("--temperature", args->temperature, "K, for kT/e and kappa")->capture_default_str();
   group_method->add_option("--ionic-strength", args->ionic_strength, "mol/L of 1:1 salt, mdh only")->capture_default_str();
   group_method->add_option("--units", args->units, "kT/e, kcal/mol/e or V")->capture_default_str();
+  group_method->add_option("--weight", args->weight, "density: each Gaussian integrates to 1 (number) or the atom's charge")
+      ->capture_default_str();
+  group_method->add_option("--radius-scale", args->radius_scale,
+                           "density: sigma = radius x this; occupancy: the spheres' radius = radius x this")
+      ->capture_default_str();
+  group_method->add_option("--sigma", args->sigma, "density: one sigma (Angstrom) for every atom instead of the radii");
+  group_method->add_flag("--points", args->points,
+                         "occupancy: atoms as points (a point is occupied when an atom's centre is in its voxel)");
+  group_method->add_option("--select", args->select,
+                           "map only these atoms: name, resname, element, resid, index, and/or/not (nbkit rdf's language)");
   group_method->add_option("--charges", args->charges, "for PDB/mmCIF input: run pdb2pqr with this force field (amber, charmm, parse, ...)");
   group_method->add_flag("--allow-missing", args->allow_missing,
                          "with --charges: map without the residues pdb2pqr cannot charge (ligands, metals), "

@@ -49,9 +49,11 @@ bool TrajectoryFrames::advance() {
   return false;
 }
 
-void TrajectoryFrames::load(Atoms& target) const {
-  for (std::size_t n = 0; n < target.size(); ++n)
-    target.x[n] = frame_.x[n], target.y[n] = frame_.y[n], target.z[n] = frame_.z[n];
+void TrajectoryFrames::load(Atoms& target, const std::vector<std::int32_t>& only) const {
+  for (std::size_t n = 0; n < target.size(); ++n) {
+    const std::size_t a = only.empty() ? n : static_cast<std::size_t>(only[n]);
+    target.x[n] = frame_.x[a], target.y[n] = frame_.y[a], target.z[n] = frame_.z[a];
+  }
 }
 
 long long TrajectoryFrames::expected() const {

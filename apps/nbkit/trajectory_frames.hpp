@@ -24,7 +24,8 @@ class TrajectoryFrames {
   bool advance();
   const io::DcdFrame& frame() const { return frame_; }  // with the cell where the file has one
   long long index() const { return index_; }             // 0-based, in the file
-  void load(Atoms& target) const;                        // the positions into `target`
+  // The positions into `target`: every atom's, or those of the atoms `only` lists (0-based).
+  void load(Atoms& target, const std::vector<std::int32_t>& only = {}) const;
   long long expected() const;                            // frames in range (for progress bars)
 
  private:

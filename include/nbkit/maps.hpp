@@ -23,7 +23,17 @@ enum class MapMethod {
            // V(r) = C/eps * sum_i q_i exp(-kappa (d_i - a_i)) / ((1 + kappa a_i) d_i)
   cutoff,  // short-range Coulomb within a cutoff, smoothed (see Smoothing), in linear time
   msm,     // full Coulomb in linear time: multilevel summation (cutoff part + grids)
+  // Not potentials: VMD's volmap density and occupancy (Krone, Stone, Ertl and Schulten 2012).
+  density,    // each atom a normalised 3-D Gaussian of standard deviation sigma = radius x scale
+              // (or one sigma), weighted by 1 or its charge, cut at 5 sigma: atoms (or e) per A^3
+  occupancy,  // 1 where a point lies within an atom's sphere (radius x scale), else 0; or, with
+              // occupancy_points, where an atom's centre lies in the point's voxel
 };
+
+// density: what each atom's Gaussian integrates to.
+enum class DensityWeight { number, charge };
+// How far a density Gaussian reaches, in standard deviations: exp(-12.5) = 3.7e-6 of its peak.
+inline constexpr double kDensityReachSigmas = 5.0;
 
 // The multilevel summation method's interpolation between grid levels and onto the map.
 enum class MsmInterpolation {
@@ -75,6 +85,11 @@ struct MapOptions {
   // the periodic long range (Ewald's potential with tin-foil boundaries, for neutral systems).
   // Empty: no box. The cell must start at the origin (PeriodicBox::from_edges).
   std::optional<PeriodicBox> periodic_box;
+  // density and occupancy:
+  DensityWeight density_weight = DensityWeight::number;
+  double radius_scale = 1.0;      // sigma (density) or sphere radius (occupancy) = radius x scale
+  double density_sigma = 0;       // density: > 0, one sigma (Angstrom) for every atom instead
+  bool occupancy_points = false;  // occupancy: atoms as points, a point occupied by the centres in its voxel
   int threads = 0;                                  // 0: all hardware threads
   std::vector<int> gpus;                            // CUDA device indices; empty: all
   // Called with the fraction done, 0..1, never concurrently (calls are serialized); may be empty.
@@ -136,6 +151,16 @@ Lattice lattice_spanning_cell(Vec3 box, double spacing);
 // these without a box is the minimum-image sum (each atom's one image within the cutoff of
 // any point, as cutoff < half the shortest edge). Atoms anywhere are wrapped into the cell.
 Atoms periodic_images(const Atoms& atoms, Vec3 box, const Lattice& lattice, double cutoff);
+
+// The unit of the values these options give: options.unit for the potentials, the density or
+// occupancy unit for those methods.
+units::PotentialUnit map_unit(const MapOptions& options);
+// Whether the method computes a density (density, occupancy) rather than a potential.
+bool is_density_method(MapMethod method);
+// Whether the method's GPU maps can stay on the GPUs (compute_map_on_device, trajectories
+// combined there): direct, mdh and cutoff; msm's long range and the density methods' rows are
+// finished on the host.
+bool map_stays_on_device(MapMethod method);
 
 // The Debye-Hueckel kappa (1/Angstrom) these options imply; 0 for the direct method.
 double screening_kappa(const MapOptions& options);

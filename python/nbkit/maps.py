@@ -42,6 +42,16 @@ def read_structure(path: Union[str, os.PathLike], *, charges: Optional[str] = No
     return Structure(d["positions"], d["charges"], d["radii"], box, os.fspath(path))
 
 
+def _has_charges(obj: Any) -> bool:
+    """Whether an input object carries charges of its own (a density map needs none)."""
+    if isinstance(obj, Structure):
+        return True
+    module = type(obj).__module__ or ""
+    if module.startswith("MDAnalysis"):
+        return hasattr(obj.atoms, "charges")
+    return module.startswith("parmed")
+
+
 def _atoms(positions: Any, charges: Any, radii: Any) -> tuple:
     """(positions, charges, radii) from arrays, a Structure, an MDAnalysis AtomGroup or Universe,
     or a ParmEd Structure; charges and radii given explicitly win over the object's."""
@@ -76,7 +86,8 @@ def map(positions: Any, charges: Any = None, radii: Any = None, *, method: str =
         units: str = "kT/e", dielectric: Optional[float] = None, temperature: float = 298.15,
         ionic_strength: float = 0.15, cutoff: float = 12.0, smoothing: str = "cutcp", bin_size: float = 0.0,
         msm_spacing: float = 0.0, msm_interpolation: str = "cubic", msm_splitting: Optional[str] = None,
-        periodic_box: Optional[Sequence[float]] = None, backend: str = "auto", precision: str = "single",
+        periodic_box: Optional[Sequence[float]] = None, weight: str = "number", radius_scale: float = 1.0,
+        sigma: float = 0.0, points: bool = False, backend: str = "auto", precision: str = "single",
         threads: int = 0, gpus: GPUs = "all", progress: Progress = True) -> Map:
     """The electrostatic potential of point charges on a 3-D lattice (``nbkit map``).
 
@@ -87,7 +98,11 @@ def map(positions: Any, charges: Any = None, radii: Any = None, *, method: str =
     method: "direct" (Coulomb), "mdh" (Debye-Hueckel with radii, APBS's mdh), "cutoff"
         (short-range, linear time, ``smoothing`` none/cutcp/taylor1..3) or "msm" (multilevel
         summation: full Coulomb in linear time; ``msm_spacing``, ``msm_interpolation`` cubic or
-        quintic, ``msm_splitting`` taylor1..3).
+        quintic, ``msm_splitting`` taylor1..3). Not potentials (VMD's volmap): "density" (each atom
+        a normalised Gaussian of sigma = radius x ``radius_scale``, or ``sigma`` for all, weighted by
+        ``weight`` "number" or "charge", cut at 5 sigma: atoms or e per A^3) and "occupancy" (1
+        within radius x ``radius_scale`` of an atom, or with ``points`` where an atom's centre is in
+        the point's voxel; averaged over a trajectory, the fraction of frames occupied).
     Lattice: points ``spacing`` apart over the atoms' bounding box plus ``padding``; or
         ``origin`` (x, y, z) with ``shape`` (nx, ny, nz); or, with ``periodic_box`` (a, b, c: the
         cell from the origin; cutoff and msm only), the cell itself.
@@ -105,12 +120,15 @@ def map(positions: Any, charges: Any = None, radii: Any = None, *, method: str =
     With CuPy arrays or PyTorch CUDA tensors as inputs (backend "cuda" or "auto"; direct, mdh or
     cutoff), a :class:`DeviceMap` whose values stay on the GPU, an array of the same kind.
     """
+    if method in ("density", "occupancy") and charges is None and not _has_charges(positions):
+        charges = np.zeros(len(np.asarray(getattr(getattr(positions, "atoms", positions), "positions", positions))))
     pos, q, r = _atoms(positions, charges, radii)
     options = dict(
         method=method, spacing=spacing, padding=padding, origin=origin, shape=shape, units=units,
         dielectric=dielectric, temperature=temperature, ionic_strength=ionic_strength, cutoff=cutoff,
         smoothing=smoothing, bin_size=bin_size, msm_spacing=msm_spacing, msm_interpolation=msm_interpolation,
-        msm_splitting=msm_splitting, periodic_box=periodic_box, backend=backend, precision=precision,
+        msm_splitting=msm_splitting, periodic_box=periodic_box, weight=weight, radius_scale=radius_scale,
+        sigma=sigma, points=points, backend=backend, precision=precision,
         threads=threads, gpus=gpus, progress=progress)
     gpu = framework_of(pos, q, r)
     if gpu is None:

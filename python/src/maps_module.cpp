@@ -88,6 +88,12 @@ MapOptions map_options(Options& o) {
   options.periodic_box = box_from(o.take("periodic_box"));
   if (options.periodic_box && options.method != MapMethod::cutoff && options.method != MapMethod::msm)
     throw Error("periodic_box needs method cutoff or msm: direct and mdh sums over all periodic images do not converge");
+  const std::string weight = o.get<std::string>("weight", "number");
+  if (weight != "number" && weight != "charge") throw py::value_error("weight=" + weight + ": expected 'number' or 'charge'");
+  options.density_weight = weight == "charge" ? DensityWeight::charge : DensityWeight::number;
+  options.radius_scale = o.get<double>("radius_scale", 1.0);
+  options.density_sigma = o.get<double>("sigma", 0.0);
+  options.occupancy_points = o.get<bool>("points", false);
   options.threads = resolve_threads(o.get<int>("threads", 0));
   options.gpus = read_gpus(o.take("gpus"));
   units::potential_prefactor(options.unit, options.dielectric, options.temperature);  // validates both
@@ -140,7 +146,10 @@ std::string method_line(const MapOptions& options) {
 }
 
 std::vector<std::string> comments_of(const Atoms& atoms, const MapOptions& options) {
-  return {"Electrostatic potential in " + units::to_string(options.unit) + " written by nbkit " + build_info().version +
+  const std::string quantity = options.method == MapMethod::occupancy ? "Occupancy"
+                               : options.method == MapMethod::density ? "Density"
+                                                                      : "Electrostatic potential";
+  return {quantity + " in " + units::to_string(map_unit(options)) + " written by nbkit " + build_info().version +
               " (Python)",
           std::to_string(atoms.size()) + " atoms, net charge " + std::to_string(atoms.net_charge()) + " e",
           method_line(options),
@@ -346,7 +355,7 @@ py::dict compute_on_device(const py::handle& positions, const py::handle& charge
   result["values"] = values;
   result["origin"] = py::make_tuple(lattice.origin.x, lattice.origin.y, lattice.origin.z);
   result["spacing"] = lattice.spacing;
-  result["units"] = units::to_string(options.unit);
+  result["units"] = units::to_string(map_unit(options));
   result["stats"] = stats_dict(stats);
   result["comments"] = comments_of(atoms, options);
   return result;

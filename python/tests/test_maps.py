@@ -140,3 +140,44 @@ def test_a_parmed_structure_maps_like_the_pqr(data_dir):
     p = parmed.load_file(str(data_dir / "1a63.pqr"))  # charges, radii (solvent_radius), coordinates in float64
     kw = dict(method="mdh", spacing=1.5, backend="cpu", precision="double", progress=False)
     np.testing.assert_array_equal(nbkit.map(p, **kw).values, nbkit.map(s, **kw).values)
+
+
+def test_density_and_occupancy_match_numpy(tmp_path):
+    """VMD's volmap density and occupancy: each atom a normalised Gaussian (sigma = radius x
+    scale, cut at 5 sigma) or a sphere, against numpy's float64 formula at every point."""
+    rng = np.random.default_rng(4)
+    pos = rng.uniform(0, 12, size=(60, 3))
+    radii = rng.uniform(0.9, 2.0, size=60)
+    charges = rng.uniform(-1, 1, size=60)
+    common = dict(spacing=0.8, padding=4.0, backend="cpu", progress=False)
+    d = nbkit.map(pos, charges, radii, method="density", weight="charge", radius_scale=0.9, **common)
+    assert d.units == "e/A^3"
+    o = nbkit.map(pos, None, radii, method="occupancy", **common)
+    assert o.units == "fraction"
+    nx, ny, nz = d.values.shape
+    grid = np.stack(np.meshgrid(*(d.origin[a] + d.spacing * np.arange(n) for a, n in enumerate((nx, ny, nz))),
+                                indexing="ij"), axis=-1).reshape(-1, 3)
+    r2 = ((grid[:, None, :] - pos[None, :, :]) ** 2).sum(-1)
+    sigma = 0.9 * radii
+    gauss = charges / (2 * np.pi * sigma ** 2) ** 1.5 * np.exp(-r2 / (2 * sigma ** 2))
+    want = np.where(r2 <= (5 * sigma) ** 2, gauss, 0).sum(1).reshape(nx, ny, nz)
+    np.testing.assert_allclose(d.values, want, rtol=0, atol=1e-13 * np.abs(want).max())
+    occupied = (r2 <= radii ** 2).any(1).reshape(nx, ny, nz).astype(float)
+    np.testing.assert_array_equal(o.values, occupied)
+
+
+def test_occupancy_of_a_trajectory_equals_the_command(tmp_path, cli, data_dir):
+    mda = pytest.importorskip("MDAnalysis")
+    pqr, dcd = data_dir / "1a63.pqr", data_dir / "1a63-wobble.dcd"
+    cli("map", pqr, "--trajectory", dcd, "--method", "occupancy", "--select", "name CA", "--spacing", "1.0",
+        "--backend", "cpu", "-o", tmp_path / "cli.dx", "-q")
+    u = mda.Universe(str(pqr), str(dcd))
+    s = nbkit.read_structure(pqr)
+    ca = u.select_atoms("name CA")
+    m = nbkit.trajectory_map(ca, charges=s.charges[ca.indices], radii=s.radii[ca.indices], method="occupancy",
+                             spacing=1.0, backend="cpu", progress=False)
+    m.to_dx(tmp_path / "py.dx")
+    assert dx_values_text(tmp_path / "py.dx") == dx_values_text(tmp_path / "cli.dx")
+    # The fraction of the 20 frames in which each point lies within a C-alpha's sphere.
+    assert np.all(np.isclose(m.values * 20, np.round(m.values * 20)))
+    assert 0 < m.values.max() <= 1

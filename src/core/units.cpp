@@ -18,6 +18,9 @@ std::string to_string(PotentialUnit unit) {
     case PotentialUnit::kT_per_e: return "kT/e";
     case PotentialUnit::kcal_per_mol_per_e: return "kcal/mol/e";
     case PotentialUnit::volt: return "V";
+    case PotentialUnit::number_density: return "1/A^3";
+    case PotentialUnit::charge_density: return "e/A^3";
+    case PotentialUnit::occupancy: return "fraction";
   }
   return "?";
 }
@@ -35,6 +38,9 @@ double potential_prefactor(PotentialUnit unit, double dielectric, double tempera
       const double kT_kcal = boltzmann * temperature * avogadro / joule_per_kcal;
       return coulomb_constant_kcal / dielectric / kT_kcal;
     }
+    case PotentialUnit::number_density:
+    case PotentialUnit::charge_density:
+    case PotentialUnit::occupancy: return 1.0;  // densities: no Coulomb constant
   }
   return 0;
 }

@@ -10,6 +10,7 @@
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "maps/frame_combiner.hpp"
+#include "maps/methods.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/maps.hpp"
 
@@ -87,8 +88,9 @@ namespace nbkit {
 void compute_map_on_device(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, int device,
                            double* values, MapStats* stats) {
   validate(lattice);
-  if (options.method == MapMethod::msm)
-    throw Error("maps into GPU memory: method msm sums its long range on the host; use direct, mdh or cutoff");
+  if (!map_stays_on_device(options.method))
+    throw Error("maps into GPU memory: method " + to_string(options.method) +
+                " finishes its rows on the host; use direct, mdh or cutoff");
   if (resolve_backend(options.backend) != Backend::cuda)
     throw Error("maps into GPU memory need the cuda backend (backend \"" + to_string(options.backend) + "\" runs elsewhere)");
   if (!values) throw Error("maps into GPU memory: no output array");

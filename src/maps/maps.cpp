@@ -21,6 +21,8 @@ MapMethod parse_map_method(const std::string& name) {
   if (name == "mdh" || name == "debye-huckel") return MapMethod::mdh;
   if (name == "cutoff") return MapMethod::cutoff;
   if (name == "msm" || name == "multilevel") return MapMethod::msm;
+  if (name == "density") return MapMethod::density;
+  if (name == "occupancy") return MapMethod::occupancy;
   throw Error("unknown method '" + name + "': expected direct, mdh, cutoff or msm");
 }
 
@@ -30,6 +32,8 @@ std::string to_string(MapMethod method) {
     case MapMethod::mdh: return "mdh";
     case MapMethod::cutoff: return "cutoff";
     case MapMethod::msm: return "msm";
+    case MapMethod::density: return "density";
+    case MapMethod::occupancy: return "occupancy";
   }
   return "?";
 }
@@ -73,6 +77,20 @@ std::string to_string(Smoothing smoothing) {
 double screening_kappa(const MapOptions& options) {
   if (options.method != MapMethod::mdh) return 0;
   return units::debye_kappa(options.ionic_strength, options.dielectric, options.temperature);
+}
+
+bool is_density_method(MapMethod method) { return method == MapMethod::density || method == MapMethod::occupancy; }
+
+bool map_stays_on_device(MapMethod method) {
+  return method == MapMethod::direct || method == MapMethod::mdh || method == MapMethod::cutoff;
+}
+
+units::PotentialUnit map_unit(const MapOptions& options) {
+  if (options.method == MapMethod::occupancy) return units::PotentialUnit::occupancy;
+  if (options.method == MapMethod::density)
+    return options.density_weight == DensityWeight::charge ? units::PotentialUnit::charge_density
+                                                           : units::PotentialUnit::number_density;
+  return options.unit;
 }
 
 std::uint64_t map_memory_bytes(const Lattice& lattice) {
@@ -159,14 +177,15 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
   rows.row_begin = row_begin;
   rows.row_end = row_end;
   rows.out = out;
-  rows.prefactor = units::potential_prefactor(options.unit, options.dielectric, options.temperature);
+  rows.prefactor = units::potential_prefactor(map_unit(options), options.dielectric, options.temperature);
   rows.progress = &options.progress;
   rows.device_sink = device_sink;
-  if (device_sink && (backend != Backend::cuda || options.method == MapMethod::msm))
+  if (device_sink && (backend != Backend::cuda || !map_stays_on_device(options.method)))
     throw Error("internal: only GPU maps of the direct, mdh and cutoff methods stay on the device");
 
   const auto start = std::chrono::steady_clock::now();
-  const maps::MethodRun run = options.method == MapMethod::cutoff || options.method == MapMethod::msm
+  const maps::MethodRun run = is_density_method(options.method) ? maps::run_density(atoms, options, backend, threads, rows)
+                              : options.method == MapMethod::cutoff || options.method == MapMethod::msm
                                   ? maps::run_cutoff_or_msm(atoms, options, backend, threads, rows)
                                   : maps::run_direct(atoms, options, backend, threads, rows);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -180,9 +199,9 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
     stats->kernel_seconds = run.kernel_seconds;
     stats->stage_seconds = run.stage_seconds;
     stats->lattice_points = static_cast<double>(row_end - row_begin) * static_cast<double>(lattice.dims[2]);
-    // Direct summation evaluates every atom at every point; cutoff summation far fewer.
+    // Direct summation evaluates every atom at every point; cutoff and density sums far fewer.
     stats->evaluations =
-        options.method == MapMethod::cutoff || options.method == MapMethod::msm
+        options.method != MapMethod::direct && options.method != MapMethod::mdh
             ? 0.0
             : stats->lattice_points * static_cast<double>(atoms.size());
   }
@@ -213,7 +232,7 @@ Map compute_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& op
   const auto start = std::chrono::steady_clock::now();
   Map map;
   map.lattice = lattice;
-  map.unit = options.unit;
+  map.unit = map_unit(options);
   map.values.resize(static_cast<std::size_t>(lattice.size()));
   compute_map_rows(atoms, lattice, options, 0, lattice.rows(), map.values.data(), stats);
   if (stats) stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -70,6 +70,15 @@ void add_msm_long_range(const Atoms& atoms, const PreparedAtoms& prepared,
 }  // namespace
 
 void check_method_options(const MapOptions& options) {
+  if (is_density_method(options.method)) {
+    if (!(options.radius_scale > 0) || !std::isfinite(options.radius_scale))
+      throw Error(fmt::format("the radius scale must be a positive number, got {}", options.radius_scale));
+    if (!(options.density_sigma >= 0) || !std::isfinite(options.density_sigma))
+      throw Error(fmt::format("the density's sigma must be zero (the radii) or a positive number of Angstrom, got {}",
+                              options.density_sigma));
+    if (options.method == MapMethod::occupancy && options.density_sigma > 0)
+      throw Error("a sigma applies to the density method; occupancy's spheres are the radii x the radius scale");
+  }
   if (options.periodic_box && !options.periodic_box->starts_at_origin())
     throw Error("the maps' periodic cell starts at the origin, as a CRYST1 record places it: give its edges "
                 "(PeriodicBox::from_edges)");
@@ -86,6 +95,10 @@ void check_method_options(const MapOptions& options) {
       if (!(options.msm_spacing >= 0) || !std::isfinite(options.msm_spacing))
         throw Error(fmt::format("MSM grid spacing must be zero (the default) or positive, got {}", options.msm_spacing));
     }
+  } else if (options.periodic_box && is_density_method(options.method)) {
+    throw Error(fmt::format("the {} method takes no periodic box: map the atoms as they are (wrap them first for a "
+                            "density of the cell)",
+                            to_string(options.method)));
   } else if (options.periodic_box) {
     throw Error(fmt::format("a periodic box needs the cutoff method (--method cutoff): the {} sum over all periodic "
                             "images does not converge absolutely",

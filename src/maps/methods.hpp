@@ -32,4 +32,7 @@ MethodRun run_direct(const Atoms& atoms, const MapOptions& options, Backend back
 MethodRun run_cutoff_or_msm(const Atoms& atoms, const MapOptions& options, Backend backend, int threads,
                             const RowRange& rows);
 
+// density and occupancy (maps/density/): Gaussians or spheres gathered from cells, float64.
+MethodRun run_density(const Atoms& atoms, const MapOptions& options, Backend backend, int threads, const RowRange& rows);
+
 }  // namespace nbkit::maps

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "maps/frame_combiner.hpp"
+#include "maps/methods.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/memory.hpp"
@@ -46,7 +47,7 @@ Map combine_frame_maps(Atoms atoms, const Lattice& lattice, const MapOptions& op
   // its long range on the host, so its frames come to the host and are combined here.
   // (The backend resolved by the one rule, nbkit::resolve_backend, as compute_map_rows does.)
   const bool on_device =
-      on_device_if_gpu && options.method != MapMethod::msm && resolve_backend(options.backend) == Backend::cuda;
+      on_device_if_gpu && map_stays_on_device(options.method) && resolve_backend(options.backend) == Backend::cuda;
   // Host memory: the result (and M2 for stdev), plus one frame's map when combined here.
   const int arrays = (combine == Combine::stdev ? 2 : 1) + (on_device ? 0 : 1);
   check_memory(static_cast<std::uint64_t>(arrays) * points * sizeof(double),

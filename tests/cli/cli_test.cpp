@@ -110,6 +110,35 @@ TEST(Cli, RdfOfATrajectoryWithPictureReportAndRefusals) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("w.csv")) || std::filesystem::exists(dir.file("m.csv")));
 }
 
+TEST(Cli, DensityAndOccupancyMapsOfATrajectory) {
+  nbkit::test::ScratchDir dir;
+  const Result d = run_nbkit("map " + data("1a63.pqr") + " --method density --spacing 1.5 -o " + dir.file("d.dx") +
+                             " --png " + dir.file("d.png"));
+  ASSERT_EQ(d.status, 0) << d.output;
+  EXPECT_TRUE(contains(d.output, "1/A^3")) << d.output;
+  const nbkit::Map density = nbkit::io::read_dx(dir.file("d.dx"));
+  double sum = 0;
+  for (double v : density.values) sum += v;
+  // Every atom's Gaussian integrates to one: the sum over a lattice 1.5 A apart comes near the
+  // atom count where the widths (the radii) are not far below the spacing.
+  EXPECT_NEAR(sum * std::pow(1.5, 3) / 2065.0, 1.0, 0.05);
+  const Result o = run_nbkit("map " + data("1a63.pqr") + " --trajectory " + data("1a63-wobble.dcd") +
+                             " --method occupancy --select \"name CA\" --spacing 1.5 -o " + dir.file("o.dx") +
+                             " --report " + dir.file("o.json"));
+  ASSERT_EQ(o.status, 0) << o.output;
+  const auto report = nlohmann::json::parse(std::ifstream(dir.file("o.json")));
+  EXPECT_EQ(report["values"]["unit"], "fraction");
+  EXPECT_EQ(report["values"]["max"], 1.0);
+  EXPECT_EQ(report["input"]["atoms"], 130);
+  const Result units = run_nbkit("map " + data("1a63.pqr") + " --method density --units V -o " + dir.file("u.dx"));
+  EXPECT_NE(units.status, 0);
+  EXPECT_TRUE(contains(units.output, "--units applies to the potentials")) << units.output;
+  const Result none = run_nbkit("map " + data("1a63.pqr") + " --method occupancy --select \"resname XYZ\" -o " +
+                                dir.file("n.dx"));
+  EXPECT_NE(none.status, 0);
+  EXPECT_TRUE(contains(none.output, "selects none")) << none.output;
+}
+
 TEST(Cli, ExplicitLatticeMdhAndMrc) {
   nbkit::test::ScratchDir dir;
   const Result r = run_nbkit("map " + data("hca.pqr") + " -o " + dir.file("m.mrc") +

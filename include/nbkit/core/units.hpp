@@ -41,7 +41,9 @@ inline constexpr double qqr2e = 332.06371;         // e^2/A to kcal/mol (Coulomb
 inline constexpr double default_temperature = 298.15;  // K, as APBS and VMD report kT/e
 
 // Units a potential map is reported in.
-enum class PotentialUnit { kT_per_e, kcal_per_mol_per_e, volt };
+// The unit of a map's values: the potentials (--units), and the densities of the density and
+// occupancy methods (set by the method, not chosen).
+enum class PotentialUnit { kT_per_e, kcal_per_mol_per_e, volt, number_density, charge_density, occupancy };
 
 PotentialUnit parse_potential_unit(const std::string& name);  // "kT/e", "kcal/mol/e", "V"
 std::string to_string(PotentialUnit unit);
