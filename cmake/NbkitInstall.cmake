@@ -14,13 +14,28 @@ install(TARGETS nbkit_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The installed binaries find the shared libraries they were linked with outside the system's
 # directories (a vendored Highway or FFTW, the CUDA toolkit, Debian's hdf5/serial) where the build
 # found them, as the build tree's binaries do.
+# CMake adds only directories outside the project that way; a vendored copy inside the checkout
+# (the GPU machine's .deps/lib) is named explicitly.
+set(_nbkit_vendored_dirs)
+foreach(_nbkit_lib IN ITEMS "${HWY_LIBRARY}" "${FFTW_LIBRARY}" "${FFTW_OMP_LIBRARY}")
+  if(_nbkit_lib)
+    get_filename_component(_nbkit_dir ${_nbkit_lib} DIRECTORY)
+    if(NOT _nbkit_dir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
+      list(APPEND _nbkit_vendored_dirs ${_nbkit_dir})
+    endif()
+  endif()
+endforeach()
+list(REMOVE_DUPLICATES _nbkit_vendored_dirs)
 foreach(_nbkit_target nbkit_cli nbkit _nbkit)
   if(TARGET ${_nbkit_target})
     set_target_properties(${_nbkit_target} PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+    if(_nbkit_vendored_dirs)
+      set_property(TARGET ${_nbkit_target} APPEND PROPERTY INSTALL_RPATH ${_nbkit_vendored_dirs})
+    endif()
   endif()
 endforeach()
 if(NBKIT_SHARED)  # the installed command finds libnbkit.so beside it, wherever the prefix is
-  set_target_properties(nbkit_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+  set_property(TARGET nbkit_cli APPEND PROPERTY INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 endif()
 install(DIRECTORY include/nbkit DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})

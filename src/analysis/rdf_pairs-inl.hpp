@@ -4,6 +4,7 @@
 // distance binned by numpy.histogram's rule. Float64 throughout, with the multiplies and adds
 // kept apart (no FMA contraction on either side), so a GPU counts every pair in the bin the CPU
 // does: the histograms are equal, not close.
+#include <cmath>
 #include <cstdint>
 
 #include "core/host_device.hpp"
@@ -84,7 +85,11 @@ NBKIT_HOST_DEVICE std::uint64_t count_neighbours(const PairGrid& g, const BinRul
           const double dx = g.x[s] - origin[0], dy = g.y[s] - origin[1], dz = g.z[s] - origin[2];
           const double r2 = NBKIT_RDF_ADD(NBKIT_RDF_ADD(NBKIT_RDF_MUL(dx, dx), NBKIT_RDF_MUL(dy, dy)), NBKIT_RDF_MUL(dz, dz));
           if (r2 > rule.rmax2 || r2 < rule.rmin2) continue;
-          const double r = sqrt(r2);
+#ifdef __CUDA_ARCH__
+          const double r = ::sqrt(r2);
+#else
+          const double r = std::sqrt(r2);
+#endif
           if (r > rule.rmax || r < rule.rmin) continue;
           add(bin_of(r, rule));
         }
