@@ -50,6 +50,20 @@ add_library(nbkit_fftw INTERFACE)
 target_include_directories(nbkit_fftw SYSTEM INTERFACE ${FFTW_INCLUDE_DIR})
 target_link_libraries(nbkit_fftw INTERFACE ${FFTW_OMP_LIBRARY} ${FFTW_LIBRARY})
 
+# GROMACS's library (Debian's libgromacs-dev): XTC and TRR trajectories through its installed
+# trajectory API (gromacs/fileio/trxio.h). Optional: without it those files are refused with the
+# reason (the GPU machine has none).
+option(NBKIT_GROMACS "Read XTC and TRR trajectories through libgromacs where it is found" ON)
+set(NBKIT_HAVE_GROMACS OFF)
+if(NBKIT_GROMACS)
+  find_path(GROMACS_INCLUDE_DIR gromacs/fileio/trxio.h)
+  find_library(GROMACS_LIBRARY NAMES gromacs)
+  if(GROMACS_INCLUDE_DIR AND GROMACS_LIBRARY)
+    set(NBKIT_HAVE_GROMACS ON)
+  endif()
+endif()
+message(STATUS "nbkit: XTC/TRR through libgromacs ${NBKIT_HAVE_GROMACS}")
+
 # gemmi: PDB/mmCIF reading and CCP4/MRC writing; the parts used are header-only.
 find_path(GEMMI_INCLUDE_DIR gemmi/mmread.hpp REQUIRED)
 add_library(nbkit_gemmi INTERFACE)

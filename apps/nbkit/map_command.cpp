@@ -264,7 +264,13 @@ ComputedMap compute(const MapArguments& args, MapInputs& in, const Lattice& latt
           in.frames->load(target, in.selected);
           return true;
         },
-        [&](int done) { bar.update(static_cast<double>(done) / static_cast<double>(expected)); }, &out.trajectory);
+        [&](int done) {  // XTC and TRR do not say how many frames they hold: a count alone
+          if (expected > 0)
+            bar.update(static_cast<double>(done) / static_cast<double>(expected));
+          else
+            bar.update(0.0, fmt::format("{} frames", done));
+        },
+        &out.trajectory);
     out.stats = out.trajectory.last_frame;
     out.stats.seconds = out.trajectory.seconds;
     out.stats.lattice_points *= out.trajectory.frames;
@@ -514,7 +520,8 @@ Action setup_map(CLI::App& app) {
   add_run_options(*group_run, args->run);
   auto* group_traj = app.add_option_group("trajectory");
   group_traj->add_option("--trajectory", args->trajectory,
-                         "DCD trajectory of INPUT's atoms (CHARMM, NAMD, LAMMPS, OpenMM): the map of every frame, combined");
+                         "trajectory of INPUT's atoms: DCD (CHARMM, NAMD, LAMMPS, OpenMM), XTC or TRR (GROMACS), or a "
+                         "multi-model PQR/PDB: the map of every frame, combined");
   group_traj->add_option("--combine", args->combine, "avg, min, max or stdev over the frames")->capture_default_str();
   group_traj->add_option("--first", args->first, "first frame (0-based)")->capture_default_str();
   group_traj->add_option("--last", args->last, "last frame (0-based, inclusive; -1: the end)")->capture_default_str();

@@ -120,8 +120,8 @@ int run_rdf(RdfArguments& args, const CLI::App& app) {
       throw Error(fmt::format("{}: frame {}: {}", args.trajectory, frames.index(), e.what()));
     }
     rdf.add_frame(f.x.data(), f.y.data(), f.z.data(), cell);
-    bar.update(static_cast<double>(rdf.frames()) / static_cast<double>(expected),
-               fmt::format("{} frames", rdf.frames()));
+    bar.update(expected > 0 ? static_cast<double>(rdf.frames()) / static_cast<double>(expected) : 0.0,
+               fmt::format("{} frames", rdf.frames()));  // XTC and TRR: a count alone
   } while (frames.advance());
   bar.finish();
   const analysis::RdfResult result = rdf.result();
@@ -165,7 +165,8 @@ Action setup_rdf(CLI::App& app) {
   auto args = std::make_shared<RdfArguments>();
   app.add_option("TOPOLOGY", args->topology, "the atoms: CHARMM .psf, AMBER .prmtop, .pqr, .pdb or .cif")->required();
   app.add_option("TRAJECTORY", args->trajectory,
-                 "the frames: a DCD (with its unit cells for periodic g(r)), or a multi-model PQR/PDB/mmCIF")
+                 "the frames: DCD (with its unit cells for periodic g(r)), XTC or TRR (GROMACS), or a "
+                 "multi-model PQR/PDB/mmCIF")
       ->required();
   app.add_option("--select-a", args->select_a,
                  "group A: name, resname, element (wildcards * ?), resid, index (0-based; ranges 1:10), all, none, "

@@ -26,6 +26,10 @@ TrajectoryFrames::TrajectoryFrames(const std::string& path, const FrameRange& ra
     dcd_ = std::make_unique<io::DcdReader>(path);
     per_frame = dcd_->atoms();
     total_ = dcd_->frames();
+  } else if (extension == ".xtc" || extension == ".trr") {
+    gromacs_ = std::make_unique<io::GromacsTrajectoryReader>(path);
+    per_frame = gromacs_->atoms();
+    total_ = -1;  // not in the file: frames are counted as they come
   } else {
     models_ = io::read_models(path);
     per_frame = static_cast<std::int64_t>(models_.front().size());
@@ -57,12 +61,14 @@ void TrajectoryFrames::load(Atoms& target, const std::vector<std::int32_t>& only
 }
 
 long long TrajectoryFrames::expected() const {
+  if (total_ < 0) return -1;
   const long long end = range_.last >= 0 ? std::min<long long>(range_.last, total_ - 1) : total_ - 1;
   return std::max<long long>(1, (end - range_.first) / range_.stride + 1);
 }
 
 bool TrajectoryFrames::next() {
   if (dcd_) return dcd_->next(frame_);
+  if (gromacs_) return gromacs_->next(frame_);
   if (index_ + 1 >= static_cast<long long>(models_.size())) return false;
   const Atoms& m = models_[static_cast<std::size_t>(index_ + 1)];
   frame_.x.assign(m.x.begin(), m.x.end());

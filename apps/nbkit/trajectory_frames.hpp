@@ -1,6 +1,6 @@
 #pragma once
-// The frames of a trajectory that a command reads (nbkit map --trajectory, nbkit rdf): a DCD
-// streams frame by frame; the models of a multi-model PQR/PDB/mmCIF file are read whole (their
+// The frames of a trajectory that a command reads (nbkit map --trajectory, nbkit rdf): a DCD,
+// XTC or TRR (through libgromacs) streams frame by frame; the models of a multi-model PQR/PDB/mmCIF file are read whole (their
 // CRYST1 cell, when there is one, is every frame's).
 #include <memory>
 #include <string>
@@ -8,6 +8,7 @@
 
 #include "nbkit/core/atoms.hpp"
 #include "nbkit/io/dcd.hpp"
+#include "nbkit/io/gromacs_trajectory.hpp"
 
 namespace nbkit::cli {
 
@@ -26,13 +27,14 @@ class TrajectoryFrames {
   long long index() const { return index_; }             // 0-based, in the file
   // The positions into `target`: every atom's, or those of the atoms `only` lists (0-based).
   void load(Atoms& target, const std::vector<std::int32_t>& only = {}) const;
-  long long expected() const;                            // frames in range (for progress bars)
+  long long expected() const;  // frames in range (for progress bars); -1: unknown (XTC, TRR)
 
  private:
   bool next();
   std::string path_;
   FrameRange range_;
   std::unique_ptr<io::DcdReader> dcd_;
+  std::unique_ptr<io::GromacsTrajectoryReader> gromacs_;  // XTC, TRR
   std::vector<Atoms> models_;
   std::optional<std::array<double, 6>> model_cell_;  // the models' CRYST1 as a DCD cell record
   std::int64_t total_ = 0;

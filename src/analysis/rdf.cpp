@@ -92,12 +92,18 @@ Rdf::Rdf(const AtomTable& table, std::vector<std::int32_t> a, std::vector<std::i
     throw Error(fmt::format("g(r): the range {} to {} A is not one (need 0 <= rmin < rmax)", options.rmin, options.rmax));
   if (options.bins < 1 || options.bins > 100000000) throw Error(fmt::format("g(r): {} bins (need 1 or more)", options.bins));
   if (!(options.volume >= 0) || !std::isfinite(options.volume)) throw Error("g(r): the volume must be positive");
-  if (options.exclude == RdfExclusion::residue) group_ = table.residue;
+  if (options.exclude == RdfExclusion::residue) {
+    if (table.residue.size() != atoms_) throw Error(table.source + " gives no residue for every atom");
+    group_ = table.residue;
+  }
   if (options.exclude == RdfExclusion::molecule) {
     if (table.molecule.empty())
       throw Error(table.source + " has no bonds, so no molecules: leave out pairs by residue, or give a psf or prmtop");
+    if (table.molecule.size() != atoms_) throw Error(table.source + " gives no molecule for every atom");
     group_ = table.molecule;
   }
+  for (std::int32_t g : group_)
+    if (g < 0) throw Error(table.source + ": a residue or molecule number is negative");
   edges_ = linspace_edges(options.rmin, options.rmax, options.bins);
   counts_.assign(options.bins, 0);
   // The pairs g(r) normalises by: nA nB, less each atom with itself and the excluded pairs.

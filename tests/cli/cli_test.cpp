@@ -96,6 +96,13 @@ TEST(Cli, RdfOfATrajectoryWithPictureReportAndRefusals) {
   const Result wide = run_nbkit(inputs + "--select-a \"name CA\" --rmax 30 -o " + dir.file("w.csv"));
   EXPECT_NE(wide.status, 0);
   EXPECT_TRUE(contains(wide.output, "over half the narrowest width")) << wide.output;
+  // A file named .xtc that is not one: one line, whether or not the build reads XTC.
+  std::ofstream(dir.file("fake.xtc")) << "not a trajectory\n";
+  const Result fake = run_nbkit("rdf " + data("1a63.pqr") + " " + dir.file("fake.xtc") + " --select-a \"name CA\" -o " +
+                                dir.file("f.csv"));
+  EXPECT_NE(fake.status, 0);
+  EXPECT_TRUE(contains(fake.output, "not an XTC or TRR") || contains(fake.output, "reads no XTC")) << fake.output;
+  EXPECT_FALSE(contains(fake.output, "GROMACS website")) << fake.output;
   const Result typo = run_nbkit(inputs + "--select-a \"name CA and resnme ALA\" -o " + dir.file("t.csv"));
   EXPECT_NE(typo.status, 0);
   EXPECT_TRUE(contains(typo.output, "unknown keyword 'resnme'")) << typo.output;

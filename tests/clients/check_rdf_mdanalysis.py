@@ -15,6 +15,7 @@ Compared with InterRDF (MDAnalysis 2.4, Debian python3-mdanalysis) on the same f
   water O-H leaving out each molecule's own hydrogens (psf, --exclude residue; InterRDF's
     exclusion_block (1, 2));
   the same O-O frames in a triclinic cell (MDAnalysis writes the DCD with angles 70, 80, 65);
+  the same frames as XTC (MDAnalysis writes it, nbkit reads it through libgromacs);
   the protein's backbone N against O leaving out each residue's own pair (--exclude residue;
     exclusion_block (1, 1) lines up with residues since each has one N and one O), and a frame
     range (--first, --stride against InterRDF's start, step).
@@ -22,8 +23,9 @@ Counts must be equal bin for bin, except that a pair whose distance is within 1e
 edge may land on either side: InterRDF's grid search (capped_distance) computes distances in
 float32, whose rounding at 10 A is 6e-7 A, where nbkit uses float64 (each such pair moves two
 bins by one; the script counts them with MDAnalysis's float64 distance_array and allows exactly
-those: about 2e-5 of the pairs for 0.1 A bins). Where the counts agree, g(r) agrees to 1e-12
-relative (the same integers divided by the same float64 normalisation in the same order). The psf, prmtop and
+those: about 2e-5 of the pairs for 0.1 A bins). Where the counts agree, g(r) agrees to 1e-6
+relative: the same integers over the same normalisation, but MDAnalysis keeps each frame's cell
+in float32, so its mean volume differs from the DCD's float64 cell by ~1e-7 relative. The psf, prmtop and
 PDB topologies must give the same counts.
 
 Exit 77 (CTest's skip) when OpenMM, ParmEd, MDAnalysis, numpy or apbs-data are missing.
@@ -145,7 +147,7 @@ def compare(label, tmp, topology, trajectory, sel_a, sel_b, rmax, bins, exclude,
     allowed = 2 * edge_pairs(u, a, b, rmax, bins, blocks, start, step) if off else 0
     scale = float(np.max(theirs.results.rdf))
     worst = float(np.max(np.abs(g - theirs.results.rdf))) / scale
-    ok = off <= allowed and (off > 0 or worst <= 1e-12) and their_counts.sum() > 1000
+    ok = off <= allowed and (off > 0 or worst <= 1e-6) and their_counts.sum() > 1000
     print(f"{label:<44} {len(a):>5} x {len(b):<5} pairs counted {int(their_counts.sum()):>9}  "
           f"bins off by {off} (allowed {allowed})  g rel diff {worst:.1e}  {'ok' if ok else 'FAIL'}")
     if not ok:
@@ -182,6 +184,21 @@ def main():
                 w.write(u.atoms)
         compare("water O-O, triclinic cell (70, 80, 65 deg)", tmp, water["prmtop"], triclinic, "name O", "name O",
                 9.0, 90, "none", (1, 1))
+
+        # The same frames as XTC (GROMACS's compressed format, 0.001 nm precision), written by
+        # MDAnalysis and read by nbkit through libgromacs: against InterRDF on the same XTC.
+        xtc = os.path.join(tmp, "water.xtc")
+        v = mda.Universe(water["prmtop"], water["dcd"])
+        with mda.Writer(xtc, v.atoms.n_atoms) as w:
+            for _ in v.trajectory:
+                w.write(v.atoms)
+        probe = subprocess.run([NBKIT, "rdf", water["prmtop"], xtc, "--select-a", "name O", "--rmax", "5", "-q",
+                                "-o", os.path.join(tmp, "probe.csv")], capture_output=True, text=True)
+        if "reads no XTC" in probe.stderr:
+            print("water O-O from XTC: skipped (this nbkit was built without libgromacs)")
+        else:
+            compare("water O-O from XTC (prmtop)", tmp, water["prmtop"], xtc, "name O", "name O", 10.0, 100, "none",
+                    (1, 1))
 
         fkbp = protein(tmp)
         compare("FKBP N-O, own residue left out (prmtop)", tmp, fkbp["prmtop"], fkbp["dcd"], "name N", "name O",

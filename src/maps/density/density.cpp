@@ -56,9 +56,14 @@ BinnedAtoms bin_atoms(const Atoms& atoms, const Lattice& lattice, const MapOptio
       const double v = coordinate[k][i] - origin[k];
       lo[k] = std::min(lo[k], v), hi[k] = std::max(hi[k], v);
     }
-  // Cells of at least the longest reach, at most 512 across (tiny reaches over a wide extent).
-  double size = reach_max;
-  for (int k = 0; k < 3; ++k) size = std::max(size, (hi[k] - lo[k]) / 512);
+  // Cells of at least the longest reach, at most 512 across and about two atoms a cell at
+  // most (tiny reaches over a wide extent would otherwise make mostly empty cells).
+  double size = reach_max, volume = 1;
+  for (int k = 0; k < 3; ++k) {
+    size = std::max(size, (hi[k] - lo[k]) / 512);
+    volume *= std::max(hi[k] - lo[k], reach_max);
+  }
+  size = std::max(size, std::cbrt(volume / (2.0 * static_cast<double>(n))));
   std::int64_t cells = 1;
   for (int k = 0; k < 3; ++k) {
     b.cells.n[k] = std::max(1, static_cast<int>(std::floor((hi[k] - lo[k]) / size)) + 1);
