@@ -28,20 +28,6 @@ struct RdfArguments {
   RunOptions run;  // --backend, --gpus, --threads, -q, --report (no --precision: distances are float64)
 };
 
-analysis::RdfExclusion parse_exclusion(const std::string& s) {
-  if (s == "none") return analysis::RdfExclusion::none;
-  if (s == "residue") return analysis::RdfExclusion::residue;
-  if (s == "molecule") return analysis::RdfExclusion::molecule;
-  throw Error("--exclude " + s + ": expected none, residue or molecule");
-}
-
-analysis::RdfNorm parse_norm(const std::string& s) {
-  if (s == "rdf") return analysis::RdfNorm::rdf;
-  if (s == "density") return analysis::RdfNorm::density;
-  if (s == "none") return analysis::RdfNorm::none;
-  throw Error("--norm " + s + ": expected rdf, density or none");
-}
-
 // A group from --select-X or --indices-X (one of them; B defaults to A's).
 std::vector<std::int32_t> group(const analysis::AtomTable& table, const std::string& expression,
                                 const std::string& file, char name) {
@@ -84,8 +70,8 @@ void write_csv(const std::string& path, const RdfArguments& args, const analysis
 int run_rdf(RdfArguments& args, const CLI::App& app) {
   const auto start = std::chrono::steady_clock::now();
   args.run.given = given_options(app);
-  args.options.exclude = parse_exclusion(args.exclude);
-  args.options.norm = parse_norm(args.norm);
+  args.options.exclude = analysis::parse_rdf_exclusion(args.exclude);
+  args.options.norm = analysis::parse_rdf_norm(args.norm);
   args.options.threads = threads_option(args.run.threads, args.run.quiet);
   args.options.backend = args.run.backend_requested();
   args.run.refuse_gpus_on_the_cpu();

@@ -68,6 +68,9 @@ std::optional<Cell> cell_from_dcd(const std::array<double, 6>& record);
 
 enum class RdfExclusion { none, residue, molecule };
 enum class RdfNorm { rdf, density, none };  // InterRDF's norm= choices
+// "none", "residue", "molecule"; "rdf", "density", "none". Throw nbkit::Error naming the choices.
+RdfExclusion parse_rdf_exclusion(const std::string& name);
+RdfNorm parse_rdf_norm(const std::string& name);
 
 struct RdfOptions {
   double rmin = 0, rmax = 15;  // the histogram's range, Angstrom (InterRDF's range=)

@@ -26,20 +26,6 @@ std::vector<std::int32_t> int_column(const py::handle& object, const char* name,
   return v;
 }
 
-analysis::RdfExclusion exclusion_of(const std::string& s) {
-  if (s == "none") return analysis::RdfExclusion::none;
-  if (s == "residue") return analysis::RdfExclusion::residue;
-  if (s == "molecule") return analysis::RdfExclusion::molecule;
-  throw py::value_error("exclude=" + s + ": expected 'none', 'residue' or 'molecule'");
-}
-
-analysis::RdfNorm norm_of(const std::string& s) {
-  if (s == "rdf") return analysis::RdfNorm::rdf;
-  if (s == "density") return analysis::RdfNorm::density;
-  if (s == "none") return analysis::RdfNorm::none;
-  throw py::value_error("norm=" + s + ": expected 'rdf', 'density' or 'none'");
-}
-
 class PyRdf {
  public:
   // atoms: the universe's atom count; groups: residue or molecule numbers per atom (None: not
@@ -51,8 +37,8 @@ class PyRdf {
     options.rmin = o.get<double>("rmin", 0.0);
     options.rmax = o.get<double>("rmax", 15.0);
     options.bins = o.get<int>("bins", 75);
-    options.exclude = exclusion_of(o.get<std::string>("exclude", "none"));
-    options.norm = norm_of(o.get<std::string>("norm", "rdf"));
+    options.exclude = analysis::parse_rdf_exclusion(o.get<std::string>("exclude", "none"));
+    options.norm = analysis::parse_rdf_norm(o.get<std::string>("norm", "rdf"));
     options.volume = o.get<double>("volume", 0.0);
     options.threads = o.get<int>("threads", 0);
     options.backend = parse_backend(o.get<std::string>("backend", "auto"));

@@ -72,6 +72,20 @@ int cells_along(double length, double rmax, double atoms_per_axis) {
 
 }  // namespace
 
+RdfExclusion parse_rdf_exclusion(const std::string& s) {
+  if (s == "none") return RdfExclusion::none;
+  if (s == "residue") return RdfExclusion::residue;
+  if (s == "molecule") return RdfExclusion::molecule;
+  throw Error("exclude " + s + ": expected none, residue or molecule");
+}
+
+RdfNorm parse_rdf_norm(const std::string& s) {
+  if (s == "rdf") return RdfNorm::rdf;
+  if (s == "density") return RdfNorm::density;
+  if (s == "none") return RdfNorm::none;
+  throw Error("norm " + s + ": expected rdf, density or none");
+}
+
 struct Rdf::Gpus {
   Gpus(const std::vector<int>& gpus, const std::vector<double>& edges) : engine(gpus, edges) {}
   detail::RdfGpus engine;
