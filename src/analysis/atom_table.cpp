@@ -11,10 +11,12 @@
 #include <numeric>
 
 #include "io/charmm_files.hpp"
+#include "io/gemmi_structure.hpp"
 #include "io/text.hpp"
 #include "nbkit/analysis.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/amber.hpp"
+#include "nbkit/io/molecular_files.hpp"
 #include "nbkit/io/pqr.hpp"
 #include "nbkit/io/structure.hpp"
 
@@ -146,13 +148,7 @@ AtomTable from_pqr(const std::string& path) {
 }
 
 AtomTable from_gemmi(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw Error(path + ": no such file");
-  gemmi::Structure st;
-  try {
-    st = gemmi::read_structure(gemmi::MaybeGzipped(path));
-  } catch (const std::exception& error) {
-    throw Error(fmt::format("{}: {}", path, error.what()));
-  }
+  const gemmi::Structure st = io::read_gemmi_structure(path);
   if (st.models.empty()) throw Error(path + ": no models");
   AtomTable t;
   t.source = "structure " + path;
@@ -176,10 +172,7 @@ AtomTable from_gemmi(const std::string& path) {
 }  // namespace
 
 AtomTable read_atom_table(const std::string& path) {
-  std::filesystem::path p(path);
-  if (p.extension() == ".gz") p = p.stem();
-  std::string e = p.extension().string();
-  for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string e = io::lower_extension(path);
   AtomTable t;
   if (e == ".psf")
     t = from_psf(path);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "io/gemmi_structure.hpp"
 #include "io/text.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/structure.hpp"
@@ -65,13 +66,7 @@ std::optional<PeriodicBox> parse_cryst1(std::string_view text, const std::string
 
 std::optional<PeriodicBox> read_periodic_box(const std::string& path) {
   if (guess_structure_format(path) == StructureFormat::pqr) return parse_cryst1(read_file_text(path), path);
-  if (!std::filesystem::exists(path)) throw Error(path + ": no such file");
-  gemmi::Structure structure;
-  try {
-    structure = gemmi::read_structure(gemmi::MaybeGzipped(path));
-  } catch (const std::exception& error) {
-    throw Error(fmt::format("{}: {}", path, error.what()));
-  }
+  const gemmi::Structure structure = read_gemmi_structure(path);
   const gemmi::UnitCell& cell = structure.cell;
   if (!cell.is_crystal()) return std::nullopt;
   return orthorhombic({cell.a, cell.b, cell.c, cell.alpha, cell.beta, cell.gamma}, path, 0);

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/gemmi_structure.hpp"
 #include "io/text.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/atomic_file.hpp"
@@ -169,13 +170,7 @@ Atoms read_atoms(const std::string& path, const ChargeOptions& charges) {
       throw Error(fmt::format("{}: --charges applies to PDB or mmCIF input; a PQR file has its charges already", path));
     return read_pqr(path);
   }
-  if (!fs::exists(path)) throw Error(path + ": no such file");
-  gemmi::Structure structure;
-  try {
-    structure = gemmi::read_structure(gemmi::MaybeGzipped(path));
-  } catch (const std::exception& error) {
-    throw Error(fmt::format("{}: {}", path, error.what()));
-  }
+  const gemmi::Structure structure = read_gemmi_structure(path);
   if (charges.force_field.empty()) {
     std::size_t count = 0;
     if (!structure.models.empty())
@@ -194,13 +189,7 @@ Atoms read_atoms(const std::string& path, const ChargeOptions& charges) {
 
 std::vector<Atoms> read_models(const std::string& path) {
   if (guess_structure_format(path) == StructureFormat::pqr) return read_pqr_models(path);
-  if (!fs::exists(path)) throw Error(path + ": no such file");
-  gemmi::Structure structure;
-  try {
-    structure = gemmi::read_structure(gemmi::MaybeGzipped(path));
-  } catch (const std::exception& error) {
-    throw Error(fmt::format("{}: {}", path, error.what()));
-  }
+  const gemmi::Structure structure = read_gemmi_structure(path);
   std::vector<Atoms> models;
   for (const auto& model : structure.models) {
     Atoms atoms;
