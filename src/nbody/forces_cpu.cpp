@@ -112,7 +112,7 @@ void compute(const CpuForceJob& job) {
   const std::int64_t blocks = static_cast<std::int64_t>((n + kI - 1) / kI);
   // A million bodies take minutes on a few cores: the blocks done are reported.
   ParallelProgress progress(blocks >= 256 ? job.progress : nullptr, blocks);
-#pragma omp parallel for schedule(dynamic, 4) num_threads(job.threads)
+#pragma omp parallel for schedule(dynamic, 4) num_threads(static_cast<int>(std::min<std::int64_t>(job.threads, blocks)))
   for (std::int64_t block = 0; block < blocks; ++block) {
     if (progress.cancelled()) continue;  // a progress callback asked to stop
     const std::size_t i0 = static_cast<std::size_t>(block) * kI;
