@@ -28,12 +28,43 @@ struct Bodies {
 // units scale by the potential energy, which one body does not have.
 Bodies plummer(std::size_t n, std::uint64_t seed);
 
+// Test masses for force accuracy: n equal masses at rest drawn from a Hernquist (1990) profile,
+// rho(r) ~ 1 / (r (r + a)^3) with a = 1, cut at r = 100 a (98% of the mass), centre of mass at
+// the origin; total mass 1. A cuspy profile (the tree's hard case), not an equilibrium.
+Bodies hernquist_bodies(std::size_t n, std::uint64_t seed);
+// Two Plummer spheres of n/2 and n - n/2 bodies (total mass 1; each the size of a Henon-unit
+// sphere, in its own virial equilibrium), centres `separation` apart on the x axis, at rest
+// with respect to each other: a head-on merger.
+Bodies merging_plummer_spheres(std::size_t n, std::uint64_t seed, double separation = 4.0);
+
+// How the accelerations are summed.
+//   all_pairs  every pair j != i (GPU Gems 3 ch. 31; seed 002): exact up to the arithmetic.
+//   tree       Barnes-Hut (Nature 324:446, 1986): an octree of Morton-ordered bodies, far cells
+//              acting through their multipole expansions (monopole and quadrupole), near ones
+//              pair by pair. O(N log N) instead of N^2.
+enum class GravityMethod { all_pairs, tree };
+GravityMethod parse_gravity_method(const std::string& name);  // "all-pairs", "tree"
+std::string to_string(GravityMethod method);
+
+struct TreeOptions {
+  // Opening angle: a cell of side l whose centre of mass is a distance d from the nearest point
+  // of a group of bodies acts on them as a whole when d > l / theta + delta, delta the distance
+  // of its centre of mass from its geometric centre (Barnes 1994's correction, Bonsai's
+  // criterion: Bedorf et al. 2012). 0 opens every cell (all pairs, in the tree's order);
+  // at most 1, beyond which the expansion can diverge at a cell's corner.
+  double theta = 0.5;
+  bool quadrupole = true;  // false: monopoles (cells' centres of mass) only
+  int leaf_size = 0;       // most bodies in a leaf (a group walking the tree together); 0: the backend's choice
+};
+
 // Host memory of a run of n bodies: the bodies, accelerations and the force loop's copies
-// (for the resource check before a run).
-std::uint64_t run_memory_bytes(std::size_t n);
+// (for the resource check before a run); a tree adds its cells and the walk's lists.
+std::uint64_t run_memory_bytes(std::size_t n, GravityMethod method = GravityMethod::all_pairs);
 
 struct ForceOptions {
   double softening = 0.01;  // epsilon, length units: the Plummer-softened law below
+  GravityMethod method = GravityMethod::all_pairs;  // the reference backend sums all pairs only
+  TreeOptions tree;                                 // method tree
   Backend backend = Backend::cpu;  // automatic: the GPUs when one is usable, else the CPU
   Precision precision = Precision::single;
   int threads = 0;          // 0: all hardware threads

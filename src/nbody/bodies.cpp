@@ -30,11 +30,22 @@ std::array<double, 3> isotropic(std::mt19937_64& rng, double length) {
 
 }  // namespace
 
-std::uint64_t run_memory_bytes(std::size_t n) {
+std::uint64_t run_memory_bytes(std::size_t n, GravityMethod method) {
   // Bodies (7 doubles), accelerations and potentials (4), the force loop's float copies and
   // the GPU path's pinned staging (~8 more doubles' worth).
-  return 19 * sizeof(double) * static_cast<std::uint64_t>(n);
+  const std::uint64_t all_pairs = 19 * sizeof(double) * static_cast<std::uint64_t>(n);
+  // A tree adds Morton keys and order (12 bytes a body), the bodies in that order (32) and
+  // its cells (144 bytes each, about one per 2 bodies at the default leaf sizes).
+  return method == GravityMethod::tree ? all_pairs + 116 * static_cast<std::uint64_t>(n) : all_pairs;
 }
+
+GravityMethod parse_gravity_method(const std::string& name) {
+  if (name == "all-pairs" || name == "all_pairs") return GravityMethod::all_pairs;
+  if (name == "tree") return GravityMethod::tree;
+  throw Error(fmt::format("unknown N-body method '{}': all-pairs or tree", name));
+}
+
+std::string to_string(GravityMethod method) { return method == GravityMethod::tree ? "tree" : "all-pairs"; }
 
 Bodies plummer(std::size_t n, std::uint64_t seed) {
   if (n < 2)
@@ -78,6 +89,69 @@ Bodies plummer(std::size_t n, std::uint64_t seed) {
     b.x[i] -= c[0], b.y[i] -= c[1], b.z[i] -= c[2];
     b.vx[i] -= c[3], b.vy[i] -= c[4], b.vz[i] -= c[5];
   }
+  return b;
+}
+
+namespace {
+
+// Moves the centre of mass of bodies [first, last) to `at`, at rest.
+void recentre(Bodies& b, std::size_t first, std::size_t last, std::array<double, 3> at) {
+  double c[7] = {0, 0, 0, 0, 0, 0, 0};
+  for (std::size_t i = first; i < last; ++i) {
+    const double m = b.mass[i];
+    c[0] += m * b.x[i], c[1] += m * b.y[i], c[2] += m * b.z[i];
+    c[3] += m * b.vx[i], c[4] += m * b.vy[i], c[5] += m * b.vz[i], c[6] += m;
+  }
+  for (std::size_t i = first; i < last; ++i) {
+    b.x[i] += at[0] - c[0] / c[6], b.y[i] += at[1] - c[1] / c[6], b.z[i] += at[2] - c[2] / c[6];
+    b.vx[i] -= c[3] / c[6], b.vy[i] -= c[4] / c[6], b.vz[i] -= c[5] / c[6];
+  }
+}
+
+}  // namespace
+
+Bodies hernquist_bodies(std::size_t n, std::uint64_t seed) {
+  if (n < 1) throw Error("a Hernquist profile needs at least 1 body");
+  check_memory(run_memory_bytes(n), fmt::format("a Hernquist profile of {} bodies", n));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  Bodies b;
+  b.resize(n);
+  // Cumulative mass M(<r) = r^2 / (r + a)^2 (Hernquist 1990, eq. 3) inverted: r = a s / (1 - s), s = sqrt(m).
+  for (std::size_t i = 0; i < n; ++i) {
+    double r = 0;
+    do {
+      const double s = std::sqrt(uniform(rng));
+      r = s / (1 - s);
+    } while (!(r < 100.0));
+    const auto p = isotropic(rng, r);
+    b.x[i] = p[0], b.y[i] = p[1], b.z[i] = p[2];
+    b.vx[i] = b.vy[i] = b.vz[i] = 0;
+    b.mass[i] = 1.0 / static_cast<double>(n);
+  }
+  recentre(b, 0, n, {0, 0, 0});
+  return b;
+}
+
+Bodies merging_plummer_spheres(std::size_t n, std::uint64_t seed, double separation) {
+  if (n < 4) throw Error(fmt::format("two Plummer spheres need at least 4 bodies, got {}", n));
+  if (!(separation > 0) || !std::isfinite(separation))
+    throw Error(fmt::format("the spheres' separation must be positive, got {}", separation));
+  const std::size_t half = n / 2;
+  const Bodies a = plummer(half, seed), c = plummer(n - half, seed + 1);
+  Bodies b;
+  b.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Bodies& from = i < half ? a : c;
+    const std::size_t k = i < half ? i : i - half;
+    b.x[i] = from.x[k], b.y[i] = from.y[k], b.z[i] = from.z[k];
+    // Each sphere keeps its size with a mass of about 1/2: speeds scale as sqrt(mass) for its virial equilibrium.
+    const double v = std::sqrt(static_cast<double>(from.size()) / static_cast<double>(n));
+    b.vx[i] = v * from.vx[k], b.vy[i] = v * from.vy[k], b.vz[i] = v * from.vz[k];
+    b.mass[i] = 1.0 / static_cast<double>(n);
+  }
+  recentre(b, 0, half, {-separation / 2, 0, 0});
+  recentre(b, half, n, {separation / 2, 0, 0});
   return b;
 }
 

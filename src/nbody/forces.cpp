@@ -7,6 +7,7 @@
 
 #include "nbkit/core/error.hpp"
 #include "nbody/gravity.hpp"
+#include "nbody/tree.hpp"
 
 namespace nbkit::nbody {
 
@@ -33,7 +34,22 @@ struct ForceEngine::Impl {
   ForceOptions options;
   std::string notice;
   std::unique_ptr<GpuForces> gpu;
+  Octree tree;  // the CPU tree code's, rebuilt each evaluation in the same memory
 };
+
+namespace {
+
+void check_tree_options(const TreeOptions& tree) {
+  if (!(tree.theta >= 0 && tree.theta <= 1))
+    throw Error(fmt::format("the tree's opening angle theta must be in [0, 1] (0: every cell opened; beyond 1 the "
+                            "multipole expansion can diverge), got {}",
+                            tree.theta));
+  if (tree.leaf_size < 0 || tree.leaf_size > 4096)
+    throw Error(fmt::format("the tree's leaf size must be 0 (the backend's choice) to 4096 bodies, got {}",
+                            tree.leaf_size));
+}
+
+}  // namespace
 
 ForceEngine::ForceEngine(const ForceOptions& options) : impl_(std::make_unique<Impl>()) {
   if (!(options.softening > 0) || !std::isfinite(options.softening))
@@ -44,6 +60,11 @@ ForceEngine::ForceEngine(const ForceOptions& options) : impl_(std::make_unique<I
   Backend& backend = impl_->options.backend;
   backend = resolve_backend(backend, &impl_->notice);
   if (!threads_notice.empty()) impl_->notice += (impl_->notice.empty() ? "" : "; ") + threads_notice;
+  if (options.method == GravityMethod::tree) {
+    check_tree_options(options.tree);
+    if (backend == Backend::reference)
+      throw Error("the reference backend is the float64 all-pairs oracle; the tree runs on the cpu or cuda backend");
+  }
   if (backend != Backend::cuda && !options.gpus.empty())
     throw Error("--gpus picks GPUs for --backend cuda; this run is on the " + to_string(backend));
   if (backend == Backend::cuda)
@@ -87,6 +108,12 @@ void ForceEngine::compute(const Bodies& bodies, Accelerations& out, bool with_po
       break;
     case Backend::automatic:
     case Backend::cpu:
+      if (o.method == GravityMethod::tree) {
+        tree_accelerations_cpu(bodies, o.softening, o.tree, o.precision == Precision::double_, o.threads, impl_->tree,
+                               out, o.progress);
+        out.has_potential = true;
+        break;
+      }
       accelerations_cpu(bodies, o.softening, o.precision == Precision::double_, o.threads, out, o.progress);
       out.has_potential = true;  // the CPU loops always sum the potentials: they cost ~1/12 more there
       break;
@@ -115,7 +142,11 @@ std::string ForceEngine::description() const {
   switch (o.backend) {
     case Backend::reference: return "float64 reference";
     case Backend::cuda: return impl_->gpu->description() + ", " + arithmetic;
-    default: return fmt::format("CPU {}, {}", nbody_cpu_target(), arithmetic);
+    default:
+      if (o.method == GravityMethod::tree)
+        return fmt::format("CPU {} tree (theta {:g}, {}), {}", nbody_cpu_target(), o.tree.theta,
+                           o.tree.quadrupole ? "quadrupole" : "monopole", arithmetic);
+      return fmt::format("CPU {}, {}", nbody_cpu_target(), arithmetic);
   }
 }
 

@@ -19,6 +19,16 @@ void accelerations_cpu(const Bodies& bodies, double softening, bool double_preci
                        Accelerations& out, const std::function<void(double)>& progress = {});
 const char* nbody_cpu_target();
 
+struct Octree;
+// The tree's leaf size (bodies walking together) on the CPU: 16 keeps the group's lists short
+// while a list still fills whole vectors of 4 bodies i.
+constexpr int kCpuTreeLeafSize = 16;
+// Barnes-Hut on the CPU (tree_build.cpp, tree_cpu.cpp): builds `tree` (kept by the caller
+// so that its memory is reused step to step) and walks it on all cores, SIMD over the lists.
+void tree_accelerations_cpu(const Bodies& bodies, double softening, const TreeOptions& options, bool double_precision,
+                            int threads, Octree& tree, Accelerations& out,
+                            const std::function<void(double)>& progress = {});
+
 // The GPU path (forces_cuda.cu; no_cuda.cpp in builds without CUDA, where the constructor
 // throws): bodies i split over the devices, every device holding all bodies j; device
 // buffers and pinned staging memory kept from call to call.

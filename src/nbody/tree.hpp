@@ -1,0 +1,57 @@
+#pragma once
+// The Barnes-Hut octree (Barnes & Hut, Nature 324:446, 1986) in the layout the walks read:
+// bodies sorted by Morton key (Warren & Salmon 1993's hashed octree order), cells in breadth-
+// first order with each cell's children contiguous, each cell a contiguous range of the sorted
+// bodies, its mass, centre of mass and second moments about the centre of mass in float64.
+// Internal to the library (tree_build.cpp builds it; tree_cpu.cpp walks it).
+#include <cstdint>
+#include <vector>
+
+#include "nbkit/nbody.hpp"
+
+namespace nbkit::nbody {
+
+// 21 bits a dimension in a 63-bit key: cells down to 2^-21 of the root's side; bodies closer
+// than that share a leaf, however many (their pairs are then summed directly).
+constexpr int kTreeLevels = 21;
+
+struct TreeCell {
+  double com[3] = {0, 0, 0};  // centre of mass
+  double mass = 0;
+  // Second moments about the centre of mass, sum m d_a d_b: xx, xy, xz, yy, yz, zz (not made
+  // traceless: the softened kernel is not harmonic, so its trace term stays; tree_terms-inl.hpp).
+  double moment[6] = {0, 0, 0, 0, 0, 0};
+  double centre[3] = {0, 0, 0};  // the cube's geometric centre
+  double side = 0;               // the cube's edge
+  double offset = 0;             // |com - centre|: Barnes (1994)'s delta in the opening criterion
+  std::int64_t begin = 0, end = 0;  // its bodies, [begin, end) of the sorted order
+  std::int32_t first_child = -1;    // -1 for a leaf
+  std::int32_t children = 0;
+  bool leaf() const { return first_child < 0; }
+};
+
+struct Octree {
+  std::vector<std::uint32_t> order;   // order[k]: the body at sorted place k
+  std::vector<double> x, y, z, mass;  // the bodies in sorted order
+  std::vector<TreeCell> cells;        // cells[0]: the root
+  std::vector<std::int32_t> leaves;   // leaf cells in Morton order (the walk's groups)
+};
+
+// Builds the tree of `bodies` with at most `leaf_size` bodies a leaf (more only where bodies
+// are closer than the deepest level allows), multipoles included. Deterministic: the same
+// bodies give the same tree on any thread count. Throws nbkit::Error beyond 2^32 - 1 bodies.
+void build_octree(const Bodies& bodies, int leaf_size, int threads, Octree& tree);
+
+// Whether a cell acts on a group of bodies (inside the box [lo, hi]) as a whole: the distance
+// from its centre of mass to the box beyond side / theta + offset. theta 0 never accepts.
+inline bool accept_cell(const TreeCell& c, const double lo[3], const double hi[3], double inverse_theta) {
+  double d2 = 0;
+  for (int a = 0; a < 3; ++a) {
+    const double gap = c.com[a] < lo[a] ? lo[a] - c.com[a] : (c.com[a] > hi[a] ? c.com[a] - hi[a] : 0.0);
+    d2 += gap * gap;
+  }
+  const double reach = c.side * inverse_theta + c.offset;
+  return d2 > reach * reach;
+}
+
+}  // namespace nbkit::nbody

@@ -1,0 +1,221 @@
+// The Barnes-Hut tree code against float64 all pairs: error percentiles as the tree codes'
+// papers state them, theta -> 0 reaching all pairs, few bodies, degenerate distributions,
+// thread-count independence, and energy over a crossing time.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "nbkit/core/error.hpp"
+#include "nbkit/nbody.hpp"
+#include "nbkit/nbody/simulation.hpp"
+#include "nbody_test_support.hpp"
+
+namespace nbkit::nbody {
+namespace {
+
+ForceOptions tree_options(double theta, bool quadrupole, Precision precision = Precision::single, int threads = 0,
+                          int leaf_size = 0) {
+  ForceOptions o;
+  o.backend = Backend::cpu;
+  o.precision = precision;
+  o.threads = threads;
+  o.softening = 1e-3;
+  o.method = GravityMethod::tree;
+  o.tree.theta = theta, o.tree.quadrupole = quadrupole, o.tree.leaf_size = leaf_size;
+  return o;
+}
+
+// float64 all pairs: the CPU loop in double precision (the reference backend's equal to
+// ~1e-15, tested in nbody_test.cpp) at the same softening.
+Accelerations exact(const Bodies& b, double softening = 1e-3) {
+  ForceOptions o;
+  o.backend = Backend::cpu;
+  o.precision = Precision::double_;
+  o.softening = softening;
+  Accelerations a;
+  accelerations(b, o, a);
+  return a;
+}
+
+struct Percentiles {
+  double p50, p99, p999, max;
+};
+
+// |a - a_exact| / |a_exact| per body, as Bonsai, GADGET and the tree-code papers report it.
+Percentiles relative_errors(const Accelerations& a, const Accelerations& e) {
+  std::vector<double> r(a.ax.size());
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    const double dx = a.ax[i] - e.ax[i], dy = a.ay[i] - e.ay[i], dz = a.az[i] - e.az[i];
+    r[i] = std::sqrt(dx * dx + dy * dy + dz * dz) / std::sqrt(e.ax[i] * e.ax[i] + e.ay[i] * e.ay[i] + e.az[i] * e.az[i]);
+  }
+  std::sort(r.begin(), r.end());
+  const auto at = [&](double q) { return r[std::min(r.size() - 1, static_cast<std::size_t>(q * static_cast<double>(r.size())))]; };
+  return {at(0.5), at(0.99), at(0.999), r.back()};
+}
+
+Percentiles tree_errors(const Bodies& b, const ForceOptions& o, const Accelerations& e) {
+  Accelerations a;
+  accelerations(b, o, a);
+  return relative_errors(a, e);
+}
+
+TEST(NbodyTree, ThetaZeroOpensEveryCellAndSumsAllPairs) {
+  const Bodies b = test::random_bodies(3001, 7);
+  const Accelerations e = exact(b);
+  // float64: the same pairs in another order, ~1e-15 relative each, ~1e-13 over 3000 terms.
+  const Percentiles d = tree_errors(b, tree_options(0.0, true, Precision::double_), e);
+  EXPECT_LT(d.max, 1e-12);
+  // float32 pairs with float64 sums: the all-pairs loop's accuracy (rsqrt with one Newton step, ~1e-7 a pair).
+  const Percentiles s = tree_errors(b, tree_options(0.0, true), e);
+  EXPECT_LT(s.max, 1e-5);
+}
+
+// The table the issue asks for, with bounds: at theta 0.5 with quadrupoles, Bonsai reports a
+// median of ~1e-4 and a 99th percentile of ~1e-3 (Bedorf et al. 2012, fig. 3); ours measured
+// below those by the margin printed. Quadrupoles gain over monopoles, smaller theta gains.
+TEST(NbodyTree, ErrorPercentilesOnPlummerHernquistAndAMerger) {
+  struct Case {
+    const char* name;
+    Bodies bodies;
+  };
+  const std::size_t n = 20000;
+  const Case cases[] = {{"Plummer", plummer(n, 11)}, {"Hernquist", hernquist_bodies(n, 12)},
+                        {"merging Plummers", merging_plummer_spheres(n, 13)}};
+  for (const Case& c : cases) {
+    const Accelerations e = exact(c.bodies);
+    double previous_p99 = 0;
+    for (const double theta : {0.3, 0.5, 0.7}) {
+      const Percentiles q = tree_errors(c.bodies, tree_options(theta, true), e);
+      const Percentiles m = tree_errors(c.bodies, tree_options(theta, false), e);
+      std::printf("  %-17s theta %.1f  quadrupole: 50%% %.2e  99%% %.2e  99.9%% %.2e  max %.2e | monopole: 50%% %.2e  "
+                  "99%% %.2e  max %.2e\n",
+                  c.name, theta, q.p50, q.p99, q.p999, q.max, m.p50, m.p99, m.max);
+      EXPECT_LT(q.p50, m.p50) << c.name << " theta " << theta;
+      EXPECT_LT(q.p99, m.p99) << c.name << " theta " << theta;
+      EXPECT_GT(q.p99, previous_p99) << c.name << ": the error grows with theta";
+      previous_p99 = q.p99;
+      if (theta == 0.5) {
+        EXPECT_LT(q.p50, 2e-4) << c.name;
+        EXPECT_LT(q.p99, 1e-3) << c.name;
+        EXPECT_LT(q.max, 1e-2) << c.name;
+      }
+    }
+  }
+}
+
+TEST(NbodyTree, FewBodiesAreExact) {
+  // One body feels nothing; two and three bodies in leaves of one: every cell of one or two
+  // bodies is summed pair by pair, so the tree is all pairs.
+  Bodies one;
+  one.resize(1);
+  one.x = {0.3}, one.y = {-0.2}, one.z = {0.1}, one.mass = {1.0};
+  Accelerations a;
+  accelerations(one, tree_options(0.5, true), a);
+  EXPECT_EQ(a.ax[0], 0.0);
+  EXPECT_EQ(a.potential[0], 0.0);
+  for (const std::size_t n : {2u, 3u}) {
+    const Bodies b = test::random_bodies(n, 3);
+    const Accelerations e = exact(b);
+    const Percentiles p = tree_errors(b, tree_options(1.0, true, Precision::double_, 0, 1), e);
+    EXPECT_LT(p.max, 1e-14) << n << " bodies";
+  }
+}
+
+TEST(NbodyTree, DegenerateDistributions) {
+  // All bodies at one point: no pull, the potential of the others at the softening length.
+  Bodies point = test::random_bodies(100, 5);
+  for (std::size_t i = 0; i < point.size(); ++i) point.x[i] = point.y[i] = point.z[i] = 0.25;
+  Accelerations a;
+  accelerations(point, tree_options(0.5, true, Precision::double_), a);
+  double total = 0;
+  for (const double m : point.mass) total += m;
+  for (std::size_t i = 0; i < point.size(); ++i) {
+    EXPECT_EQ(a.ax[i], 0.0);
+    EXPECT_NEAR(a.potential[i], -(total - point.mass[i]) / 1e-3, 1e-12 * total / 1e-3);
+  }
+  // Bodies on a line (the tree splits one axis only); a lone body far away (the root cube is
+  // huge, so the sphere sits in a few deep cells).
+  Bodies line = test::random_bodies(3000, 6);
+  for (std::size_t i = 0; i < line.size(); ++i) line.y[i] = line.z[i] = 0.5;
+  Bodies far = plummer(3000, 8);
+  far.resize(3001);
+  far.x[3000] = 1e5, far.y[3000] = -3e4, far.z[3000] = 2e4, far.mass[3000] = 1.0 / 3000;
+  const Bodies near = plummer(3000, 8);
+  Accelerations on_far, on_line;
+  accelerations(far, tree_options(0.5, true), on_far);
+  accelerations(line, tree_options(0.5, true), on_line);
+  const Accelerations exact_far = exact(far), exact_line = exact(line);
+  // The far body: the sphere is one cell to it, at 1e5 its size: the quadrupole's error is ~(1e-5)^2.
+  EXPECT_NEAR(on_far.ax[3000], exact_far.ax[3000], 1e-6 * std::abs(exact_far.ax[3000]));
+  // The sphere's errors as without the far body (the root cube is 10^5 times larger, so its
+  // cells start deep, but they are the same cubes of the same bodies at the levels that matter;
+  // the measured 99th percentile ratio was 1.36 at 3000 bodies, whose errors are noisy).
+  const Percentiles alone = tree_errors(near, tree_options(0.5, true), exact(near));
+  const Percentiles with_far = relative_errors(on_far, exact_far);
+  EXPECT_LT(with_far.p99, 2 * alone.p99);
+  EXPECT_LT(with_far.max, 1e-2);
+  // On a line, bodies near the middle feel almost no net pull, so each body's relative error
+  // says little there; the error against the root-mean-square pull is the measure.
+  double mean_square = 0;
+  for (std::size_t i = 0; i < line.size(); ++i)
+    mean_square += exact_line.ax[i] * exact_line.ax[i] / static_cast<double>(line.size());
+  std::vector<double> error(line.size());
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    EXPECT_EQ(on_line.ay[i], 0.0);  // every pull along the line
+    error[i] = std::abs(on_line.ax[i] - exact_line.ax[i]) / std::sqrt(mean_square);
+  }
+  std::sort(error.begin(), error.end());
+  std::printf("  bodies on a line: error / rms pull 99%% %.2e, max %.2e\n", error[error.size() * 99 / 100], error.back());
+  EXPECT_LT(error[error.size() * 99 / 100], 1e-3);
+  EXPECT_LT(error.back(), 1e-2);
+}
+
+TEST(NbodyTree, SameBitsOnAnyThreadCount) {
+  const Bodies b = hernquist_bodies(9000, 4);
+  Accelerations one, two, three;
+  accelerations(b, tree_options(0.6, true, Precision::single, 1), one);
+  accelerations(b, tree_options(0.6, true, Precision::single, 2), two);
+  accelerations(b, tree_options(0.6, true, Precision::single, 3), three);
+  EXPECT_EQ(one.ax, two.ax);
+  EXPECT_EQ(one.az, three.az);
+  EXPECT_EQ(one.potential, three.potential);
+}
+
+TEST(NbodyTree, RefusesWhatItCannotDo) {
+  Accelerations a;
+  const Bodies b = test::random_bodies(10, 1);
+  EXPECT_THROW(accelerations(b, tree_options(1.5, true), a), Error);
+  EXPECT_THROW(accelerations(b, tree_options(-0.1, true), a), Error);
+  EXPECT_THROW(accelerations(b, tree_options(std::nan(""), true), a), Error);
+  EXPECT_THROW(accelerations(b, tree_options(0.5, true, Precision::single, 0, -1), a), Error);
+  ForceOptions reference = tree_options(0.5, true);
+  reference.backend = Backend::reference;
+  EXPECT_THROW(accelerations(b, reference, a), Error);
+  EXPECT_EQ(parse_gravity_method("tree"), GravityMethod::tree);
+  EXPECT_EQ(parse_gravity_method("all-pairs"), GravityMethod::all_pairs);
+  EXPECT_THROW(parse_gravity_method("fmm"), Error);
+}
+
+// Energy over one crossing time (2 sqrt 2) of a Plummer sphere: the tree's force errors are
+// not the gradient of one potential, so its energy can drift more than all pairs' at the same
+// step; at theta 0.5 with quadrupoles the leapfrog's own error dominates (measured: all pairs
+// 5.2e-5, tree 4.2e-5), so the bound is all pairs' times 3.
+TEST(NbodyTree, EnergyOverACrossingTime) {
+  const Bodies b = plummer(2048, 21);
+  ForceOptions pairs = tree_options(0.5, true);
+  pairs.method = GravityMethod::all_pairs;
+  pairs.softening = 0.01;
+  ForceOptions tree = tree_options(0.5, true);
+  tree.softening = 0.01;
+  Simulation exact_run(b, 1.0 / 128, pairs), tree_run(b, 1.0 / 128, tree);
+  exact_run.run_to(362), tree_run.run_to(362);
+  std::printf("  |dE/E| over a crossing time, 2048 bodies: all pairs %.2e, tree (theta 0.5, quadrupole) %.2e\n",
+              exact_run.largest_energy_error(), tree_run.largest_energy_error());
+  EXPECT_LT(tree_run.largest_energy_error(), 3 * exact_run.largest_energy_error());
+}
+
+}  // namespace
+}  // namespace nbkit::nbody
