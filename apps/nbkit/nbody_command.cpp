@@ -37,6 +37,8 @@ struct NbodyArguments {
   std::string restart, initial;
   bool png = false;
   std::string output = "nbody-out";
+  std::string method = "all-pairs", multipole = "quadrupole";
+  double theta = 0.5;
   RunOptions run;
 };
 
@@ -135,6 +137,14 @@ nbody::ForceOptions force_options(const NbodyArguments& args, double softening) 
   args.run.refuse_gpus_on_the_cpu();
   nbody::ForceOptions options;
   options.softening = softening;
+  options.method = nbody::parse_gravity_method(args.method);
+  const bool tree = options.method == nbody::GravityMethod::tree;
+  if (!tree && args.run.given.count("--theta")) throw Error("--theta is the tree's opening angle: add --method tree");
+  if (!tree && args.run.given.count("--multipole")) throw Error("--multipole sets the tree's cells: add --method tree");
+  if (args.multipole != "quadrupole" && args.multipole != "monopole")
+    throw Error(fmt::format("--multipole {}: quadrupole or monopole", args.multipole));
+  options.tree.theta = args.theta;
+  options.tree.quadrupole = args.multipole == "quadrupole";
   options.precision = parse_precision(args.run.precision);
   options.threads = threads_option(args.run.threads, args.run.quiet);
   std::string backend_notice;
@@ -156,17 +166,27 @@ nlohmann::json nbody_report(const NbodyArguments& args, const nbody::Simulation&
                       {"largest_relative_error", simulation.largest_energy_error()}};
   report["virial_ratio"] = {{"first", first.virial_ratio}, {"last", last.virial_ratio}};
   report["timing_seconds"] = {{"run", summary.seconds}};
-  report["rates"] = {{"interactions_per_second", summary.interactions_per_second()}};
+  const nbody::ForceOptions& o = simulation.forces().options();
+  report["method"] = nbody::to_string(o.method);
+  if (o.method == nbody::GravityMethod::tree)
+    report["tree"] = {{"theta", o.tree.theta}, {"multipole", o.tree.quadrupole ? "quadrupole" : "monopole"}};
+  // For the tree, interactions_per_second is the all-pairs equivalent (N^2 an evaluation).
+  report["rates"] = {{"interactions_per_second", summary.interactions_per_second()},
+                     {"bodies_per_second", summary.bodies_per_second()}};
   report["outputs"] = {{"directory", args.output}};
   return report;
 }
 
 void print_summary(const nbody::Simulation& simulation, const nbody::RunSummary& summary, const std::string& log_path) {
   const nbody::Diagnostics &first = simulation.first_diagnostics(), &last = simulation.last_diagnostics();
-  fmt::print("nbkit nbody: {} bodies, steps {} to {} of {} (t = {:.4g}), {:.3f} s, {:.3g} interactions/s ({})\n",
-             summary.bodies, summary.first_step, summary.last_step, simulation.dt(),
-             static_cast<double>(summary.last_step) * simulation.dt(), summary.seconds,
-             summary.interactions_per_second(), simulation.forces().description());
+  const bool tree = simulation.forces().options().method == nbody::GravityMethod::tree;
+  const std::string rate = tree ? fmt::format("{:.3g} bodies/s (all-pairs equivalent {:.3g} interactions/s)",
+                                              summary.bodies_per_second(), summary.interactions_per_second())
+                                : fmt::format("{:.3g} interactions/s", summary.interactions_per_second());
+  fmt::print("nbkit nbody: {} bodies, steps {} to {} of {} (t = {:.4g}), {:.3f} s, {} ({})\n", summary.bodies,
+             summary.first_step, summary.last_step, simulation.dt(),
+             static_cast<double>(summary.last_step) * simulation.dt(), summary.seconds, rate,
+             simulation.forces().description());
   fmt::print("  energy {:.9g} -> {:.9g}, largest |dE/E| {:.2e}, virial ratio {:.3f} -> {:.3f}; log {}\n", first.total,
              last.total, simulation.largest_energy_error(), first.virial_ratio, last.virial_ratio, log_path);
 }
@@ -247,7 +267,8 @@ int run_nbody(const NbodyArguments& args) {
 Action setup_nbody(CLI::App& app) {
   auto args = std::make_shared<NbodyArguments>();
   app.description(
-      "Gravitational N-body run in Henon units (G = M = 1, E = -1/4): all-pairs Plummer-softened gravity, "
+      "Gravitational N-body run in Henon units (G = M = 1, E = -1/4): Plummer-softened gravity by all pairs or a "
+      "Barnes-Hut tree, "
       "kick-drift-kick leapfrog, diagnostics (energies, momentum, angular momentum, virial ratio) in a CSV log.\n"
       "Example: nbkit nbody --plummer 4096 --softening 0.01 --dt 0.0078125 --time 2.83 -o run");
   app.add_option("--plummer", args->plummer, "initial conditions: a Plummer sphere of N bodies");
@@ -261,6 +282,15 @@ Action setup_nbody(CLI::App& app) {
   app.add_option("--dt", args->dt, "time step (N-body units)")->capture_default_str();
   app.add_option("--steps", args->steps, "number of steps (default: one crossing time, 2 sqrt 2)");
   app.add_option("--time", args->time, "length of the run (N-body units) instead of --steps");
+  app.add_option("--method", args->method,
+                 "all-pairs (exact to the arithmetic), or tree: Barnes-Hut, O(N log N), at the accuracy --theta gives")
+      ->capture_default_str();
+  app.add_option("--theta", args->theta,
+                 "tree: opening angle in [0, 1]; smaller is more accurate and slower (0.5: 99% of bodies within 1e-3 "
+                 "of all pairs)")
+      ->capture_default_str();
+  app.add_option("--multipole", args->multipole, "tree: the cells' expansion, quadrupole or monopole")
+      ->capture_default_str();
   app.add_option("--every", args->every, "diagnostics every K steps")->capture_default_str();
   app.add_option("--snapshot-every", args->snapshot_every,
                  "HDF5 snapshot (GADGET/SWIFT layout) every K steps; 0: the first and the last only")

@@ -122,6 +122,7 @@ class ForceEngine {
   // and finite, and when a result is not finite.
   void compute_on_device(const DeviceBodies& bodies);
   Backend backend() const;  // never automatic
+  const ForceOptions& options() const;  // as checked (backend resolved, threads counted)
   // What runs, for logs: "CPU AVX3, float32 with float64 sums", "2 x NVIDIA H200, float32...".
   std::string description() const;
   // Why --backend auto chose the CPU; empty otherwise.

@@ -132,6 +132,7 @@ void ForceEngine::compute_on_device(const DeviceBodies& bodies) {
 }
 
 Backend ForceEngine::backend() const { return impl_->options.backend; }
+const ForceOptions& ForceEngine::options() const { return impl_->options; }
 const std::string& ForceEngine::notice() const { return impl_->notice; }
 double ForceEngine::last_kernel_seconds() const { return impl_->gpu ? impl_->gpu->last_kernel_seconds() : 0.0; }
 

@@ -30,6 +30,10 @@ double RunSummary::interactions_per_second() const {
   return seconds > 0 ? n * n * static_cast<double>(last_step - first_step + 1) / seconds : 0.0;
 }
 
+double RunSummary::bodies_per_second() const {
+  return seconds > 0 ? static_cast<double>(bodies) * static_cast<double>(last_step - first_step + 1) / seconds : 0.0;
+}
+
 Simulation::Simulation(Bodies bodies, double dt, ForceOptions options, std::int64_t first_step,
                        std::optional<double> initial_energy)
     : bodies_(std::move(bodies)),

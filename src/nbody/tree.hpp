@@ -34,13 +34,16 @@ struct Octree {
   std::vector<std::uint32_t> order;   // order[k]: the body at sorted place k
   std::vector<double> x, y, z, mass;  // the bodies in sorted order
   std::vector<TreeCell> cells;        // cells[0]: the root
-  std::vector<std::int32_t> leaves;   // leaf cells in Morton order (the walk's groups)
+  // The walk's groups in Morton order: the largest cells of at most group_size bodies (and
+  // leaves of coincident bodies beyond it). Each walks the tree once for all its bodies.
+  std::vector<std::int32_t> groups;
 };
 
 // Builds the tree of `bodies` with at most `leaf_size` bodies a leaf (more only where bodies
-// are closer than the deepest level allows), multipoles included. Deterministic: the same
-// bodies give the same tree on any thread count. Throws nbkit::Error beyond 2^32 - 1 bodies.
-void build_octree(const Bodies& bodies, int leaf_size, int threads, Octree& tree);
+// are closer than the deepest level allows) and groups of at most `group_size` (>= leaf_size),
+// multipoles included. Deterministic: the same bodies give the same tree on any thread count.
+// Throws nbkit::Error beyond 2^32 - 1 bodies.
+void build_octree(const Bodies& bodies, int leaf_size, int group_size, int threads, Octree& tree);
 
 // Whether a cell acts on a group of bodies (inside the box [lo, hi]) as a whole: the distance
 // from its centre of mass to the box beyond side / theta + offset. theta 0 never accepts.

@@ -67,13 +67,14 @@ void parent_multipoles(std::vector<TreeCell>& cells, TreeCell& c) {
 
 }  // namespace
 
-void build_octree(const Bodies& b, int leaf_size, int threads, Octree& t) {
+void build_octree(const Bodies& b, int leaf_size, int group_size, int threads, Octree& t) {
   const std::size_t n = b.size();
   if (n > std::numeric_limits<std::uint32_t>::max())
     throw Error(fmt::format("the tree holds at most {} bodies, got {}", std::numeric_limits<std::uint32_t>::max(), n));
   if (leaf_size < 1) throw Error(fmt::format("the tree's leaf size must be at least 1, got {}", leaf_size));
+  group_size = std::max(group_size, leaf_size);
   t.order.resize(n), t.x.resize(n), t.y.resize(n), t.z.resize(n), t.mass.resize(n);
-  t.cells.clear(), t.leaves.clear();
+  t.cells.clear(), t.groups.clear();
   if (n == 0) return;
   // The root: the bounding cube of the bodies.
   double lo[3] = {b.x[0], b.y[0], b.z[0]}, hi[3] = {b.x[0], b.y[0], b.z[0]};
@@ -140,14 +141,24 @@ void build_octree(const Bodies& b, int leaf_size, int threads, Octree& t) {
       throw Error("the tree has more than 2^31 cells");
     t.cells[c].first_child = first_child, t.cells[c].children = children;
   }
+  // Groups: a cell of at most group_size bodies whose parent has more (or the root), and a
+  // leaf beyond group_size (bodies at one point). Found top-down, so none lies in another.
+  std::vector<std::int32_t> leaves;
+  std::vector<std::int32_t> stack{0};
+  while (!stack.empty()) {
+    const std::int32_t c = stack.back();
+    stack.pop_back();
+    const TreeCell& cell = t.cells[static_cast<std::size_t>(c)];
+    if (cell.end - cell.begin <= group_size || cell.leaf()) t.groups.push_back(c);
+    else
+      for (std::int32_t k = cell.children; k-- > 0;) stack.push_back(cell.first_child + k);
+  }
   for (std::size_t c = 0; c < t.cells.size(); ++c)
-    if (t.cells[c].leaf()) t.leaves.push_back(static_cast<std::int32_t>(c));
-  std::sort(t.leaves.begin(), t.leaves.end(),
-            [&](std::int32_t a, std::int32_t b2) { return t.cells[static_cast<std::size_t>(a)].begin <
-                                                          t.cells[static_cast<std::size_t>(b2)].begin; });
-  const auto leaves = static_cast<std::int64_t>(t.leaves.size());
+    if (t.cells[c].leaf()) leaves.push_back(static_cast<std::int32_t>(c));
+  const auto leaf_count = static_cast<std::int64_t>(leaves.size());
 #pragma omp parallel for num_threads(team) schedule(dynamic, 64)
-  for (std::int64_t k = 0; k < leaves; ++k) leaf_multipoles(t, t.cells[static_cast<std::size_t>(t.leaves[static_cast<std::size_t>(k)])]);
+  for (std::int64_t k = 0; k < leaf_count; ++k)
+    leaf_multipoles(t, t.cells[static_cast<std::size_t>(leaves[static_cast<std::size_t>(k)])]);
   for (std::size_t c = t.cells.size(); c-- > 0;) {
     TreeCell& cell = t.cells[c];
     if (!cell.leaf()) parent_multipoles(t.cells, cell);

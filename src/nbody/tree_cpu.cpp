@@ -1,4 +1,4 @@
-// The Barnes-Hut tree walk on the CPU: OpenMP over groups (the tree's leaves), SIMD over each
+// The Barnes-Hut tree walk on the CPU: OpenMP over groups (cells of up to 128 bodies), SIMD over each
 // group's interaction lists through Google Highway with run-time dispatch.
 //
 // Each group walks the tree once for all its bodies (Barnes 1990's vectorised walk, as Bonsai
@@ -119,7 +119,7 @@ void walk(const CpuTreeJob& job) {
   const V eps2 = hn::Set(d, static_cast<Real>(job.softening * job.softening));
   const QuadrupoleConstants<V> k{hn::Set(d, Real(3)), hn::Set(d, Real(1.5)), hn::Set(d, Real(0.5)),
                                  hn::Set(d, Real(7.5))};
-  const auto groups = static_cast<std::int64_t>(t.leaves.size());
+  const auto groups = static_cast<std::int64_t>(t.groups.size());
   ParallelProgress progress(groups >= 4096 ? job.progress : nullptr, groups);
   const int team = static_cast<int>(std::min<std::int64_t>(job.threads, groups));
 #pragma omp parallel num_threads(team)
@@ -128,8 +128,8 @@ void walk(const CpuTreeJob& job) {
 #pragma omp for schedule(dynamic, 4)
     for (std::int64_t g = 0; g < groups; ++g) {
       if (progress.cancelled()) continue;  // a progress callback asked to stop
-      const std::int32_t own = t.leaves[static_cast<std::size_t>(g)];
-      const TreeCell& leaf = t.cells[static_cast<std::size_t>(own)];
+      const std::int32_t own = t.groups[static_cast<std::size_t>(g)];
+      const TreeCell& leaf = t.cells[static_cast<std::size_t>(own)];  // the group's cell
       const std::int64_t b0 = leaf.begin, count = leaf.end - leaf.begin;
       double lo[3] = {t.x[b0], t.y[b0], t.z[b0]}, hi[3] = {t.x[b0], t.y[b0], t.z[b0]};
       for (std::int64_t i = b0 + 1; i < leaf.end; ++i) {
@@ -253,7 +253,7 @@ HWY_EXPORT(WalkTree);
 void tree_accelerations_cpu(const Bodies& bodies, double softening, const TreeOptions& options, bool double_precision,
                             int threads, Octree& tree, Accelerations& out, const std::function<void(double)>& progress) {
   const int leaf_size = options.leaf_size > 0 ? options.leaf_size : kCpuTreeLeafSize;
-  build_octree(bodies, leaf_size, threads, tree);
+  build_octree(bodies, leaf_size, std::max(leaf_size, kCpuTreeGroupSize), threads, tree);
   out.resize(bodies.size());
   const CpuTreeJob job{&tree,  softening, options.theta, options.quadrupole, double_precision, std::max(threads, 1),
                        &out, &progress};

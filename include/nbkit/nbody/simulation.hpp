@@ -28,6 +28,7 @@ struct RunSummary {
   std::int64_t bodies = 0, first_step = 0, last_step = 0;
   double seconds = 0;
   double interactions_per_second() const;  // N^2 per force evaluation, the first one counted
+  double bodies_per_second() const;        // N per force evaluation: the tree code's measure
 };
 
 class Simulation {
