@@ -34,6 +34,7 @@ struct ForceEngine::Impl {
   ForceOptions options;
   std::string notice;
   std::unique_ptr<GpuForces> gpu;
+  std::unique_ptr<GpuTree> gpu_tree;
   Octree tree;  // the CPU tree code's, rebuilt each evaluation in the same memory
 };
 
@@ -67,8 +68,15 @@ ForceEngine::ForceEngine(const ForceOptions& options) : impl_(std::make_unique<I
   }
   if (backend != Backend::cuda && !options.gpus.empty())
     throw Error("--gpus picks GPUs for --backend cuda; this run is on the " + to_string(backend));
-  if (backend == Backend::cuda)
-    impl_->gpu = std::make_unique<GpuForces>(options.gpus, options.softening, options.precision == Precision::double_);
+  const bool double_precision = options.precision == Precision::double_;
+  if (backend == Backend::cuda && options.method == GravityMethod::tree) {
+    impl_->gpu_tree = std::make_unique<GpuTree>(options.gpus, options.softening, options.tree, double_precision);
+    if (options.gpus.size() > 1 || (options.gpus.empty() && list_gpus().size() > 1))
+      impl_->notice += std::string(impl_->notice.empty() ? "" : "; ") + "the tree runs on one GPU: " +
+                       impl_->gpu_tree->description();
+  } else if (backend == Backend::cuda) {
+    impl_->gpu = std::make_unique<GpuForces>(options.gpus, options.softening, double_precision);
+  }
 }
 
 ForceEngine::~ForceEngine() = default;
@@ -117,7 +125,10 @@ void ForceEngine::compute(const Bodies& bodies, Accelerations& out, bool with_po
       accelerations_cpu(bodies, o.softening, o.precision == Precision::double_, o.threads, out, o.progress);
       out.has_potential = true;  // the CPU loops always sum the potentials: they cost ~1/12 more there
       break;
-    case Backend::cuda: impl_->gpu->compute(bodies, out, with_potential); break;
+    case Backend::cuda:
+      if (impl_->gpu_tree) impl_->gpu_tree->compute(bodies, out, with_potential);
+      else impl_->gpu->compute(bodies, out, with_potential);
+      break;
   }
   check_results(out, with_potential);
 }
@@ -126,6 +137,7 @@ void ForceEngine::compute_on_device(const DeviceBodies& bodies) {
   if (impl_->options.backend != Backend::cuda)
     throw Error("bodies in GPU memory need the cuda backend; this engine runs on the " +
                 to_string(impl_->options.backend));
+  if (impl_->gpu_tree) throw Error("bodies in GPU memory are summed by all pairs; the tree takes host arrays");
   if (bodies.n < 0 || (bodies.n > 0 && (!bodies.positions || !bodies.masses || !bodies.accelerations)))
     throw Error("device bodies: positions, masses and accelerations must point to device memory");
   impl_->gpu->compute_on_device(bodies);
@@ -134,7 +146,10 @@ void ForceEngine::compute_on_device(const DeviceBodies& bodies) {
 Backend ForceEngine::backend() const { return impl_->options.backend; }
 const ForceOptions& ForceEngine::options() const { return impl_->options; }
 const std::string& ForceEngine::notice() const { return impl_->notice; }
-double ForceEngine::last_kernel_seconds() const { return impl_->gpu ? impl_->gpu->last_kernel_seconds() : 0.0; }
+double ForceEngine::last_kernel_seconds() const {
+  if (impl_->gpu_tree) return impl_->gpu_tree->last_kernel_seconds();
+  return impl_->gpu ? impl_->gpu->last_kernel_seconds() : 0.0;
+}
 
 std::string ForceEngine::description() const {
   const ForceOptions& o = impl_->options;
@@ -142,7 +157,11 @@ std::string ForceEngine::description() const {
       o.precision == Precision::double_ ? "float64" : "float32 with float64 sums";
   switch (o.backend) {
     case Backend::reference: return "float64 reference";
-    case Backend::cuda: return impl_->gpu->description() + ", " + arithmetic;
+    case Backend::cuda:
+      if (impl_->gpu_tree)
+        return fmt::format("{} tree (theta {:g}, {}), {}", impl_->gpu_tree->description(), o.tree.theta,
+                           o.tree.quadrupole ? "quadrupole" : "monopole", arithmetic);
+      return impl_->gpu->description() + ", " + arithmetic;
     default:
       if (o.method == GravityMethod::tree)
         return fmt::format("CPU {} tree (theta {:g}, {}), {}", nbody_cpu_target(), o.tree.theta,

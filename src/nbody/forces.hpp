@@ -20,13 +20,14 @@ void accelerations_cpu(const Bodies& bodies, double softening, bool double_preci
 const char* nbody_cpu_target();
 
 struct Octree;
-// The tree's leaves and groups (bodies walking the tree together) on the CPU. Measured on
+// The tree's leaves and groups (bodies walking the tree together), the same on the CPU and
+// the GPU (whose walk gives a group's bodies a block of 128 threads). Measured on
 // Plummer spheres of 1e5 and 1e6 bodies (2 cores, AVX-512): leaves/groups of 16/64 bodies ran
 // 4.1e5 bodies/s at 1e6, 32/128 5.4e5 with a 99th-percentile error of 4.0e-4 instead of 6.2e-4
 // at theta 0.5 (a larger group's box opens more cells for its far bodies); 32/256 gained 8%
-// more speed but is a coarser walk for the GPU to share later.
-constexpr int kCpuTreeLeafSize = 32;
-constexpr int kCpuTreeGroupSize = 128;
+// more speed but needs blocks of 256 threads on the GPU.
+constexpr int kTreeLeafSize = 32;
+constexpr int kTreeGroupSize = 128;
 // Barnes-Hut on the CPU (tree_build.cpp, tree_cpu.cpp): builds `tree` (kept by the caller
 // so that its memory is reused step to step) and walks it on all cores, SIMD over the lists.
 void tree_accelerations_cpu(const Bodies& bodies, double softening, const TreeOptions& options, bool double_precision,
@@ -48,6 +49,24 @@ class GpuForces {
   std::string description() const;
 
   struct State;  // the devices' buffers and streams (forces_cuda.cu's helpers take it)
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+// Barnes-Hut on one GPU (tree_cuda.cu; no_cuda.cpp without CUDA): the tree built on the device
+// each evaluation, walked by groups; the first of `gpus`.
+class GpuTree {
+ public:
+  GpuTree(const std::vector<int>& gpus, double softening, const TreeOptions& options, bool double_precision);
+  ~GpuTree();
+  GpuTree(const GpuTree&) = delete;
+  GpuTree& operator=(const GpuTree&) = delete;
+  void compute(const Bodies& bodies, Accelerations& out, bool with_potential);
+  double last_kernel_seconds() const;  // upload, build, walk and download (CUDA events)
+  std::string description() const;
+
+  struct State;
 
  private:
   std::unique_ptr<State> state_;

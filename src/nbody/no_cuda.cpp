@@ -15,4 +15,12 @@ void GpuForces::compute_on_device(const DeviceBodies&) {}
 double GpuForces::last_kernel_seconds() const { return 0; }
 std::string GpuForces::description() const { return "no GPU"; }
 
+struct GpuTree::State {};
+
+GpuTree::GpuTree(const std::vector<int>&, double, const TreeOptions&, bool) { throw_no_cuda_build(); }
+GpuTree::~GpuTree() = default;
+void GpuTree::compute(const Bodies&, Accelerations&, bool) {}
+double GpuTree::last_kernel_seconds() const { return 0; }
+std::string GpuTree::description() const { return "no GPU"; }
+
 }  // namespace nbkit::nbody

@@ -252,8 +252,8 @@ HWY_EXPORT(WalkTree);
 
 void tree_accelerations_cpu(const Bodies& bodies, double softening, const TreeOptions& options, bool double_precision,
                             int threads, Octree& tree, Accelerations& out, const std::function<void(double)>& progress) {
-  const int leaf_size = options.leaf_size > 0 ? options.leaf_size : kCpuTreeLeafSize;
-  build_octree(bodies, leaf_size, std::max(leaf_size, kCpuTreeGroupSize), threads, tree);
+  const int leaf_size = options.leaf_size > 0 ? options.leaf_size : kTreeLeafSize;
+  build_octree(bodies, leaf_size, std::max(leaf_size, kTreeGroupSize), threads, tree);
   out.resize(bodies.size());
   const CpuTreeJob job{&tree,  softening, options.theta, options.quadrupole, double_precision, std::max(threads, 1),
                        &out, &progress};

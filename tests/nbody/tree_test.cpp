@@ -1,6 +1,7 @@
 // The Barnes-Hut tree code against float64 all pairs: error percentiles as the tree codes'
 // papers state them, theta -> 0 reaching all pairs, few bodies, degenerate distributions,
-// thread-count independence, and energy over a crossing time.
+// thread-count independence, and energy over a crossing time; the GPU tree the same way, and
+// against the CPU tree (skipped without a GPU).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -216,6 +217,96 @@ TEST(NbodyTree, EnergyOverACrossingTime) {
   std::printf("  |dE/E| over a crossing time, 2048 bodies: all pairs %.2e, tree (theta 0.5, quadrupole) %.2e\n",
               exact_run.largest_energy_error(), tree_run.largest_energy_error());
   EXPECT_LT(tree_run.largest_energy_error(), 3 * exact_run.largest_energy_error());
+}
+
+class CudaTree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  }
+  static ForceOptions on_gpu(double theta, bool quadrupole, Precision precision = Precision::single, int leaf_size = 0) {
+    ForceOptions o = tree_options(theta, quadrupole, precision, 0, leaf_size);
+    o.backend = Backend::cuda;
+    return o;
+  }
+};
+
+// The same tree as the CPU's (the same keys, sort order, cells and groups) walked with the GPU's
+// rsqrt (no Newton step: ~1e-7 relative) and another order of sums: the percentiles within the
+// CPU's bounds, and each body within 1e-5 of the CPU tree's acceleration (float32 rounding of
+// a few thousand terms).
+TEST_F(CudaTree, ErrorPercentilesAndTheCpuTree) {
+  const std::size_t n = 20000;
+  const Bodies cases[] = {plummer(n, 11), hernquist_bodies(n, 12), merging_plummer_spheres(n, 13)};
+  for (const Bodies& b : cases) {
+    const Accelerations e = exact(b);
+    Accelerations gpu, cpu;
+    accelerations(b, on_gpu(0.5, true), gpu);
+    accelerations(b, tree_options(0.5, true), cpu);
+    const Percentiles g = relative_errors(gpu, e), c = relative_errors(cpu, e), between = relative_errors(gpu, cpu);
+    std::printf("  GPU tree theta 0.5: 50%% %.2e  99%% %.2e  max %.2e (CPU tree 99%% %.2e); GPU against CPU tree: max %.2e\n",
+                g.p50, g.p99, g.max, c.p99, between.max);
+    EXPECT_LT(g.p50, 2e-4);
+    EXPECT_LT(g.p99, 1e-3);
+    EXPECT_LT(g.max, 1e-2);
+    EXPECT_LT(between.max, 1e-5);
+    const Percentiles m = tree_errors(b, on_gpu(0.5, false), e);
+    EXPECT_LT(g.p99, m.p99);
+    EXPECT_LT(m.p99, 5e-3);
+  }
+}
+
+TEST_F(CudaTree, ThetaZeroAndDoublePrecisionAreAllPairs) {
+  const Bodies b = test::random_bodies(3001, 7);
+  const Accelerations e = exact(b);
+  EXPECT_LT(tree_errors(b, on_gpu(0.0, true, Precision::double_), e).max, 1e-12);
+  EXPECT_LT(tree_errors(b, on_gpu(0.0, true), e).max, 1e-5);
+  // float64 at theta 0.5: the expansion's error alone, as the CPU's float64 tree has it.
+  Accelerations gpu, cpu;
+  accelerations(b, on_gpu(0.5, true, Precision::double_), gpu);
+  accelerations(b, tree_options(0.5, true, Precision::double_), cpu);
+  EXPECT_LT(relative_errors(gpu, cpu).max, 1e-12);
+}
+
+TEST_F(CudaTree, RepeatsBitForBitAndSurvivesDegenerateInputs) {
+  const Bodies b = hernquist_bodies(50001, 4);
+  Accelerations one, two;
+  accelerations(b, on_gpu(0.6, true), one);
+  accelerations(b, on_gpu(0.6, true), two);
+  EXPECT_EQ(one.ax, two.ax);
+  EXPECT_EQ(one.potential, two.potential);
+  // 300 bodies at one point: a leaf beyond a block's 128 threads, walked in three parts.
+  Bodies point = test::random_bodies(300, 5);
+  for (std::size_t i = 0; i < point.size(); ++i) point.x[i] = point.y[i] = point.z[i] = -0.5;
+  Accelerations a;
+  accelerations(point, on_gpu(0.5, true, Precision::double_), a);
+  double total = 0;
+  for (const double m : point.mass) total += m;
+  for (std::size_t i = 0; i < point.size(); ++i) {
+    EXPECT_EQ(a.ax[i], 0.0);
+    EXPECT_NEAR(a.potential[i], -(total - point.mass[i]) / 1e-3, 1e-12 * total / 1e-3);
+  }
+  // Few bodies; a lone far body; leaves of one body (every cell a multipole or a pair).
+  for (const std::size_t n : {1u, 2u, 3u, 129u}) {
+    const Bodies few = test::random_bodies(n, 9);
+    EXPECT_LT(tree_errors(few, on_gpu(0.5, true, Precision::double_), exact(few)).max, n < 4 ? 1e-14 : 1e-2) << n;
+  }
+  Bodies far = plummer(3000, 8);
+  far.resize(3001);
+  far.x[3000] = 1e5, far.y[3000] = -3e4, far.z[3000] = 2e4, far.mass[3000] = 1.0 / 3000;
+  EXPECT_LT(tree_errors(far, on_gpu(0.5, true), exact(far)).max, 1e-2);
+  const Bodies fine = plummer(5000, 3);
+  EXPECT_LT(tree_errors(fine, on_gpu(0.5, true, Precision::single, 1), exact(fine)).p99, 1e-3);
+}
+
+TEST_F(CudaTree, RunsASimulation) {
+  ForceOptions o = on_gpu(0.5, true);
+  o.softening = 0.01;
+  Simulation run(plummer(4096, 2), 1.0 / 128, o);
+  run.run_to(50);
+  EXPECT_LT(run.largest_energy_error(), 1e-4);
+  EXPECT_NE(run.forces().description().find("tree"), std::string::npos);
 }
 
 }  // namespace

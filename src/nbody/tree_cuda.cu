@@ -1,0 +1,636 @@
+// The Barnes-Hut tree code on an NVIDIA GPU: the octree built on the device every evaluation and
+// walked by groups of bodies, as Bonsai does (Bedorf, Gaburov & Portegies Zwart, J. Comput. Phys.
+// 231:2825, 2012), in the layout and with the arithmetic of the CPU tree (tree.hpp).
+//
+//   build    Morton keys (63 bits), CUB's radix sort (stable: ties stay in body order, as the
+//            CPU's sort of (key, index) pairs), then one pass a level: each cell over the leaf
+//            size finds its children's ranges of sorted keys by binary search, an exclusive scan
+//            places them after the level (so the cells come out in the CPU's breadth-first
+//            order, the same tree), then multipoles level by level from the leaves up, float64.
+//   walk     one block of 128 threads a group (a cell of at most 128 bodies), a thread a body;
+//            the block pops up to 128 cells at a time off a stack in global memory, tests them
+//            against the group's box, and places accepted cells, opened leaves and children with
+//            block-wide prefix sums, never atomics, so every list has a fixed order and the
+//            results are the same bits run after run. Each batch's cells and bodies are staged
+//            in shared memory and summed by every thread for its body: float32 within a batch,
+//            float64 across batches (float64 throughout for double precision).
+// The stack's bound: its levels never decrease from bottom to top, and a level holds at most
+// one batch's children (8 x 128), so 22 levels need 22,528 entries.
+#include <cub/cub.cuh>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/check.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/fast_math.cuh"
+#include "cuda/pinned_buffer.hpp"
+#include "cuda/stream.hpp"
+#include "nbkit/core/backend.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbody/forces.hpp"
+#include "nbody/gravity.hpp"
+#include "nbody/tree.hpp"
+
+namespace nbkit::nbody {
+
+#include "nbody/tree_terms-inl.hpp"
+
+namespace {
+
+constexpr int kWalkThreads = 128;  // a block a group, a thread a body: groups of at most 128
+static_assert(kTreeGroupSize <= kWalkThreads, "a group's bodies are a block's threads");
+constexpr int kStackCapacity = 8 * kWalkThreads * (kTreeLevels + 1) + kWalkThreads;
+
+// The cells, structure of arrays, on the device.
+struct CellArrays {
+  cuda::DeviceBuffer<int> begin, end, first_child, children, parent;
+  cuda::DeviceBuffer<double> centre_x, centre_y, centre_z, side;
+  cuda::DeviceBuffer<double> com_x, com_y, com_z, mass, reach2;
+  cuda::DeviceBuffer<double> moment;  // 6 a cell: xx, xy, xz, yy, yz, zz
+  std::size_t capacity = 0;
+};
+
+// What the kernels read of the tree.
+struct TreeView {
+  const int *begin, *end, *first_child, *children, *parent;
+  const double *com_x, *com_y, *com_z, *mass, *reach2, *moment;
+  const double *x, *y, *z, *m;  // bodies in sorted order
+};
+
+template <class T>
+void grow(cuda::DeviceBuffer<T>& buffer, std::size_t capacity, std::size_t used, cudaStream_t stream) {
+  cuda::DeviceBuffer<T> bigger(capacity);
+  if (used > 0)
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(bigger.data(), buffer.data(), used * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+  buffer = std::move(bigger);
+}
+
+void reserve_cells(CellArrays& c, std::size_t capacity, std::size_t used, cudaStream_t stream) {
+  if (capacity <= c.capacity) return;
+  capacity = std::max(capacity, 2 * c.capacity);
+  for (auto* b : {&c.begin, &c.end, &c.first_child, &c.children, &c.parent}) grow(*b, capacity, used, stream);
+  for (auto* b : {&c.centre_x, &c.centre_y, &c.centre_z, &c.side, &c.com_x, &c.com_y, &c.com_z, &c.mass, &c.reach2})
+    grow(*b, capacity, used, stream);
+  grow(c.moment, 6 * capacity, 6 * used, stream);
+  c.capacity = capacity;
+}
+
+__device__ __forceinline__ unsigned long long spread_bits(unsigned long long v) {
+  v &= 0x1fffff;
+  v = (v | v << 32) & 0x1f00000000ffffULL;
+  v = (v | v << 16) & 0x1f0000ff0000ffULL;
+  v = (v | v << 8) & 0x100f00f00f00f00fULL;
+  v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
+  v = (v | v << 2) & 0x1249249249249249ULL;
+  return v;
+}
+
+// tree_build.cpp's keys: floor((v - lo) * scale) clamped to the 21-bit range, interleaved x, y, z.
+__global__ void morton_keys(int n, const double* __restrict__ x, const double* __restrict__ y,
+                            const double* __restrict__ z, double lo_x, double lo_y, double lo_z, double scale,
+                            unsigned long long* __restrict__ keys, unsigned* __restrict__ index) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= n) return;
+  const double cap = static_cast<double>((1 << kTreeLevels) - 1);
+  const auto q = [&](double v, double from) {
+    return static_cast<unsigned long long>(fmin(fmax(floor((v - from) * scale), 0.0), cap));
+  };
+  keys[i] = spread_bits(q(x[i], lo_x)) << 2 | spread_bits(q(y[i], lo_y)) << 1 | spread_bits(q(z[i], lo_z));
+  index[i] = static_cast<unsigned>(i);
+}
+
+__global__ void gather_sorted(int n, const unsigned* __restrict__ order, const double* __restrict__ x,
+                              const double* __restrict__ y, const double* __restrict__ z, const double* __restrict__ m,
+                              double* __restrict__ sx, double* __restrict__ sy, double* __restrict__ sz,
+                              double* __restrict__ sm) {
+  const int k = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (k >= n) return;
+  const unsigned from = order[k];
+  sx[k] = x[from], sy[k] = y[from], sz[k] = z[from], sm[k] = m[from];
+}
+
+// Cells [first, last) of one level: how many children each has (0: a leaf) and where their
+// ranges of keys start (bounds[8 (c - first) + d]: the end of digit d's range).
+__global__ void count_children(int first, int last, int level, int leaf_size, const unsigned long long* __restrict__ keys,
+                               const int* __restrict__ begin, const int* __restrict__ end, int* __restrict__ counts,
+                               int* __restrict__ bounds) {
+  const int c = first + static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c >= last) return;
+  const int b = begin[c], e = end[c];
+  int children = 0;
+  if (e - b > leaf_size && level < kTreeLevels) {
+    const int shift = 3 * (kTreeLevels - 1 - level);
+    int from = b;
+    for (int d = 0; d < 8; ++d) {
+      int lo = from, hi = e;  // first key whose digit exceeds d
+      while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (static_cast<int>((keys[mid] >> shift) & 7) <= d) lo = mid + 1;
+        else hi = mid;
+      }
+      bounds[8 * (c - first) + d] = lo;
+      children += lo > from;
+      from = lo;
+    }
+  }
+  counts[c - first] = children;
+}
+
+__global__ void make_children(int first, int last, int next, const int* __restrict__ counts,
+                              const int* __restrict__ offsets, const int* __restrict__ bounds, int* begin, int* end,
+                              int* first_child, int* children, int* parent, double* centre_x, double* centre_y,
+                              double* centre_z, double* side) {
+  const int c = first + static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c >= last) return;
+  const int count = counts[c - first];
+  first_child[c] = count > 0 ? next + offsets[c - first] : -1;
+  children[c] = count;
+  if (count == 0) return;
+  const double half = side[c] / 2;
+  int from = begin[c], k = next + offsets[c - first];
+  for (int d = 0; d < 8; ++d) {
+    const int to = bounds[8 * (c - first) + d];
+    if (to == from) continue;
+    begin[k] = from, end[k] = to, parent[k] = c, first_child[k] = -1, children[k] = 0, side[k] = half;
+    centre_x[k] = centre_x[c] + ((d >> 2) & 1 ? 0.5 : -0.5) * half;
+    centre_y[k] = centre_y[c] + ((d >> 1) & 1 ? 0.5 : -0.5) * half;
+    centre_z[k] = centre_z[c] + (d & 1 ? 0.5 : -0.5) * half;
+    ++k, from = to;
+  }
+}
+
+// tree_build.cpp's groups: a cell of at most group_size bodies whose parent has more, or a leaf beyond it.
+__global__ void flag_groups(int cells, int group_size, const int* __restrict__ begin, const int* __restrict__ end,
+                            const int* __restrict__ first_child, const int* __restrict__ parent, int* __restrict__ flags,
+                            int* __restrict__ iota) {
+  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c >= cells) return;
+  const int count = end[c] - begin[c];
+  const bool small_enough = count <= group_size || first_child[c] < 0;
+  const bool parent_large = c == 0 || end[parent[c]] - begin[parent[c]] > group_size;
+  flags[c] = small_enough && parent_large;
+  iota[c] = c;
+}
+
+// Multipoles of one level's cells: leaves from their bodies, others from their children (tree_build.cpp's
+// leaf_multipoles and parent_multipoles, in the same order of sums); then the squared reach of the
+// opening criterion, (side / theta + |com - centre|)^2.
+__global__ void level_multipoles(int first, int last, double inverse_theta, const double* __restrict__ x,
+                                 const double* __restrict__ y, const double* __restrict__ z,
+                                 const double* __restrict__ m, const int* __restrict__ begin,
+                                 const int* __restrict__ end, const int* __restrict__ first_child,
+                                 const int* __restrict__ children, const double* __restrict__ centre_x,
+                                 const double* __restrict__ centre_y, const double* __restrict__ centre_z,
+                                 const double* __restrict__ side, double* com_x, double* com_y, double* com_z,
+                                 double* mass, double* moment, double* __restrict__ reach2) {
+  const int c = first + static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c >= last) return;
+  double total = 0, sx = 0, sy = 0, sz = 0, s[6] = {0, 0, 0, 0, 0, 0};
+  if (first_child[c] < 0) {
+    for (int k = begin[c]; k < end[c]; ++k) total += m[k], sx += m[k] * x[k], sy += m[k] * y[k], sz += m[k] * z[k];
+    sx /= total, sy /= total, sz /= total;
+    for (int k = begin[c]; k < end[c]; ++k) {
+      const double dx = x[k] - sx, dy = y[k] - sy, dz = z[k] - sz, w = m[k];
+      s[0] += w * dx * dx, s[1] += w * dx * dy, s[2] += w * dx * dz;
+      s[3] += w * dy * dy, s[4] += w * dy * dz, s[5] += w * dz * dz;
+    }
+  } else {
+    const int f = first_child[c], l = f + children[c];
+    for (int k = f; k < l; ++k) total += mass[k], sx += mass[k] * com_x[k], sy += mass[k] * com_y[k], sz += mass[k] * com_z[k];
+    sx /= total, sy /= total, sz /= total;
+    for (int k = f; k < l; ++k) {
+      const double dx = com_x[k] - sx, dy = com_y[k] - sy, dz = com_z[k] - sz, w = mass[k];
+      s[0] += moment[6 * k] + w * dx * dx, s[1] += moment[6 * k + 1] + w * dx * dy;
+      s[2] += moment[6 * k + 2] + w * dx * dz, s[3] += moment[6 * k + 3] + w * dy * dy;
+      s[4] += moment[6 * k + 4] + w * dy * dz, s[5] += moment[6 * k + 5] + w * dz * dz;
+    }
+  }
+  com_x[c] = sx, com_y[c] = sy, com_z[c] = sz, mass[c] = total;
+  for (int a = 0; a < 6; ++a) moment[6 * c + a] = s[a];
+  const double ox = sx - centre_x[c], oy = sy - centre_y[c], oz = sz - centre_z[c];
+  const double reach = side[c] * inverse_theta + sqrt(ox * ox + oy * oy + oz * oz);
+  reach2[c] = reach * reach;  // infinite for theta 0: never accepted
+}
+
+template <class Real>
+__device__ __forceinline__ Real fused_multiply_add(Real a, Real b, Real c) {
+  if constexpr (sizeof(Real) == 4) return __fmaf_rn(a, b, c);
+  else return __fma_rn(a, b, c);
+}
+
+template <class Real>
+struct Sums {
+  Real ax = 0, ay = 0, az = 0, phi = 0;
+};
+
+// A body's pull from `count` staged bodies (self: the staged index of the body itself, or -1).
+template <class Real>
+__device__ __forceinline__ void sum_bodies(const Real* tx, const Real* ty, const Real* tz, const Real* tm, int count,
+                                           Real x, Real y, Real z, Real eps2, int self, Sums<Real>& s) {
+  for (int k = 0; k < count; ++k) {
+    const Real dx = tx[k] - x, dy = ty[k] - y, dz = tz[k] - z;
+    const Real r2 = fused_multiply_add(dx, dx, fused_multiply_add(dy, dy, fused_multiply_add(dz, dz, eps2)));
+    const Real u = cuda::reciprocal_sqrt(r2);
+    const Real mass = k == self ? Real(0) : tm[k];
+    const Real f = gravity_acceleration_factor(mass, u);
+    s.ax = fused_multiply_add(f, dx, s.ax), s.ay = fused_multiply_add(f, dy, s.ay), s.az = fused_multiply_add(f, dz, s.az);
+    s.phi += gravity_potential_term(mass, u);
+  }
+}
+
+template <class Real>
+struct WalkShared {
+  Real tx[kWalkThreads], ty[kWalkThreads], tz[kWalkThreads], tm[kWalkThreads];  // a tile of bodies
+  Real cx[kWalkThreads], cy[kWalkThreads], cz[kWalkThreads], cm[kWalkThreads];  // a batch's accepted cells
+  Real s[6][kWalkThreads];
+  int range_begin[kWalkThreads], range_offset[kWalkThreads + 1];  // a batch's opened leaves
+  double box[6];
+  int size, cells, bodies, pushed, overflow;
+};
+
+template <class Real>
+__device__ __forceinline__ void fold(const Sums<Real>& s, double& ax, double& ay, double& az, double& phi) {
+  ax += static_cast<double>(s.ax), ay += static_cast<double>(s.ay), az += static_cast<double>(s.az);
+  phi += static_cast<double>(s.phi);
+}
+
+// One block walks for one group at a time (a persistent grid over the groups); results to
+// out[c * n + k] for the body at sorted place k, the potential negated.
+template <class Real, bool kQuadrupole>
+__global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, const int* __restrict__ groups,
+                                                           int group_count, int* __restrict__ stacks, Real eps2,
+                                                           double* __restrict__ out, int* __restrict__ overflow) {
+  using Scan = cub::BlockScan<int, kWalkThreads>;
+  using Reduce = cub::BlockReduce<double, kWalkThreads>;
+  __shared__ WalkShared<Real> sh;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ typename Reduce::TempStorage reduce;
+  const int tid = static_cast<int>(threadIdx.x);
+  int* stack = stacks + static_cast<std::size_t>(blockIdx.x) * kStackCapacity;
+  const QuadrupoleConstants<Real> k{Real(3), Real(1.5), Real(0.5), Real(7.5)};
+  for (int g = static_cast<int>(blockIdx.x); g < group_count; g += static_cast<int>(gridDim.x)) {
+    const int own = groups[g], b0 = t.begin[own], count = t.end[own] - b0;
+    // The group's box, and its centre as the origin of the float32 differences.
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int i = tid; i < count; i += kWalkThreads) {
+      const double p[3] = {t.x[b0 + i], t.y[b0 + i], t.z[b0 + i]};
+      for (int a = 0; a < 3; ++a) lo[a] = fmin(lo[a], p[a]), hi[a] = fmax(hi[a], p[a]);
+    }
+    for (int a = 0; a < 3; ++a) {
+      const double l = Reduce(reduce).Reduce(lo[a], ::cuda::minimum<>{});
+      __syncthreads();
+      const double h = Reduce(reduce).Reduce(hi[a], ::cuda::maximum<>{});
+      __syncthreads();
+      if (tid == 0) sh.box[a] = l, sh.box[3 + a] = h;
+    }
+    __syncthreads();
+    const double box_lo[3] = {sh.box[0], sh.box[1], sh.box[2]}, box_hi[3] = {sh.box[3], sh.box[4], sh.box[5]};
+    const double origin[3] = {(box_lo[0] + box_hi[0]) / 2, (box_lo[1] + box_hi[1]) / 2, (box_lo[2] + box_hi[2]) / 2};
+    // Groups beyond 128 bodies (bodies at one point) walk once for each 128.
+    for (int base = 0; base < count; base += kWalkThreads) {
+      const int i = base + tid;
+      const bool has = i < count;
+      const int mine = b0 + (has ? i : count - 1);  // a repeated body, not stored
+      const Real x = static_cast<Real>(t.x[mine] - origin[0]), y = static_cast<Real>(t.y[mine] - origin[1]),
+                 z = static_cast<Real>(t.z[mine] - origin[2]);
+      double ax = 0, ay = 0, az = 0, phi = 0;
+      // The group's own bodies, a body's pair with itself masked.
+      for (int tile = 0; tile < count; tile += kWalkThreads) {
+        const int j = tile + tid;
+        if (j < count) {
+          sh.tx[tid] = static_cast<Real>(t.x[b0 + j] - origin[0]), sh.ty[tid] = static_cast<Real>(t.y[b0 + j] - origin[1]);
+          sh.tz[tid] = static_cast<Real>(t.z[b0 + j] - origin[2]), sh.tm[tid] = static_cast<Real>(t.m[b0 + j]);
+        }
+        __syncthreads();
+        Sums<Real> s;
+        sum_bodies(sh.tx, sh.ty, sh.tz, sh.tm, min(kWalkThreads, count - tile), x, y, z, eps2, i - tile, s);
+        fold(s, ax, ay, az, phi);
+        __syncthreads();
+      }
+      if (tid == 0) stack[0] = 0, sh.size = 1;
+      __syncthreads();
+      while (sh.size > 0) {
+        const int size = sh.size, take = min(size, kWalkThreads), rest = size - take;
+        int c = -1, accept = 0, direct = 0, open = 0;
+        if (tid < take) {
+          c = stack[rest + tid];
+          if (c != own) {
+            const int cell_count = t.end[c] - t.begin[c];
+            const double p[3] = {t.com_x[c], t.com_y[c], t.com_z[c]};
+            double d2 = 0;
+            for (int a = 0; a < 3; ++a) {
+              const double gap = p[a] < box_lo[a] ? box_lo[a] - p[a] : (p[a] > box_hi[a] ? p[a] - box_hi[a] : 0.0);
+              d2 += gap * gap;
+            }
+            // A cell of one or two bodies goes pair by pair (tree_cpu.cpp's rule).
+            if (cell_count > 2 && d2 > t.reach2[c]) accept = 1;
+            else if (t.first_child[c] < 0) direct = cell_count;
+            else open = t.children[c];
+          }
+        }
+        __syncthreads();  // every thread has read its stack entry before any is overwritten
+        int cell_at, body_at, push_at, cells_total, bodies_total, pushed_total;
+        Scan(scan).ExclusiveSum(accept, cell_at, cells_total);
+        __syncthreads();
+        Scan(scan).ExclusiveSum(direct, body_at, bodies_total);
+        __syncthreads();
+        Scan(scan).ExclusiveSum(open, push_at, pushed_total);
+        if (rest + pushed_total > kStackCapacity) {
+          if (tid == 0) atomicExch(overflow, 1);
+          open = 0, pushed_total = 0;
+        }
+        if (open > 0) {
+          const int f = t.first_child[c];
+          for (int q = 0; q < open; ++q) stack[rest + push_at + q] = f + q;
+        }
+        if (accept) {
+          sh.cx[cell_at] = static_cast<Real>(t.com_x[c] - origin[0]);
+          sh.cy[cell_at] = static_cast<Real>(t.com_y[c] - origin[1]);
+          sh.cz[cell_at] = static_cast<Real>(t.com_z[c] - origin[2]);
+          sh.cm[cell_at] = static_cast<Real>(t.mass[c]);
+          for (int a = 0; a < 6; ++a) sh.s[a][cell_at] = static_cast<Real>(t.moment[6 * c + a]);
+        }
+        // Opened leaves: a compact list of ranges (the accepted flag's scan places them too).
+        int range_at, ranges_total;
+        __syncthreads();
+        Scan(scan).ExclusiveSum(direct > 0 ? 1 : 0, range_at, ranges_total);
+        if (direct > 0) sh.range_begin[range_at] = t.begin[c], sh.range_offset[range_at] = body_at;
+        if (tid == 0) sh.range_offset[ranges_total] = bodies_total, sh.size = rest + pushed_total;
+        __syncthreads();
+        // The accepted cells.
+        {
+          Sums<Real> s;
+          for (int q = 0; q < cells_total; ++q) {
+            const Real dx = sh.cx[q] - x, dy = sh.cy[q] - y, dz = sh.cz[q] - z;
+            const Real r2 = fused_multiply_add(dx, dx, fused_multiply_add(dy, dy, fused_multiply_add(dz, dz, eps2)));
+            const Real u = cuda::reciprocal_sqrt(r2);
+            const Real f = gravity_acceleration_factor(sh.cm[q], u);
+            s.ax = fused_multiply_add(f, dx, s.ax), s.ay = fused_multiply_add(f, dy, s.ay);
+            s.az = fused_multiply_add(f, dz, s.az), s.phi += gravity_potential_term(sh.cm[q], u);
+            if constexpr (kQuadrupole)
+              gravity_quadrupole_terms(dx, dy, dz, u, sh.s[0][q], sh.s[1][q], sh.s[2][q], sh.s[3][q], sh.s[4][q],
+                                       sh.s[5][q], k, s.ax, s.ay, s.az, s.phi);
+          }
+          fold(s, ax, ay, az, phi);
+        }
+        // The opened leaves' bodies, a tile at a time.
+        for (int tile = 0; tile < bodies_total; tile += kWalkThreads) {
+          __syncthreads();  // the previous tile (or the cells) are summed
+          const int e = tile + tid;
+          if (e < bodies_total) {
+            int lo_r = 0, hi_r = ranges_total - 1;  // the last range starting at or before e
+            while (lo_r < hi_r) {
+              const int mid = (lo_r + hi_r + 1) / 2;
+              if (sh.range_offset[mid] <= e) lo_r = mid;
+              else hi_r = mid - 1;
+            }
+            const int j = sh.range_begin[lo_r] + e - sh.range_offset[lo_r];
+            sh.tx[tid] = static_cast<Real>(t.x[j] - origin[0]), sh.ty[tid] = static_cast<Real>(t.y[j] - origin[1]);
+            sh.tz[tid] = static_cast<Real>(t.z[j] - origin[2]), sh.tm[tid] = static_cast<Real>(t.m[j]);
+          }
+          __syncthreads();
+          Sums<Real> s;
+          sum_bodies(sh.tx, sh.ty, sh.tz, sh.tm, min(kWalkThreads, bodies_total - tile), x, y, z, eps2, -1, s);
+          fold(s, ax, ay, az, phi);
+        }
+        __syncthreads();  // the batch's shared lists are summed before the next batch writes them
+      }
+      if (has) {
+        const int at = b0 + i;
+        out[at] = ax, out[static_cast<std::size_t>(n) + at] = ay, out[2 * static_cast<std::size_t>(n) + at] = az;
+        out[3 * static_cast<std::size_t>(n) + at] = -phi;
+      }
+      __syncthreads();
+    }
+  }
+}
+
+// Sorted results back to the bodies' order, component-major.
+__global__ void unsort(int n, const unsigned* __restrict__ order, const double* __restrict__ sorted,
+                       double* __restrict__ out) {
+  const int k = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (k >= n) return;
+  const unsigned i = order[k];
+  for (int c = 0; c < 4; ++c) out[static_cast<std::size_t>(c) * n + i] = sorted[static_cast<std::size_t>(c) * n + k];
+}
+
+int blocks_for(long long count) { return static_cast<int>((count + 255) / 256); }
+
+}  // namespace
+
+struct GpuTree::State {
+  int device = 0, multiprocessors = 1;
+  std::string name;
+  double softening = 0;
+  TreeOptions options;
+  int leaf_size = kTreeLeafSize;
+  bool double_precision = false;
+  std::unique_ptr<cuda::Stream> stream;
+  std::unique_ptr<cuda::Event> start, stop;
+  cuda::PinnedBuffer<double> staged, results;
+  cuda::DeviceBuffer<double> x, y, z, m, sx, sy, sz, sm, sorted_out, out;
+  cuda::DeviceBuffer<unsigned long long> keys, sorted_keys;
+  cuda::DeviceBuffer<unsigned> index, order;
+  cuda::DeviceBuffer<int> counts, offsets, bounds, flags, iota, groups, group_count, stacks, overflow;
+  cuda::DeviceBuffer<unsigned char> scratch;
+  CellArrays cells;
+  double kernel_seconds = 0;
+};
+
+GpuTree::GpuTree(const std::vector<int>& gpus, double softening, const TreeOptions& options, bool double_precision)
+    : state_(std::make_unique<State>()) {
+  const std::vector<GpuInfo> chosen = resolve_gpus(gpus);
+  State& s = *state_;
+  s.device = chosen.front().index, s.name = chosen.front().name, s.multiprocessors = chosen.front().multiprocessors;
+  s.softening = softening, s.options = options, s.double_precision = double_precision;
+  s.leaf_size = options.leaf_size > 0 ? options.leaf_size : kTreeLeafSize;
+  NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+  s.stream = std::make_unique<cuda::Stream>();
+  s.start = std::make_unique<cuda::Event>();
+  s.stop = std::make_unique<cuda::Event>();
+}
+
+GpuTree::~GpuTree() {
+  if (state_) cudaSetDevice(state_->device);  // the buffers are freed on their device
+}
+
+namespace {
+
+// Scratch for one CUB call, grown as needed.
+void* scratch_for(GpuTree::State& s, std::size_t bytes) {
+  if (s.scratch.size() < bytes) s.scratch = cuda::DeviceBuffer<unsigned char>(bytes);
+  return s.scratch.data();
+}
+
+template <class T>
+void ensure(cuda::DeviceBuffer<T>& buffer, std::size_t count) {
+  if (buffer.size() < count) buffer = cuda::DeviceBuffer<T>(count);
+}
+
+// Builds the tree of the n bodies in s.x..s.m; returns the number of groups (in s.groups).
+int build(GpuTree::State& s, int n, const double lo[3], double side) {
+  const cudaStream_t stream = *s.stream;
+  for (auto* b : {&s.sx, &s.sy, &s.sz, &s.sm}) ensure(*b, n);
+  ensure(s.keys, n), ensure(s.sorted_keys, n), ensure(s.index, n), ensure(s.order, n);
+  const double scale = static_cast<double>(1 << kTreeLevels) / side;
+  morton_keys<<<blocks_for(n), 256, 0, stream>>>(n, s.x.data(), s.y.data(), s.z.data(), lo[0], lo[1], lo[2], scale,
+                                                  s.keys.data(), s.index.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  std::size_t bytes = 0;
+  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, s.keys.data(), s.sorted_keys.data(), s.index.data(),
+                                                   s.order.data(), n, 0, 3 * kTreeLevels, stream));
+  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch_for(s, bytes), bytes, s.keys.data(), s.sorted_keys.data(),
+                                                   s.index.data(), s.order.data(), n, 0, 3 * kTreeLevels, stream));
+  gather_sorted<<<blocks_for(n), 256, 0, stream>>>(n, s.order.data(), s.x.data(), s.y.data(), s.z.data(), s.m.data(),
+                                                    s.sx.data(), s.sy.data(), s.sz.data(), s.sm.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  // The root, then a level at a time.
+  CellArrays& c = s.cells;
+  reserve_cells(c, std::max<std::size_t>(1024, static_cast<std::size_t>(n) / 8), 0, stream);
+  {
+    const int zero = 0, minus = -1;
+    const double centre[3] = {lo[0] + side / 2, lo[1] + side / 2, lo[2] + side / 2};
+    c.begin.upload(&zero, 1, stream), c.end.upload(&n, 1, stream), c.parent.upload(&minus, 1, stream);
+    c.centre_x.upload(&centre[0], 1, stream), c.centre_y.upload(&centre[1], 1, stream);
+    c.centre_z.upload(&centre[2], 1, stream), c.side.upload(&side, 1, stream);
+  }
+  std::vector<std::pair<int, int>> levels{{0, 1}};
+  for (int level = 0;; ++level) {
+    const auto [first, last] = levels.back();
+    const int width = last - first;
+    ensure(s.counts, width + 1), ensure(s.offsets, width + 1), ensure(s.bounds, 8 * static_cast<std::size_t>(width));
+    count_children<<<blocks_for(width), 256, 0, stream>>>(first, last, level, s.leaf_size, s.sorted_keys.data(),
+                                                          c.begin.data(), c.end.data(), s.counts.data(), s.bounds.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    // An exclusive scan over width + 1 counts (the last one zero) gives the total in offsets[width].
+    NBKIT_CUDA_CHECK(cudaMemsetAsync(s.counts.data() + width, 0, sizeof(int), stream));
+    bytes = 0;
+    NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, s.counts.data(), s.offsets.data(), width + 1, stream));
+    NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_for(s, bytes), bytes, s.counts.data(), s.offsets.data(),
+                                                   width + 1, stream));
+    int total = 0;
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(&total, s.offsets.data() + width, sizeof(int), cudaMemcpyDeviceToHost, stream));
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (static_cast<long long>(last) + total > INT_MAX) throw Error("the tree has more than 2^31 cells");
+    reserve_cells(c, static_cast<std::size_t>(last) + total, last, stream);
+    make_children<<<blocks_for(width), 256, 0, stream>>>(first, last, last, s.counts.data(), s.offsets.data(),
+                                                         s.bounds.data(), c.begin.data(), c.end.data(),
+                                                         c.first_child.data(), c.children.data(), c.parent.data(),
+                                                         c.centre_x.data(), c.centre_y.data(), c.centre_z.data(),
+                                                         c.side.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    if (total == 0) break;
+    levels.emplace_back(last, last + total);
+  }
+  const int cell_count = levels.back().second;
+  const double inverse_theta =
+      s.options.theta > 0 ? 1 / s.options.theta : std::numeric_limits<double>::infinity();
+  for (auto level = levels.rbegin(); level != levels.rend(); ++level) {
+    level_multipoles<<<blocks_for(level->second - level->first), 256, 0, stream>>>(
+        level->first, level->second, inverse_theta, s.sx.data(), s.sy.data(), s.sz.data(), s.sm.data(),
+        c.begin.data(), c.end.data(), c.first_child.data(), c.children.data(), c.centre_x.data(), c.centre_y.data(),
+        c.centre_z.data(), c.side.data(), c.com_x.data(), c.com_y.data(), c.com_z.data(), c.mass.data(),
+        c.moment.data(), c.reach2.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+  ensure(s.flags, cell_count), ensure(s.iota, cell_count), ensure(s.groups, cell_count), ensure(s.group_count, 1);
+  flag_groups<<<blocks_for(cell_count), 256, 0, stream>>>(cell_count, std::max(s.leaf_size, kTreeGroupSize),
+                                                          c.begin.data(), c.end.data(), c.first_child.data(),
+                                                          c.parent.data(), s.flags.data(), s.iota.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  bytes = 0;
+  NBKIT_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, bytes, s.iota.data(), s.flags.data(), s.groups.data(),
+                                              s.group_count.data(), cell_count, stream));
+  NBKIT_CUDA_CHECK(cub::DeviceSelect::Flagged(scratch_for(s, bytes), bytes, s.iota.data(), s.flags.data(),
+                                              s.groups.data(), s.group_count.data(), cell_count, stream));
+  int groups = 0;
+  s.group_count.download(&groups, 1, stream);
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return groups;
+}
+
+}  // namespace
+
+void GpuTree::compute(const Bodies& bodies, Accelerations& out, bool) {
+  State& s = *state_;
+  const std::size_t count = bodies.size();
+  out.resize(count);
+  out.has_potential = true;  // the walk sums the potentials at little cost
+  if (count == 0) return;
+  if (count > static_cast<std::size_t>(INT_MAX / 4))
+    throw Error("the GPU tree takes at most " + std::to_string(INT_MAX / 4) + " bodies, got " + std::to_string(count));
+  const int n = static_cast<int>(count);
+  NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+  const cudaStream_t stream = *s.stream;
+  // The bounding cube on the host while the bodies are staged (one pass over memory that is
+  // read anyway); tree_build.cpp's root.
+  if (s.staged.size() < 4 * count) s.staged = cuda::PinnedBuffer<double>(4 * count);
+  double lo[3] = {bodies.x[0], bodies.y[0], bodies.z[0]}, hi[3] = {lo[0], lo[1], lo[2]};
+  for (std::size_t i = 0; i < count; ++i) {
+    s.staged[i] = bodies.x[i], s.staged[count + i] = bodies.y[i], s.staged[2 * count + i] = bodies.z[i];
+    s.staged[3 * count + i] = bodies.mass[i];
+    lo[0] = std::min(lo[0], bodies.x[i]), hi[0] = std::max(hi[0], bodies.x[i]);
+    lo[1] = std::min(lo[1], bodies.y[i]), hi[1] = std::max(hi[1], bodies.y[i]);
+    lo[2] = std::min(lo[2], bodies.z[i]), hi[2] = std::max(hi[2], bodies.z[i]);
+  }
+  const double extent = std::max({hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]});
+  const double side = extent > 0 ? extent : 1.0;
+  for (auto* b : {&s.x, &s.y, &s.z, &s.m}) ensure(*b, count);
+  s.start->record(stream);
+  s.x.upload(s.staged.data(), count, stream), s.y.upload(s.staged.data() + count, count, stream);
+  s.z.upload(s.staged.data() + 2 * count, count, stream), s.m.upload(s.staged.data() + 3 * count, count, stream);
+  const int groups = build(s, n, lo, side);
+  ensure(s.overflow, 1), ensure(s.sorted_out, 4 * count), ensure(s.out, 4 * count);
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(s.overflow.data(), 0, sizeof(int), stream));
+  const CellArrays& c = s.cells;
+  const TreeView view{c.begin.data(), c.end.data(), c.first_child.data(), c.children.data(), c.parent.data(),
+                      c.com_x.data(), c.com_y.data(), c.com_z.data(), c.mass.data(), c.reach2.data(),
+                      c.moment.data(), s.sx.data(), s.sy.data(), s.sz.data(), s.sm.data()};
+  // A persistent grid of the blocks that fit at once, each with its stack.
+  auto walk = [&](auto kernel, auto eps2) {
+    int per_sm = 0;
+    NBKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWalkThreads, 0));
+    const int grid = std::max(1, std::min(groups, std::max(per_sm, 1) * s.multiprocessors));
+    ensure(s.stacks, static_cast<std::size_t>(grid) * kStackCapacity);
+    kernel<<<grid, kWalkThreads, 0, stream>>>(view, n, s.groups.data(), groups, s.stacks.data(), eps2,
+                                              s.sorted_out.data(), s.overflow.data());
+  };
+  const double eps2 = s.softening * s.softening;
+  if (s.double_precision) {
+    if (s.options.quadrupole) walk(walk_groups<double, true>, eps2);
+    else walk(walk_groups<double, false>, eps2);
+  } else {
+    if (s.options.quadrupole) walk(walk_groups<float, true>, static_cast<float>(eps2));
+    else walk(walk_groups<float, false>, static_cast<float>(eps2));
+  }
+  NBKIT_CUDA_CHECK_LAUNCH();
+  unsort<<<blocks_for(n), 256, 0, stream>>>(n, s.order.data(), s.sorted_out.data(), s.out.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  s.stop->record(stream);
+  if (s.results.size() < 4 * count) s.results = cuda::PinnedBuffer<double>(4 * count);
+  s.out.download(s.results.data(), 4 * count, stream);
+  int overflow = 0;
+  s.overflow.download(&overflow, 1, stream);
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  s.kernel_seconds = s.stop->seconds_since(*s.start);
+  if (overflow) throw Error("internal error: the GPU tree walk's stack overflowed (please report)");
+  std::copy(s.results.data(), s.results.data() + count, out.ax.begin());
+  std::copy(s.results.data() + count, s.results.data() + 2 * count, out.ay.begin());
+  std::copy(s.results.data() + 2 * count, s.results.data() + 3 * count, out.az.begin());
+  std::copy(s.results.data() + 3 * count, s.results.data() + 4 * count, out.potential.begin());
+}
+
+double GpuTree::last_kernel_seconds() const { return state_->kernel_seconds; }
+
+std::string GpuTree::description() const {
+  return "GPU " + std::to_string(state_->device) + " (" + state_->name + ")";
+}
+
+}  // namespace nbkit::nbody
