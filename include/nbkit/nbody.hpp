@@ -61,6 +61,12 @@ struct TreeOptions {
 // (for the resource check before a run); a tree adds its cells and the walk's lists.
 std::uint64_t run_memory_bytes(std::size_t n, GravityMethod method = GravityMethod::all_pairs);
 
+// Where a tree evaluation's time went (seconds): building the tree (on the GPU: the bodies'
+// copy to the device included) and walking it (on the GPU: the results' copy back included).
+struct TreeTimings {
+  double build = 0, walk = 0;
+};
+
 struct ForceOptions {
   double softening = 0.01;  // epsilon, length units: the Plummer-softened law below
   GravityMethod method = GravityMethod::all_pairs;  // the reference backend sums all pairs only
@@ -129,6 +135,8 @@ class ForceEngine {
   const std::string& notice() const;
   // The GPU kernels' seconds in the last compute (CUDA events; the slowest device); 0 on the CPU.
   double last_kernel_seconds() const;
+  // The last tree evaluation's build and walk (zeros for all pairs).
+  TreeTimings last_tree_timings() const;
 
  private:
   struct Impl;

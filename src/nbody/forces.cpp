@@ -36,6 +36,7 @@ struct ForceEngine::Impl {
   std::unique_ptr<GpuForces> gpu;
   std::unique_ptr<GpuTree> gpu_tree;
   Octree tree;  // the CPU tree code's, rebuilt each evaluation in the same memory
+  TreeTimings tree_timings;
 };
 
 namespace {
@@ -117,8 +118,8 @@ void ForceEngine::compute(const Bodies& bodies, Accelerations& out, bool with_po
     case Backend::automatic:
     case Backend::cpu:
       if (o.method == GravityMethod::tree) {
-        tree_accelerations_cpu(bodies, o.softening, o.tree, o.precision == Precision::double_, o.threads, impl_->tree,
-                               out, o.progress);
+        impl_->tree_timings = tree_accelerations_cpu(bodies, o.softening, o.tree, o.precision == Precision::double_,
+                                                     o.threads, impl_->tree, out, o.progress);
         out.has_potential = true;
         break;
       }
@@ -146,6 +147,10 @@ void ForceEngine::compute_on_device(const DeviceBodies& bodies) {
 Backend ForceEngine::backend() const { return impl_->options.backend; }
 const ForceOptions& ForceEngine::options() const { return impl_->options; }
 const std::string& ForceEngine::notice() const { return impl_->notice; }
+TreeTimings ForceEngine::last_tree_timings() const {
+  return impl_->gpu_tree ? impl_->gpu_tree->last_timings() : impl_->tree_timings;
+}
+
 double ForceEngine::last_kernel_seconds() const {
   if (impl_->gpu_tree) return impl_->gpu_tree->last_kernel_seconds();
   return impl_->gpu ? impl_->gpu->last_kernel_seconds() : 0.0;

@@ -30,9 +30,9 @@ constexpr int kTreeLeafSize = 32;
 constexpr int kTreeGroupSize = 128;
 // Barnes-Hut on the CPU (tree_build.cpp, tree_cpu.cpp): builds `tree` (kept by the caller
 // so that its memory is reused step to step) and walks it on all cores, SIMD over the lists.
-void tree_accelerations_cpu(const Bodies& bodies, double softening, const TreeOptions& options, bool double_precision,
-                            int threads, Octree& tree, Accelerations& out,
-                            const std::function<void(double)>& progress = {});
+TreeTimings tree_accelerations_cpu(const Bodies& bodies, double softening, const TreeOptions& options,
+                                   bool double_precision, int threads, Octree& tree, Accelerations& out,
+                                   const std::function<void(double)>& progress = {});
 
 // The GPU path (forces_cuda.cu; no_cuda.cpp in builds without CUDA, where the constructor
 // throws): bodies i split over the devices, every device holding all bodies j; device
@@ -64,6 +64,7 @@ class GpuTree {
   GpuTree& operator=(const GpuTree&) = delete;
   void compute(const Bodies& bodies, Accelerations& out, bool with_potential);
   double last_kernel_seconds() const;  // upload, build, walk and download (CUDA events)
+  TreeTimings last_timings() const;
   std::string description() const;
 
   struct State;

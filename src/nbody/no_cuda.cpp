@@ -21,6 +21,7 @@ GpuTree::GpuTree(const std::vector<int>&, double, const TreeOptions&, bool) { th
 GpuTree::~GpuTree() = default;
 void GpuTree::compute(const Bodies&, Accelerations&, bool) {}
 double GpuTree::last_kernel_seconds() const { return 0; }
+TreeTimings GpuTree::last_timings() const { return {}; }
 std::string GpuTree::description() const { return "no GPU"; }
 
 }  // namespace nbkit::nbody

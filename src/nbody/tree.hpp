@@ -34,10 +34,19 @@ struct Octree {
   std::vector<std::uint32_t> order;   // order[k]: the body at sorted place k
   std::vector<double> x, y, z, mass;  // the bodies in sorted order
   std::vector<TreeCell> cells;        // cells[0]: the root
-  // The walk's groups in Morton order: the largest cells of at most group_size bodies (and
-  // leaves of coincident bodies beyond it). Each walks the tree once for all its bodies.
-  std::vector<std::int32_t> groups;
+  // The walk's groups, ranges of sorted bodies in Morton order, each walking the tree once for
+  // all its bodies: the largest cells of at most group_size bodies (and leaves of coincident
+  // bodies beyond it), with runs of such sibling cells merged while the run stays within
+  // group_size (a parent's small children together: fuller groups, boxes within the parent).
+  struct Group {
+    std::int64_t begin, end;
+  };
+  std::vector<Group> groups;
 };
+
+// Whether cell c's bodies lie within the group (a cell's range is inside, around, or apart
+// from a group's: cells nest, and a group is a run of sibling cells).
+inline bool inside_group(const TreeCell& c, const Octree::Group& g) { return c.begin >= g.begin && c.end <= g.end; }
 
 // Builds the tree of `bodies` with at most `leaf_size` bodies a leaf (more only where bodies
 // are closer than the deepest level allows) and groups of at most `group_size` (>= leaf_size),

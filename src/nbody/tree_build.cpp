@@ -142,17 +142,40 @@ void build_octree(const Bodies& b, int leaf_size, int group_size, int threads, O
     t.cells[c].first_child = first_child, t.cells[c].children = children;
   }
   // Groups: a cell of at most group_size bodies whose parent has more (or the root), and a
-  // leaf beyond group_size (bodies at one point). Found top-down, so none lies in another.
+  // leaf beyond group_size (bodies at one point); consecutive such children of one parent
+  // merged while the run holds at most group_size. Found depth first in Morton order.
   std::vector<std::int32_t> leaves;
-  std::vector<std::int32_t> stack{0};
+  const auto small = [&](const TreeCell& cell) { return cell.end - cell.begin <= group_size || cell.leaf(); };
+  if (small(t.cells[0])) t.groups.push_back({t.cells[0].begin, t.cells[0].end});
+  std::vector<std::int32_t> stack;
+  if (!small(t.cells[0])) stack.push_back(0);
   while (!stack.empty()) {
-    const std::int32_t c = stack.back();
+    const TreeCell& parent = t.cells[static_cast<std::size_t>(stack.back())];
     stack.pop_back();
-    const TreeCell& cell = t.cells[static_cast<std::size_t>(c)];
-    if (cell.end - cell.begin <= group_size || cell.leaf()) t.groups.push_back(c);
-    else
-      for (std::int32_t k = cell.children; k-- > 0;) stack.push_back(cell.first_child + k);
+    Octree::Group run{0, 0};
+    const auto flush = [&] {
+      if (run.end > run.begin) t.groups.push_back(run);
+      run = {0, 0};
+    };
+    std::vector<std::int32_t> larger;  // children to descend into, in Morton order
+    for (std::int32_t k = 0; k < parent.children; ++k) {
+      const std::int32_t c = parent.first_child + k;
+      const TreeCell& child = t.cells[static_cast<std::size_t>(c)];
+      const std::int64_t count = child.end - child.begin;
+      if (!small(child)) {
+        flush();
+        larger.push_back(c);
+        continue;
+      }
+      if (run.end > run.begin && (run.end - run.begin) + count > group_size) flush();
+      if (run.end == run.begin) run.begin = child.begin;
+      run.end = child.end;
+      if (count > group_size) flush();  // bodies at one point: alone
+    }
+    flush();
+    for (auto k = larger.rbegin(); k != larger.rend(); ++k) stack.push_back(*k);
   }
+  std::sort(t.groups.begin(), t.groups.end(), [](const Octree::Group& a, const Octree::Group& b2) { return a.begin < b2.begin; });
   for (std::size_t c = 0; c < t.cells.size(); ++c)
     if (t.cells[c].leaf()) leaves.push_back(static_cast<std::int32_t>(c));
   const auto leaf_count = static_cast<std::int64_t>(leaves.size());

@@ -1,4 +1,4 @@
-// The Barnes-Hut tree walk on the CPU: OpenMP over groups (cells of up to 128 bodies), SIMD over each
+// The Barnes-Hut tree walk on the CPU: OpenMP over groups (up to 128 bodies), SIMD over each
 // group's interaction lists through Google Highway with run-time dispatch.
 //
 // Each group walks the tree once for all its bodies (Barnes 1990's vectorised walk, as Bonsai
@@ -15,6 +15,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -128,11 +129,10 @@ void walk(const CpuTreeJob& job) {
 #pragma omp for schedule(dynamic, 4)
     for (std::int64_t g = 0; g < groups; ++g) {
       if (progress.cancelled()) continue;  // a progress callback asked to stop
-      const std::int32_t own = t.groups[static_cast<std::size_t>(g)];
-      const TreeCell& leaf = t.cells[static_cast<std::size_t>(own)];  // the group's cell
-      const std::int64_t b0 = leaf.begin, count = leaf.end - leaf.begin;
+      const Octree::Group& own = t.groups[static_cast<std::size_t>(g)];
+      const std::int64_t b0 = own.begin, count = own.end - own.begin;
       double lo[3] = {t.x[b0], t.y[b0], t.z[b0]}, hi[3] = {t.x[b0], t.y[b0], t.z[b0]};
-      for (std::int64_t i = b0 + 1; i < leaf.end; ++i) {
+      for (std::int64_t i = b0 + 1; i < own.end; ++i) {
         const auto s = static_cast<std::size_t>(i);
         lo[0] = std::min(lo[0], t.x[s]), hi[0] = std::max(hi[0], t.x[s]);
         lo[1] = std::min(lo[1], t.y[s]), hi[1] = std::max(hi[1], t.y[s]);
@@ -144,8 +144,8 @@ void walk(const CpuTreeJob& job) {
       while (!l.stack.empty()) {
         const std::int32_t c = l.stack.back();
         l.stack.pop_back();
-        if (c == own) continue;  // the group's own bodies lead the body list
         const TreeCell& cell = t.cells[static_cast<std::size_t>(c)];
+        if (inside_group(cell, own)) continue;  // the group's own bodies lead the body list
         // A cell of one or two bodies costs more as a quadrupole than pair by pair, and is exact that way.
         if (cell.end - cell.begin > 2 && accept_cell(cell, lo, hi, inverse_theta)) {
           l.cells.push_back(c);
@@ -169,7 +169,7 @@ void walk(const CpuTreeJob& job) {
           l.pz[at] = static_cast<Real>(t.z[s] - origin[2]), l.pm[at] = static_cast<Real>(t.mass[s]);
         }
       };
-      append(b0, leaf.end);
+      append(b0, own.end);
       for (const auto& [from, to] : l.ranges) append(from, to);
       for (; at < padded_bodies; ++at) l.px[at] = l.py[at] = l.pz[at] = l.pm[at] = Real(0);
       const std::size_t padded_cells = (l.cells.size() + lanes - 1) / lanes * lanes;
@@ -250,14 +250,20 @@ namespace nbkit::nbody {
 
 HWY_EXPORT(WalkTree);
 
-void tree_accelerations_cpu(const Bodies& bodies, double softening, const TreeOptions& options, bool double_precision,
-                            int threads, Octree& tree, Accelerations& out, const std::function<void(double)>& progress) {
+TreeTimings tree_accelerations_cpu(const Bodies& bodies, double softening, const TreeOptions& options,
+                                   bool double_precision, int threads, Octree& tree, Accelerations& out,
+                                   const std::function<void(double)>& progress) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
   const int leaf_size = options.leaf_size > 0 ? options.leaf_size : kTreeLeafSize;
   build_octree(bodies, leaf_size, std::max(leaf_size, kTreeGroupSize), threads, tree);
+  const auto built = Clock::now();
   out.resize(bodies.size());
   const CpuTreeJob job{&tree,  softening, options.theta, options.quadrupole, double_precision, std::max(threads, 1),
                        &out, &progress};
   HWY_DYNAMIC_DISPATCH(WalkTree)(job);
+  return {std::chrono::duration<double>(built - start).count(),
+          std::chrono::duration<double>(Clock::now() - built).count()};
 }
 
 }  // namespace nbkit::nbody

@@ -166,17 +166,42 @@ __global__ void make_children(int first, int last, int next, const int* __restri
   }
 }
 
-// tree_build.cpp's groups: a cell of at most group_size bodies whose parent has more, or a leaf beyond it.
-__global__ void flag_groups(int cells, int group_size, const int* __restrict__ begin, const int* __restrict__ end,
-                            const int* __restrict__ first_child, const int* __restrict__ parent, int* __restrict__ flags,
-                            int* __restrict__ iota) {
+// tree_build.cpp's groups: below each cell of more than group_size bodies with children, runs of
+// its children of at most group_size bodies (or leaves, bodies at one point) merged while the
+// run holds at most group_size. Up to 8 runs a cell, to runs[8 c + k] (begin, end).
+__global__ void merge_groups(int cells, int group_size, const int* __restrict__ begin, const int* __restrict__ end,
+                             const int* __restrict__ first_child, const int* __restrict__ children,
+                             int* __restrict__ counts, int2* __restrict__ runs) {
   const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (c >= cells) return;
-  const int count = end[c] - begin[c];
-  const bool small_enough = count <= group_size || first_child[c] < 0;
-  const bool parent_large = c == 0 || end[parent[c]] - begin[parent[c]] > group_size;
-  flags[c] = small_enough && parent_large;
-  iota[c] = c;
+  int made = 0;
+  if (end[c] - begin[c] > group_size && first_child[c] >= 0) {
+    int run_begin = 0, run_end = 0;
+    const auto flush = [&] {
+      if (run_end > run_begin) runs[8 * static_cast<std::size_t>(c) + made++] = make_int2(run_begin, run_end);
+      run_begin = run_end = 0;
+    };
+    for (int k = first_child[c]; k < first_child[c] + children[c]; ++k) {
+      const int count = end[k] - begin[k];
+      if (count > group_size && first_child[k] >= 0) {
+        flush();
+        continue;
+      }
+      if (run_end > run_begin && (run_end - run_begin) + count > group_size) flush();
+      if (run_end == run_begin) run_begin = begin[k];
+      run_end = end[k];
+      if (count > group_size) flush();
+    }
+    flush();
+  }
+  counts[c] = made;
+}
+
+__global__ void place_groups(int cells, const int* __restrict__ counts, const int* __restrict__ offsets,
+                             const int2* __restrict__ runs, int2* __restrict__ groups) {
+  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c >= cells) return;
+  for (int k = 0; k < counts[c]; ++k) groups[offsets[c] + k] = runs[8 * static_cast<std::size_t>(c) + k];
 }
 
 // Multipoles of one level's cells: leaves from their bodies, others from their children (tree_build.cpp's
@@ -252,7 +277,7 @@ struct WalkShared {
   Real s[6][kWalkThreads];
   int range_begin[kWalkThreads], range_offset[kWalkThreads + 1];  // a batch's opened leaves
   double box[6];
-  int size, cells, bodies, pushed, overflow;
+  int size;
 };
 
 template <class Real>
@@ -261,13 +286,24 @@ __device__ __forceinline__ void fold(const Sums<Real>& s, double& ax, double& ay
   phi += static_cast<double>(s.phi);
 }
 
+// A batch's placements in one block-wide scan: a thread's accepted cell (bits 0-7), opened
+// leaf (8-15), children to push (16-27) and the leaf's bodies (32-63) packed in 64 bits; no
+// field's total over 128 threads reaches the next field (128 cells, 128 leaves, 1024 children).
+__device__ __forceinline__ unsigned long long pack(int accept, int leaf, int children, int bodies) {
+  return static_cast<unsigned long long>(accept) | static_cast<unsigned long long>(leaf) << 8 |
+         static_cast<unsigned long long>(children) << 16 | static_cast<unsigned long long>(bodies) << 32;
+}
+__device__ __forceinline__ int field(unsigned long long packed, int shift, unsigned long long mask) {
+  return static_cast<int>((packed >> shift) & mask);
+}
+
 // One block walks for one group at a time (a persistent grid over the groups); results to
 // out[c * n + k] for the body at sorted place k, the potential negated.
 template <class Real, bool kQuadrupole>
-__global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, const int* __restrict__ groups,
+__global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, const int2* __restrict__ groups,
                                                            int group_count, int* __restrict__ stacks, Real eps2,
                                                            double* __restrict__ out, int* __restrict__ overflow) {
-  using Scan = cub::BlockScan<int, kWalkThreads>;
+  using Scan = cub::BlockScan<unsigned long long, kWalkThreads>;
   using Reduce = cub::BlockReduce<double, kWalkThreads>;
   __shared__ WalkShared<Real> sh;
   __shared__ typename Scan::TempStorage scan;
@@ -276,7 +312,7 @@ __global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, c
   int* stack = stacks + static_cast<std::size_t>(blockIdx.x) * kStackCapacity;
   const QuadrupoleConstants<Real> k{Real(3), Real(1.5), Real(0.5), Real(7.5)};
   for (int g = static_cast<int>(blockIdx.x); g < group_count; g += static_cast<int>(gridDim.x)) {
-    const int own = groups[g], b0 = t.begin[own], count = t.end[own] - b0;
+    const int b0 = groups[g].x, b1 = groups[g].y, count = b1 - b0;
     // The group's box, and its centre as the origin of the float32 differences.
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (int i = tid; i < count; i += kWalkThreads) {
@@ -321,8 +357,8 @@ __global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, c
         int c = -1, accept = 0, direct = 0, open = 0;
         if (tid < take) {
           c = stack[rest + tid];
-          if (c != own) {
-            const int cell_count = t.end[c] - t.begin[c];
+          const int cell_begin = t.begin[c], cell_end = t.end[c];
+          if (cell_begin < b0 || cell_end > b1) {  // not the group's own (tree.hpp's inside_group)
             const double p[3] = {t.com_x[c], t.com_y[c], t.com_z[c]};
             double d2 = 0;
             for (int a = 0; a < 3; ++a) {
@@ -330,18 +366,18 @@ __global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, c
               d2 += gap * gap;
             }
             // A cell of one or two bodies goes pair by pair (tree_cpu.cpp's rule).
-            if (cell_count > 2 && d2 > t.reach2[c]) accept = 1;
-            else if (t.first_child[c] < 0) direct = cell_count;
+            if (cell_end - cell_begin > 2 && d2 > t.reach2[c]) accept = 1;
+            else if (t.first_child[c] < 0) direct = cell_end - cell_begin;
             else open = t.children[c];
           }
         }
-        __syncthreads();  // every thread has read its stack entry before any is overwritten
-        int cell_at, body_at, push_at, cells_total, bodies_total, pushed_total;
-        Scan(scan).ExclusiveSum(accept, cell_at, cells_total);
-        __syncthreads();
-        Scan(scan).ExclusiveSum(direct, body_at, bodies_total);
-        __syncthreads();
-        Scan(scan).ExclusiveSum(open, push_at, pushed_total);
+        unsigned long long at, total;
+        Scan(scan).ExclusiveSum(pack(accept, direct > 0, open, direct), at, total);  // syncs: every entry is read
+        const int cell_at = field(at, 0, 0xff), range_at = field(at, 8, 0xff), push_at = field(at, 16, 0xfff);
+        const int body_at = field(at, 32, 0xffffffff);
+        const int cells_total = field(total, 0, 0xff), ranges_total = field(total, 8, 0xff);
+        int pushed_total = field(total, 16, 0xfff);
+        const int bodies_total = field(total, 32, 0xffffffff);
         if (rest + pushed_total > kStackCapacity) {
           if (tid == 0) atomicExch(overflow, 1);
           open = 0, pushed_total = 0;
@@ -355,12 +391,9 @@ __global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, c
           sh.cy[cell_at] = static_cast<Real>(t.com_y[c] - origin[1]);
           sh.cz[cell_at] = static_cast<Real>(t.com_z[c] - origin[2]);
           sh.cm[cell_at] = static_cast<Real>(t.mass[c]);
-          for (int a = 0; a < 6; ++a) sh.s[a][cell_at] = static_cast<Real>(t.moment[6 * c + a]);
+          if constexpr (kQuadrupole)
+            for (int a = 0; a < 6; ++a) sh.s[a][cell_at] = static_cast<Real>(t.moment[6 * c + a]);
         }
-        // Opened leaves: a compact list of ranges (the accepted flag's scan places them too).
-        int range_at, ranges_total;
-        __syncthreads();
-        Scan(scan).ExclusiveSum(direct > 0 ? 1 : 0, range_at, ranges_total);
         if (direct > 0) sh.range_begin[range_at] = t.begin[c], sh.range_offset[range_at] = body_at;
         if (tid == 0) sh.range_offset[ranges_total] = bodies_total, sh.size = rest + pushed_total;
         __syncthreads();
@@ -433,12 +466,14 @@ struct GpuTree::State {
   int leaf_size = kTreeLeafSize;
   bool double_precision = false;
   std::unique_ptr<cuda::Stream> stream;
-  std::unique_ptr<cuda::Event> start, stop;
+  std::unique_ptr<cuda::Event> start, built, stop;
+  TreeTimings timings;
   cuda::PinnedBuffer<double> staged, results;
   cuda::DeviceBuffer<double> x, y, z, m, sx, sy, sz, sm, sorted_out, out;
   cuda::DeviceBuffer<unsigned long long> keys, sorted_keys;
   cuda::DeviceBuffer<unsigned> index, order;
-  cuda::DeviceBuffer<int> counts, offsets, bounds, flags, iota, groups, group_count, stacks, overflow;
+  cuda::DeviceBuffer<int> counts, offsets, bounds, stacks, overflow;
+  cuda::DeviceBuffer<int2> runs, groups;
   cuda::DeviceBuffer<unsigned char> scratch;
   CellArrays cells;
   double kernel_seconds = 0;
@@ -454,6 +489,7 @@ GpuTree::GpuTree(const std::vector<int>& gpus, double softening, const TreeOptio
   NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
   s.stream = std::make_unique<cuda::Stream>();
   s.start = std::make_unique<cuda::Event>();
+  s.built = std::make_unique<cuda::Event>();
   s.stop = std::make_unique<cuda::Event>();
 }
 
@@ -540,19 +576,31 @@ int build(GpuTree::State& s, int n, const double lo[3], double side) {
         c.moment.data(), c.reach2.data());
     NBKIT_CUDA_CHECK_LAUNCH();
   }
-  ensure(s.flags, cell_count), ensure(s.iota, cell_count), ensure(s.groups, cell_count), ensure(s.group_count, 1);
-  flag_groups<<<blocks_for(cell_count), 256, 0, stream>>>(cell_count, std::max(s.leaf_size, kTreeGroupSize),
-                                                          c.begin.data(), c.end.data(), c.first_child.data(),
-                                                          c.parent.data(), s.flags.data(), s.iota.data());
+  const int group_size = std::max(s.leaf_size, kTreeGroupSize);
+  ensure(s.counts, cell_count + 1), ensure(s.offsets, cell_count + 1), ensure(s.runs, 8 * static_cast<std::size_t>(cell_count));
+  merge_groups<<<blocks_for(cell_count), 256, 0, stream>>>(cell_count, group_size, c.begin.data(), c.end.data(),
+                                                           c.first_child.data(), c.children.data(), s.counts.data(),
+                                                           s.runs.data());
   NBKIT_CUDA_CHECK_LAUNCH();
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(s.counts.data() + cell_count, 0, sizeof(int), stream));
   bytes = 0;
-  NBKIT_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, bytes, s.iota.data(), s.flags.data(), s.groups.data(),
-                                              s.group_count.data(), cell_count, stream));
-  NBKIT_CUDA_CHECK(cub::DeviceSelect::Flagged(scratch_for(s, bytes), bytes, s.iota.data(), s.flags.data(),
-                                              s.groups.data(), s.group_count.data(), cell_count, stream));
+  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, s.counts.data(), s.offsets.data(), cell_count + 1, stream));
+  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_for(s, bytes), bytes, s.counts.data(), s.offsets.data(),
+                                                 cell_count + 1, stream));
   int groups = 0;
-  s.group_count.download(&groups, 1, stream);
+  NBKIT_CUDA_CHECK(cudaMemcpyAsync(&groups, s.offsets.data() + cell_count, sizeof(int), cudaMemcpyDeviceToHost, stream));
   NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (groups == 0) {  // the root is the one group: n <= group_size, or all bodies at one point
+    groups = 1;
+    ensure(s.groups, 1);
+    const int2 all = make_int2(0, n);
+    s.groups.upload(&all, 1, stream);
+  } else {
+    ensure(s.groups, groups);
+    place_groups<<<blocks_for(cell_count), 256, 0, stream>>>(cell_count, s.counts.data(), s.offsets.data(),
+                                                             s.runs.data(), s.groups.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
   return groups;
 }
 
@@ -587,6 +635,7 @@ void GpuTree::compute(const Bodies& bodies, Accelerations& out, bool) {
   s.x.upload(s.staged.data(), count, stream), s.y.upload(s.staged.data() + count, count, stream);
   s.z.upload(s.staged.data() + 2 * count, count, stream), s.m.upload(s.staged.data() + 3 * count, count, stream);
   const int groups = build(s, n, lo, side);
+  s.built->record(stream);
   ensure(s.overflow, 1), ensure(s.sorted_out, 4 * count), ensure(s.out, 4 * count);
   NBKIT_CUDA_CHECK(cudaMemsetAsync(s.overflow.data(), 0, sizeof(int), stream));
   const CellArrays& c = s.cells;
@@ -613,13 +662,14 @@ void GpuTree::compute(const Bodies& bodies, Accelerations& out, bool) {
   NBKIT_CUDA_CHECK_LAUNCH();
   unsort<<<blocks_for(n), 256, 0, stream>>>(n, s.order.data(), s.sorted_out.data(), s.out.data());
   NBKIT_CUDA_CHECK_LAUNCH();
-  s.stop->record(stream);
   if (s.results.size() < 4 * count) s.results = cuda::PinnedBuffer<double>(4 * count);
   s.out.download(s.results.data(), 4 * count, stream);
+  s.stop->record(stream);
   int overflow = 0;
   s.overflow.download(&overflow, 1, stream);
   NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
   s.kernel_seconds = s.stop->seconds_since(*s.start);
+  s.timings = {s.built->seconds_since(*s.start), s.stop->seconds_since(*s.built)};
   if (overflow) throw Error("internal error: the GPU tree walk's stack overflowed (please report)");
   std::copy(s.results.data(), s.results.data() + count, out.ax.begin());
   std::copy(s.results.data() + count, s.results.data() + 2 * count, out.ay.begin());
@@ -628,6 +678,7 @@ void GpuTree::compute(const Bodies& bodies, Accelerations& out, bool) {
 }
 
 double GpuTree::last_kernel_seconds() const { return state_->kernel_seconds; }
+TreeTimings GpuTree::last_timings() const { return state_->timings; }
 
 std::string GpuTree::description() const {
   return "GPU " + std::to_string(state_->device) + " (" + state_->name + ")";
