@@ -71,7 +71,8 @@ ForceEngine::ForceEngine(const ForceOptions& options) : impl_(std::make_unique<I
     throw Error("--gpus picks GPUs for --backend cuda; this run is on the " + to_string(backend));
   const bool double_precision = options.precision == Precision::double_;
   if (backend == Backend::cuda && options.method == GravityMethod::tree) {
-    impl_->gpu_tree = std::make_unique<GpuTree>(options.gpus, options.softening, options.tree, double_precision);
+    impl_->gpu_tree = std::make_unique<GpuTree>(options.gpus, options.softening, options.tree, double_precision,
+                                                impl_->options.threads);
     if (options.gpus.size() > 1 || (options.gpus.empty() && list_gpus().size() > 1))
       impl_->notice += std::string(impl_->notice.empty() ? "" : "; ") + "the tree runs on one GPU: " +
                        impl_->gpu_tree->description();

@@ -58,7 +58,8 @@ class GpuForces {
 // each evaluation, walked by groups; the first of `gpus`.
 class GpuTree {
  public:
-  GpuTree(const std::vector<int>& gpus, double softening, const TreeOptions& options, bool double_precision);
+  GpuTree(const std::vector<int>& gpus, double softening, const TreeOptions& options, bool double_precision,
+          int threads);  // host threads staging the bodies
   ~GpuTree();
   GpuTree(const GpuTree&) = delete;
   GpuTree& operator=(const GpuTree&) = delete;

@@ -17,7 +17,7 @@ std::string GpuForces::description() const { return "no GPU"; }
 
 struct GpuTree::State {};
 
-GpuTree::GpuTree(const std::vector<int>&, double, const TreeOptions&, bool) { throw_no_cuda_build(); }
+GpuTree::GpuTree(const std::vector<int>&, double, const TreeOptions&, bool, int) { throw_no_cuda_build(); }
 GpuTree::~GpuTree() = default;
 void GpuTree::compute(const Bodies&, Accelerations&, bool) {}
 double GpuTree::last_kernel_seconds() const { return 0; }

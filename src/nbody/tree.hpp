@@ -54,6 +54,12 @@ inline bool inside_group(const TreeCell& c, const Octree::Group& g) { return c.b
 // Throws nbkit::Error beyond 2^32 - 1 bodies.
 void build_octree(const Bodies& bodies, int leaf_size, int group_size, int threads, Octree& tree);
 
+// The GPU tree's host side, on `threads` cores: the bodies into `staged` (x, y, z, mass: n
+// each) with their bounding box; the results (component-major, n each: ax, ay, az and the
+// potential when with_potential) into `out`.
+void stage_tree_bodies(const Bodies& bodies, double* staged, double lo[3], double hi[3], int threads);
+void unstage_tree_results(const double* results, std::size_t n, bool with_potential, Accelerations& out, int threads);
+
 // Whether a cell acts on a group of bodies (inside the box [lo, hi]) as a whole: the distance
 // from its centre of mass to the box beyond side / theta + offset. theta 0 never accepts.
 inline bool accept_cell(const TreeCell& c, const double lo[3], const double hi[3], double inverse_theta) {

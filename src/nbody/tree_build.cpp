@@ -67,6 +67,31 @@ void parent_multipoles(std::vector<TreeCell>& cells, TreeCell& c) {
 
 }  // namespace
 
+void stage_tree_bodies(const Bodies& b, double* staged, double lo[3], double hi[3], int threads) {
+  const auto n = static_cast<std::int64_t>(b.size());
+  const int team = static_cast<int>(std::min<std::int64_t>(std::max(threads, 1), n / 65536 + 1));
+  double l[3] = {b.x[0], b.y[0], b.z[0]}, h[3] = {b.x[0], b.y[0], b.z[0]};
+#pragma omp parallel for num_threads(team) schedule(static) reduction(min : l[:3]) reduction(max : h[:3])
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i), m = static_cast<std::size_t>(n);
+    staged[k] = b.x[k], staged[m + k] = b.y[k], staged[2 * m + k] = b.z[k], staged[3 * m + k] = b.mass[k];
+    l[0] = std::min(l[0], b.x[k]), h[0] = std::max(h[0], b.x[k]);
+    l[1] = std::min(l[1], b.y[k]), h[1] = std::max(h[1], b.y[k]);
+    l[2] = std::min(l[2], b.z[k]), h[2] = std::max(h[2], b.z[k]);
+  }
+  for (int a = 0; a < 3; ++a) lo[a] = l[a], hi[a] = h[a];
+}
+
+void unstage_tree_results(const double* results, std::size_t n, bool with_potential, Accelerations& out, int threads) {
+  const int team = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), n / 65536 + 1));
+#pragma omp parallel for num_threads(team) schedule(static)
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    out.ax[k] = results[k], out.ay[k] = results[n + k], out.az[k] = results[2 * n + k];
+    if (with_potential) out.potential[k] = results[3 * n + k];
+  }
+}
+
 void build_octree(const Bodies& b, int leaf_size, int group_size, int threads, Octree& t) {
   const std::size_t n = b.size();
   if (n > std::numeric_limits<std::uint32_t>::max())

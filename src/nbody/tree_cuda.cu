@@ -255,26 +255,34 @@ struct Sums {
   Real ax = 0, ay = 0, az = 0, phi = 0;
 };
 
-// A body's pull from `count` staged bodies (self: the staged index of the body itself, or -1).
+// Four values a shared-memory load.
 template <class Real>
-__device__ __forceinline__ void sum_bodies(const Real* tx, const Real* ty, const Real* tz, const Real* tm, int count,
-                                           Real x, Real y, Real z, Real eps2, int self, Sums<Real>& s) {
+struct alignas(4 * sizeof(Real)) Quad {
+  Real x, y, z, w;
+};
+
+// A body's pull from `count` staged bodies (x, y, z, mass; self: the staged index of the body
+// itself, or -1). kPotential: the potential summed too.
+template <bool kPotential, class Real>
+__device__ __forceinline__ void sum_bodies(const Quad<Real>* tile, int count, Real x, Real y, Real z, Real eps2,
+                                           int self, Sums<Real>& s) {
   for (int k = 0; k < count; ++k) {
-    const Real dx = tx[k] - x, dy = ty[k] - y, dz = tz[k] - z;
+    const Quad<Real> b = tile[k];
+    const Real dx = b.x - x, dy = b.y - y, dz = b.z - z;
     const Real r2 = fused_multiply_add(dx, dx, fused_multiply_add(dy, dy, fused_multiply_add(dz, dz, eps2)));
     const Real u = cuda::reciprocal_sqrt(r2);
-    const Real mass = k == self ? Real(0) : tm[k];
-    const Real f = gravity_acceleration_factor(mass, u);
+    // The self pair adds no acceleration (dx = 0); its mass is masked for the potential only.
+    const Real f = gravity_acceleration_factor(b.w, u);
     s.ax = fused_multiply_add(f, dx, s.ax), s.ay = fused_multiply_add(f, dy, s.ay), s.az = fused_multiply_add(f, dz, s.az);
-    s.phi += gravity_potential_term(mass, u);
+    if constexpr (kPotential) s.phi += gravity_potential_term(k == self ? Real(0) : b.w, u);
   }
 }
 
 template <class Real>
 struct WalkShared {
-  Real tx[kWalkThreads], ty[kWalkThreads], tz[kWalkThreads], tm[kWalkThreads];  // a tile of bodies
-  Real cx[kWalkThreads], cy[kWalkThreads], cz[kWalkThreads], cm[kWalkThreads];  // a batch's accepted cells
-  Real s[6][kWalkThreads];
+  Quad<Real> tile[kWalkThreads];                                 // bodies: x, y, z, mass
+  Quad<Real> cell[kWalkThreads], moment_a[kWalkThreads];         // a batch's accepted cells: com, mass;
+  Quad<Real> moment_b[kWalkThreads];                             // xx, xy, xz, yy; yz, zz
   int range_begin[kWalkThreads], range_offset[kWalkThreads + 1];  // a batch's opened leaves
   double box[6];
   int size;
@@ -299,8 +307,8 @@ __device__ __forceinline__ int field(unsigned long long packed, int shift, unsig
 
 // One block walks for one group at a time (a persistent grid over the groups); results to
 // out[c * n + k] for the body at sorted place k, the potential negated.
-template <class Real, bool kQuadrupole>
-__global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, const int2* __restrict__ groups,
+template <class Real, bool kQuadrupole, bool kPotential>
+__global__ void __launch_bounds__(kWalkThreads, sizeof(Real) == 4 ? 8 : 1) walk_groups(TreeView t, int n, const int2* __restrict__ groups,
                                                            int group_count, int* __restrict__ stacks, Real eps2,
                                                            double* __restrict__ out, int* __restrict__ overflow) {
   using Scan = cub::BlockScan<unsigned long long, kWalkThreads>;
@@ -340,13 +348,12 @@ __global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, c
       // The group's own bodies, a body's pair with itself masked.
       for (int tile = 0; tile < count; tile += kWalkThreads) {
         const int j = tile + tid;
-        if (j < count) {
-          sh.tx[tid] = static_cast<Real>(t.x[b0 + j] - origin[0]), sh.ty[tid] = static_cast<Real>(t.y[b0 + j] - origin[1]);
-          sh.tz[tid] = static_cast<Real>(t.z[b0 + j] - origin[2]), sh.tm[tid] = static_cast<Real>(t.m[b0 + j]);
-        }
+        if (j < count)
+          sh.tile[tid] = {static_cast<Real>(t.x[b0 + j] - origin[0]), static_cast<Real>(t.y[b0 + j] - origin[1]),
+                          static_cast<Real>(t.z[b0 + j] - origin[2]), static_cast<Real>(t.m[b0 + j])};
         __syncthreads();
         Sums<Real> s;
-        sum_bodies(sh.tx, sh.ty, sh.tz, sh.tm, min(kWalkThreads, count - tile), x, y, z, eps2, i - tile, s);
+        sum_bodies<kPotential>(sh.tile, min(kWalkThreads, count - tile), x, y, z, eps2, i - tile, s);
         fold(s, ax, ay, az, phi);
         __syncthreads();
       }
@@ -387,12 +394,14 @@ __global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, c
           for (int q = 0; q < open; ++q) stack[rest + push_at + q] = f + q;
         }
         if (accept) {
-          sh.cx[cell_at] = static_cast<Real>(t.com_x[c] - origin[0]);
-          sh.cy[cell_at] = static_cast<Real>(t.com_y[c] - origin[1]);
-          sh.cz[cell_at] = static_cast<Real>(t.com_z[c] - origin[2]);
-          sh.cm[cell_at] = static_cast<Real>(t.mass[c]);
-          if constexpr (kQuadrupole)
-            for (int a = 0; a < 6; ++a) sh.s[a][cell_at] = static_cast<Real>(t.moment[6 * c + a]);
+          sh.cell[cell_at] = {static_cast<Real>(t.com_x[c] - origin[0]), static_cast<Real>(t.com_y[c] - origin[1]),
+                              static_cast<Real>(t.com_z[c] - origin[2]), static_cast<Real>(t.mass[c])};
+          if constexpr (kQuadrupole) {
+            const double* m = t.moment + 6 * static_cast<std::size_t>(c);
+            sh.moment_a[cell_at] = {static_cast<Real>(m[0]), static_cast<Real>(m[1]), static_cast<Real>(m[2]),
+                                    static_cast<Real>(m[3])};
+            sh.moment_b[cell_at] = {static_cast<Real>(m[4]), static_cast<Real>(m[5]), Real(0), Real(0)};
+          }
         }
         if (direct > 0) sh.range_begin[range_at] = t.begin[c], sh.range_offset[range_at] = body_at;
         if (tid == 0) sh.range_offset[ranges_total] = bodies_total, sh.size = rest + pushed_total;
@@ -401,15 +410,20 @@ __global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, c
         {
           Sums<Real> s;
           for (int q = 0; q < cells_total; ++q) {
-            const Real dx = sh.cx[q] - x, dy = sh.cy[q] - y, dz = sh.cz[q] - z;
+            const Quad<Real> cell = sh.cell[q];
+            const Real dx = cell.x - x, dy = cell.y - y, dz = cell.z - z;
             const Real r2 = fused_multiply_add(dx, dx, fused_multiply_add(dy, dy, fused_multiply_add(dz, dz, eps2)));
             const Real u = cuda::reciprocal_sqrt(r2);
-            const Real f = gravity_acceleration_factor(sh.cm[q], u);
+            const Real f = gravity_acceleration_factor(cell.w, u);
             s.ax = fused_multiply_add(f, dx, s.ax), s.ay = fused_multiply_add(f, dy, s.ay);
-            s.az = fused_multiply_add(f, dz, s.az), s.phi += gravity_potential_term(sh.cm[q], u);
-            if constexpr (kQuadrupole)
-              gravity_quadrupole_terms(dx, dy, dz, u, sh.s[0][q], sh.s[1][q], sh.s[2][q], sh.s[3][q], sh.s[4][q],
-                                       sh.s[5][q], k, s.ax, s.ay, s.az, s.phi);
+            s.az = fused_multiply_add(f, dz, s.az);
+            if constexpr (kPotential) s.phi += gravity_potential_term(cell.w, u);
+            if constexpr (kQuadrupole) {
+              const Quad<Real> a = sh.moment_a[q], b = sh.moment_b[q];
+              Real phi = 0;  // the quadrupole's potential term, kept when asked for
+              gravity_quadrupole_terms(dx, dy, dz, u, a.x, a.y, a.z, a.w, b.x, b.y, k, s.ax, s.ay, s.az, phi);
+              if constexpr (kPotential) s.phi += phi;
+            }
           }
           fold(s, ax, ay, az, phi);
         }
@@ -425,12 +439,12 @@ __global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, c
               else hi_r = mid - 1;
             }
             const int j = sh.range_begin[lo_r] + e - sh.range_offset[lo_r];
-            sh.tx[tid] = static_cast<Real>(t.x[j] - origin[0]), sh.ty[tid] = static_cast<Real>(t.y[j] - origin[1]);
-            sh.tz[tid] = static_cast<Real>(t.z[j] - origin[2]), sh.tm[tid] = static_cast<Real>(t.m[j]);
+            sh.tile[tid] = {static_cast<Real>(t.x[j] - origin[0]), static_cast<Real>(t.y[j] - origin[1]),
+                            static_cast<Real>(t.z[j] - origin[2]), static_cast<Real>(t.m[j])};
           }
           __syncthreads();
           Sums<Real> s;
-          sum_bodies(sh.tx, sh.ty, sh.tz, sh.tm, min(kWalkThreads, bodies_total - tile), x, y, z, eps2, -1, s);
+          sum_bodies<kPotential>(sh.tile, min(kWalkThreads, bodies_total - tile), x, y, z, eps2, -1, s);
           fold(s, ax, ay, az, phi);
         }
         __syncthreads();  // the batch's shared lists are summed before the next batch writes them
@@ -438,7 +452,7 @@ __global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, c
       if (has) {
         const int at = b0 + i;
         out[at] = ax, out[static_cast<std::size_t>(n) + at] = ay, out[2 * static_cast<std::size_t>(n) + at] = az;
-        out[3 * static_cast<std::size_t>(n) + at] = -phi;
+        if constexpr (kPotential) out[3 * static_cast<std::size_t>(n) + at] = -phi;
       }
       __syncthreads();
     }
@@ -446,12 +460,12 @@ __global__ void __launch_bounds__(kWalkThreads) walk_groups(TreeView t, int n, c
 }
 
 // Sorted results back to the bodies' order, component-major.
-__global__ void unsort(int n, const unsigned* __restrict__ order, const double* __restrict__ sorted,
+__global__ void unsort(int n, int components, const unsigned* __restrict__ order, const double* __restrict__ sorted,
                        double* __restrict__ out) {
   const int k = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (k >= n) return;
   const unsigned i = order[k];
-  for (int c = 0; c < 4; ++c) out[static_cast<std::size_t>(c) * n + i] = sorted[static_cast<std::size_t>(c) * n + k];
+  for (int c = 0; c < components; ++c) out[static_cast<std::size_t>(c) * n + i] = sorted[static_cast<std::size_t>(c) * n + k];
 }
 
 int blocks_for(long long count) { return static_cast<int>((count + 255) / 256); }
@@ -459,7 +473,7 @@ int blocks_for(long long count) { return static_cast<int>((count + 255) / 256); 
 }  // namespace
 
 struct GpuTree::State {
-  int device = 0, multiprocessors = 1;
+  int device = 0, multiprocessors = 1, threads = 1;
   std::string name;
   double softening = 0;
   TreeOptions options;
@@ -479,12 +493,13 @@ struct GpuTree::State {
   double kernel_seconds = 0;
 };
 
-GpuTree::GpuTree(const std::vector<int>& gpus, double softening, const TreeOptions& options, bool double_precision)
+GpuTree::GpuTree(const std::vector<int>& gpus, double softening, const TreeOptions& options, bool double_precision,
+                 int threads)
     : state_(std::make_unique<State>()) {
   const std::vector<GpuInfo> chosen = resolve_gpus(gpus);
   State& s = *state_;
   s.device = chosen.front().index, s.name = chosen.front().name, s.multiprocessors = chosen.front().multiprocessors;
-  s.softening = softening, s.options = options, s.double_precision = double_precision;
+  s.softening = softening, s.options = options, s.double_precision = double_precision, s.threads = threads;
   s.leaf_size = options.leaf_size > 0 ? options.leaf_size : kTreeLeafSize;
   NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
   s.stream = std::make_unique<cuda::Stream>();
@@ -606,28 +621,21 @@ int build(GpuTree::State& s, int n, const double lo[3], double side) {
 
 }  // namespace
 
-void GpuTree::compute(const Bodies& bodies, Accelerations& out, bool) {
+void GpuTree::compute(const Bodies& bodies, Accelerations& out, bool with_potential) {
   State& s = *state_;
   const std::size_t count = bodies.size();
   out.resize(count);
-  out.has_potential = true;  // the walk sums the potentials at little cost
+  out.has_potential = with_potential;
   if (count == 0) return;
   if (count > static_cast<std::size_t>(INT_MAX / 4))
     throw Error("the GPU tree takes at most " + std::to_string(INT_MAX / 4) + " bodies, got " + std::to_string(count));
   const int n = static_cast<int>(count);
   NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
   const cudaStream_t stream = *s.stream;
-  // The bounding cube on the host while the bodies are staged (one pass over memory that is
-  // read anyway); tree_build.cpp's root.
+  // The bodies staged in page-locked memory on all cores, their bounding cube (tree_build.cpp's root) found on the way.
   if (s.staged.size() < 4 * count) s.staged = cuda::PinnedBuffer<double>(4 * count);
-  double lo[3] = {bodies.x[0], bodies.y[0], bodies.z[0]}, hi[3] = {lo[0], lo[1], lo[2]};
-  for (std::size_t i = 0; i < count; ++i) {
-    s.staged[i] = bodies.x[i], s.staged[count + i] = bodies.y[i], s.staged[2 * count + i] = bodies.z[i];
-    s.staged[3 * count + i] = bodies.mass[i];
-    lo[0] = std::min(lo[0], bodies.x[i]), hi[0] = std::max(hi[0], bodies.x[i]);
-    lo[1] = std::min(lo[1], bodies.y[i]), hi[1] = std::max(hi[1], bodies.y[i]);
-    lo[2] = std::min(lo[2], bodies.z[i]), hi[2] = std::max(hi[2], bodies.z[i]);
-  }
+  double lo[3], hi[3];
+  stage_tree_bodies(bodies, s.staged.data(), lo, hi, s.threads);
   const double extent = std::max({hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]});
   const double side = extent > 0 ? extent : 1.0;
   for (auto* b : {&s.x, &s.y, &s.z, &s.m}) ensure(*b, count);
@@ -652,18 +660,21 @@ void GpuTree::compute(const Bodies& bodies, Accelerations& out, bool) {
                                               s.sorted_out.data(), s.overflow.data());
   };
   const double eps2 = s.softening * s.softening;
+  const bool q = s.options.quadrupole;
   if (s.double_precision) {
-    if (s.options.quadrupole) walk(walk_groups<double, true>, eps2);
-    else walk(walk_groups<double, false>, eps2);
+    if (with_potential) walk(q ? walk_groups<double, true, true> : walk_groups<double, false, true>, eps2);
+    else walk(q ? walk_groups<double, true, false> : walk_groups<double, false, false>, eps2);
   } else {
-    if (s.options.quadrupole) walk(walk_groups<float, true>, static_cast<float>(eps2));
-    else walk(walk_groups<float, false>, static_cast<float>(eps2));
+    const auto e = static_cast<float>(eps2);
+    if (with_potential) walk(q ? walk_groups<float, true, true> : walk_groups<float, false, true>, e);
+    else walk(q ? walk_groups<float, true, false> : walk_groups<float, false, false>, e);
   }
   NBKIT_CUDA_CHECK_LAUNCH();
-  unsort<<<blocks_for(n), 256, 0, stream>>>(n, s.order.data(), s.sorted_out.data(), s.out.data());
+  const int components = with_potential ? 4 : 3;
+  unsort<<<blocks_for(n), 256, 0, stream>>>(n, components, s.order.data(), s.sorted_out.data(), s.out.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   if (s.results.size() < 4 * count) s.results = cuda::PinnedBuffer<double>(4 * count);
-  s.out.download(s.results.data(), 4 * count, stream);
+  s.out.download(s.results.data(), components * count, stream);
   s.stop->record(stream);
   int overflow = 0;
   s.overflow.download(&overflow, 1, stream);
@@ -671,10 +682,7 @@ void GpuTree::compute(const Bodies& bodies, Accelerations& out, bool) {
   s.kernel_seconds = s.stop->seconds_since(*s.start);
   s.timings = {s.built->seconds_since(*s.start), s.stop->seconds_since(*s.built)};
   if (overflow) throw Error("internal error: the GPU tree walk's stack overflowed (please report)");
-  std::copy(s.results.data(), s.results.data() + count, out.ax.begin());
-  std::copy(s.results.data() + count, s.results.data() + 2 * count, out.ay.begin());
-  std::copy(s.results.data() + 2 * count, s.results.data() + 3 * count, out.az.begin());
-  std::copy(s.results.data() + 3 * count, s.results.data() + 4 * count, out.potential.begin());
+  unstage_tree_results(s.results.data(), count, with_potential, out, s.threads);
 }
 
 double GpuTree::last_kernel_seconds() const { return state_->kernel_seconds; }

@@ -276,6 +276,13 @@ TEST_F(CudaTree, RepeatsBitForBitAndSurvivesDegenerateInputs) {
   accelerations(b, on_gpu(0.6, true), two);
   EXPECT_EQ(one.ax, two.ax);
   EXPECT_EQ(one.potential, two.potential);
+  // Without the potentials (steps between diagnostics): the same accelerations.
+  ForceEngine engine(on_gpu(0.6, true));
+  Accelerations without;
+  engine.compute(b, without, false);
+  EXPECT_FALSE(without.has_potential);
+  EXPECT_EQ(without.ax, one.ax);
+  EXPECT_EQ(without.az, one.az);
   // 300 bodies at one point: a leaf beyond a block's 128 threads, walked in three parts.
   Bodies point = test::random_bodies(300, 5);
   for (std::size_t i = 0; i < point.size(); ++i) point.x[i] = point.y[i] = point.z[i] = -0.5;
