@@ -1,6 +1,6 @@
-"""Gravitational N-body from Python (``nbkit nbody``): all-pairs Plummer-softened gravity on
-the CPU (SIMD, all cores) or GPUs, Plummer spheres, and leapfrog runs whose diagnostics come
-back as numpy arrays. Henon's N-body units: G = 1 (Heggie & Mathieu 1986)."""
+"""Gravitational N-body from Python (``nbkit nbody``): Plummer-softened gravity by all pairs or
+a Barnes-Hut tree on the CPU (SIMD, all cores) or GPUs, Plummer spheres, and leapfrog runs whose
+diagnostics come back as numpy arrays. Henon's N-body units: G = 1 (Heggie & Mathieu 1986)."""
 from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence, Union
@@ -21,12 +21,19 @@ class ForceEngine:
     softening: eps (length units). backend: "auto", "cuda", "cpu" or "reference"; precision:
     "single" (float32 pairs, float64 sums) or "double"; threads (0: all); gpus: "all", an index
     or a list of indices. The engine keeps its GPU buffers from call to call.
+
+    method: "all-pairs" (exact to the arithmetic) or "tree" (Barnes-Hut: far cells through their
+    multipoles, O(N log N)); for the tree, theta is the opening angle in [0, 1] (0.5: 99% of
+    bodies within 4e-4 of all pairs on Plummer spheres) and multipole "quadrupole" or
+    "monopole". The tree runs on the "cpu" or "cuda" backend, on host arrays, one GPU.
     """
 
     def __init__(self, *, softening: float = 0.01, backend: str = "auto", precision: str = "single",
-                 threads: int = 0, gpus: GPUs = "all") -> None:
+                 threads: int = 0, gpus: GPUs = "all", method: str = "all-pairs", theta: float = 0.5,
+                 multipole: str = "quadrupole") -> None:
         self._engine = _nbkit._ForceEngine(dict(softening=softening, backend=backend, precision=precision,
-                                                threads=threads, gpus=gpus))
+                                                threads=threads, gpus=gpus, method=method, theta=theta,
+                                                multipole=multipole))
 
     def accelerations(self, positions: Any, masses: Any, *, potential: bool = True
                       ) -> tuple[np.ndarray, Optional[np.ndarray]]:
@@ -73,15 +80,17 @@ class Simulation:
 
     def __init__(self, positions: Any, velocities: Any, masses: Any, *, dt: float = 1.0 / 128,
                  softening: float = 0.01, backend: str = "auto", precision: str = "single", threads: int = 0,
-                 gpus: GPUs = "all") -> None:
+                 gpus: GPUs = "all", method: str = "all-pairs", theta: float = 0.5,
+                 multipole: str = "quadrupole") -> None:
         self._simulation = _nbkit._NbodySimulation(positions, velocities, masses, dt, dict(
-            softening=softening, backend=backend, precision=precision, threads=threads, gpus=gpus))
+            softening=softening, backend=backend, precision=precision, threads=threads, gpus=gpus,
+            method=method, theta=theta, multipole=multipole))
 
     def run(self, steps: int, *, diagnostics_every: int = 1, progress: Progress = True) -> dict:
         """Takes ``steps`` more steps; returns the diagnostics rows (every ``diagnostics_every``
         steps and at the first and last) as numpy arrays: step, time, kinetic, potential, total,
         virial_ratio (K/|W|), momentum (k, 3), angular_momentum (k, 3); with the run's seconds and
-        interactions_per_second. ``pandas.DataFrame({k: v for k, v in d.items() if np.ndim(v) == 1})``
+        interactions_per_second (all-pairs equivalent) and bodies_per_second. ``pandas.DataFrame({k: v for k, v in d.items() if np.ndim(v) == 1})``
         makes a table of it."""
         return self._simulation.run(steps, diagnostics_every, progress)
 

@@ -27,6 +27,12 @@ nbody::ForceOptions force_options(Options& o) {
   f.precision = parse_precision(o.get<std::string>("precision", "single"));
   f.threads = resolve_threads(o.get<int>("threads", 0));
   f.gpus = read_gpus(o.take("gpus"));
+  f.method = nbody::parse_gravity_method(o.get<std::string>("method", "all-pairs"));
+  f.tree.theta = o.get<double>("theta", 0.5);
+  const std::string multipole = o.get<std::string>("multipole", "quadrupole");
+  if (multipole != "quadrupole" && multipole != "monopole")
+    throw py::value_error("multipole: 'quadrupole' or 'monopole', got '" + multipole + "'");
+  f.tree.quadrupole = multipole == "quadrupole";
   return f;
 }
 
@@ -146,6 +152,7 @@ class PySimulation {
     out["virial_ratio"] = column_array(virial);
     out["momentum"] = xyz_array(px, py_, pz), out["angular_momentum"] = xyz_array(lx, ly, lz);
     out["seconds"] = summary.seconds, out["interactions_per_second"] = summary.interactions_per_second();
+    out["bodies_per_second"] = summary.bodies_per_second();
     return out;
   }
   py::dict bodies() const { return bodies_dict(simulation_->bodies()); }

@@ -220,6 +220,27 @@ TEST(Cli, NbodyRunWritesDiagnostics) {
   }
 }
 
+TEST(Cli, NbodyTreeRunsAndSaysSo) {
+  nbkit::test::ScratchDir dir;
+  const Result r = run_nbkit("nbody --plummer 2000 --method tree --theta 0.6 --multipole monopole --steps 4 --report " +
+                             dir.file("r.json") + " -o " + dir.file("run"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "bodies/s")) << r.output;
+  EXPECT_TRUE(contains(r.output, "tree (theta 0.6, monopole)")) << r.output;
+  std::ifstream in(dir.file("r.json"));
+  const nlohmann::json report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["method"], "tree");
+  EXPECT_EQ(report["tree"]["theta"], 0.6);
+  EXPECT_GT(report["rates"]["bodies_per_second"].get<double>(), 0);
+  // Tree options without the tree, and out-of-range angles, are refused before anything is written.
+  for (const std::string& bad : {"--theta 0.4", "--multipole monopole", "--method tree --theta 1.5",
+                                 "--method tree --multipole octupole", "--method fmm", "--method tree --backend reference"}) {
+    const Result refused = run_nbkit("nbody --plummer 100 --steps 1 " + bad + " -o " + dir.file("bad"));
+    EXPECT_NE(refused.status, 0) << bad;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("bad") + "/diagnostics.csv")) << bad;
+  }
+}
+
 TEST(Cli, NbodyRestartContinuesBitForBit) {
   if (!nbkit::io::snapshots_available()) GTEST_SKIP() << "this build has no HDF5";
   nbkit::test::ScratchDir dir;
