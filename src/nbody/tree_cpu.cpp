@@ -75,7 +75,7 @@ class ListArray {
 template <class Real>
 struct Lists {
   ListArray<Real> px, py, pz, pm;                                 // bodies
-  ListArray<Real> cx, cy, cz, cm, sxx, sxy, sxz, syy, syz, szz;  // cells
+  ListArray<Real> cx, cy, cz, cm, sxx, sxy, sxz, syy, syz, szz, st;  // cells (3 S, 3/2 tr S)
   std::vector<std::int32_t> stack, cells;
   std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
 };
@@ -88,10 +88,11 @@ HWY_INLINE void sum_cells(D d, const Lists<Real>& l, std::size_t first, std::siz
   for (std::size_t j = first; j < last; j += hn::Lanes(d)) {
     const V cx = hn::Load(d, l.cx.get() + j), cy = hn::Load(d, l.cy.get() + j), cz = hn::Load(d, l.cz.get() + j);
     const V cm = hn::Load(d, l.cm.get() + j);
-    V sxx, sxy, sxz, syy, syz, szz;
+    V sxx, sxy, sxz, syy, syz, szz, st;
     if constexpr (kQuadrupole) {
       sxx = hn::Load(d, l.sxx.get() + j), sxy = hn::Load(d, l.sxy.get() + j), sxz = hn::Load(d, l.sxz.get() + j);
       syy = hn::Load(d, l.syy.get() + j), syz = hn::Load(d, l.syz.get() + j), szz = hn::Load(d, l.szz.get() + j);
+      st = hn::Load(d, l.st.get() + j);
     }
     for (std::size_t t = 0; t < kI; ++t) {
       const V dx = hn::Sub(cx, xi[t]), dy = hn::Sub(cy, yi[t]), dz = hn::Sub(cz, zi[t]);
@@ -103,8 +104,8 @@ HWY_INLINE void sum_cells(D d, const Lists<Real>& l, std::size_t first, std::siz
       az[t] = hn::MulAdd(s, dz, az[t]);
       phi[t] = hn::Add(phi[t], HWY_NAMESPACE::gravity_potential_term(cm, u));
       if constexpr (kQuadrupole)
-        HWY_NAMESPACE::gravity_quadrupole_terms(dx, dy, dz, u, sxx, sxy, sxz, syy, syz, szz, k, ax[t], ay[t], az[t],
-                                                phi[t]);
+        HWY_NAMESPACE::gravity_quadrupole_terms(dx, dy, dz, u, sxx, sxy, sxz, syy, syz, szz, st, k, ax[t], ay[t],
+                                                az[t], phi[t]);
     }
   }
 }
@@ -118,8 +119,7 @@ void walk(const CpuTreeJob& job) {
   const std::size_t lanes = hn::Lanes(d);
   const double inverse_theta = job.theta > 0 ? 1 / job.theta : std::numeric_limits<double>::infinity();
   const V eps2 = hn::Set(d, static_cast<Real>(job.softening * job.softening));
-  const QuadrupoleConstants<V> k{hn::Set(d, Real(3)), hn::Set(d, Real(1.5)), hn::Set(d, Real(0.5)),
-                                 hn::Set(d, Real(7.5))};
+  const QuadrupoleConstants<V> k{hn::Set(d, Real(2.5)), hn::Set(d, Real(0.5)), hn::Set(d, Real(1) / Real(3))};
   const auto groups = static_cast<std::int64_t>(t.groups.size());
   ParallelProgress progress(groups >= 4096 ? job.progress : nullptr, groups);
   const int team = static_cast<int>(std::min<std::int64_t>(job.threads, groups));
@@ -173,7 +173,7 @@ void walk(const CpuTreeJob& job) {
       for (const auto& [from, to] : l.ranges) append(from, to);
       for (; at < padded_bodies; ++at) l.px[at] = l.py[at] = l.pz[at] = l.pm[at] = Real(0);
       const std::size_t padded_cells = (l.cells.size() + lanes - 1) / lanes * lanes;
-      for (auto* a : {&l.cx, &l.cy, &l.cz, &l.cm, &l.sxx, &l.sxy, &l.sxz, &l.syy, &l.syz, &l.szz})
+      for (auto* a : {&l.cx, &l.cy, &l.cz, &l.cm, &l.sxx, &l.sxy, &l.sxz, &l.syy, &l.syz, &l.szz, &l.st})
         a->resize(std::max<std::size_t>(padded_cells, 1));
       for (std::size_t j = 0; j < padded_cells; ++j) {
         const bool real = j < l.cells.size();
@@ -182,8 +182,11 @@ void walk(const CpuTreeJob& job) {
         l.cy[j] = real ? static_cast<Real>(cell->com[1] - origin[1]) : Real(0);
         l.cz[j] = real ? static_cast<Real>(cell->com[2] - origin[2]) : Real(0);
         l.cm[j] = real ? static_cast<Real>(cell->mass) : Real(0);
-        ListArray<Real>* moments[6] = {&l.sxx, &l.sxy, &l.sxz, &l.syy, &l.syz, &l.szz};
-        for (int a = 0; a < 6; ++a) (*moments[a])[j] = real ? static_cast<Real>(cell->moment[a]) : Real(0);
+        double w[6] = {0, 0, 0, 0, 0, 0}, trace = 0;
+        if (real) quadrupole_weights(cell->moment, w, trace);
+        ListArray<Real>* weights[6] = {&l.sxx, &l.sxy, &l.sxz, &l.syy, &l.syz, &l.szz};
+        for (int a = 0; a < 6; ++a) (*weights[a])[j] = static_cast<Real>(w[a]);
+        l.st[j] = static_cast<Real>(trace);
       }
       for (std::int64_t i0 = 0; i0 < count; i0 += static_cast<std::int64_t>(kI)) {
         V xi[kI], yi[kI], zi[kI];

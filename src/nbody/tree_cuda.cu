@@ -282,7 +282,7 @@ template <class Real>
 struct WalkShared {
   Quad<Real> tile[kWalkThreads];                                 // bodies: x, y, z, mass
   Quad<Real> cell[kWalkThreads], moment_a[kWalkThreads];         // a batch's accepted cells: com, mass;
-  Quad<Real> moment_b[kWalkThreads];                             // xx, xy, xz, yy; yz, zz
+  Quad<Real> moment_b[kWalkThreads];                             // 3 S: xx, xy, xz, yy; yz, zz, 3/2 tr S
   int range_begin[kWalkThreads], range_offset[kWalkThreads + 1];  // a batch's opened leaves
   double box[6];
   int size;
@@ -318,7 +318,7 @@ __global__ void __launch_bounds__(kWalkThreads, sizeof(Real) == 4 ? 8 : 1) walk_
   __shared__ typename Reduce::TempStorage reduce;
   const int tid = static_cast<int>(threadIdx.x);
   int* stack = stacks + static_cast<std::size_t>(blockIdx.x) * kStackCapacity;
-  const QuadrupoleConstants<Real> k{Real(3), Real(1.5), Real(0.5), Real(7.5)};
+  const QuadrupoleConstants<Real> k{Real(2.5), Real(0.5), Real(1) / Real(3)};
   for (int g = static_cast<int>(blockIdx.x); g < group_count; g += static_cast<int>(gridDim.x)) {
     const int b0 = groups[g].x, b1 = groups[g].y, count = b1 - b0;
     // The group's box, and its centre as the origin of the float32 differences.
@@ -397,10 +397,11 @@ __global__ void __launch_bounds__(kWalkThreads, sizeof(Real) == 4 ? 8 : 1) walk_
           sh.cell[cell_at] = {static_cast<Real>(t.com_x[c] - origin[0]), static_cast<Real>(t.com_y[c] - origin[1]),
                               static_cast<Real>(t.com_z[c] - origin[2]), static_cast<Real>(t.mass[c])};
           if constexpr (kQuadrupole) {
-            const double* m = t.moment + 6 * static_cast<std::size_t>(c);
-            sh.moment_a[cell_at] = {static_cast<Real>(m[0]), static_cast<Real>(m[1]), static_cast<Real>(m[2]),
-                                    static_cast<Real>(m[3])};
-            sh.moment_b[cell_at] = {static_cast<Real>(m[4]), static_cast<Real>(m[5]), Real(0), Real(0)};
+            double w[6], trace;
+            quadrupole_weights(t.moment + 6 * static_cast<std::size_t>(c), w, trace);
+            sh.moment_a[cell_at] = {static_cast<Real>(w[0]), static_cast<Real>(w[1]), static_cast<Real>(w[2]),
+                                    static_cast<Real>(w[3])};
+            sh.moment_b[cell_at] = {static_cast<Real>(w[4]), static_cast<Real>(w[5]), static_cast<Real>(trace), Real(0)};
           }
         }
         if (direct > 0) sh.range_begin[range_at] = t.begin[c], sh.range_offset[range_at] = body_at;
@@ -421,7 +422,7 @@ __global__ void __launch_bounds__(kWalkThreads, sizeof(Real) == 4 ? 8 : 1) walk_
             if constexpr (kQuadrupole) {
               const Quad<Real> a = sh.moment_a[q], b = sh.moment_b[q];
               Real phi = 0;  // the quadrupole's potential term, kept when asked for
-              gravity_quadrupole_terms(dx, dy, dz, u, a.x, a.y, a.z, a.w, b.x, b.y, k, s.ax, s.ay, s.az, phi);
+              gravity_quadrupole_terms(dx, dy, dz, u, a.x, a.y, a.z, a.w, b.x, b.y, b.z, k, s.ax, s.ay, s.az, phi);
               if constexpr (kPotential) s.phi += phi;
             }
           }
