@@ -69,7 +69,8 @@ long long run_steps(const NbodyArguments& args, double dt) {
 void check_resources(const NbodyArguments& args, std::size_t n, long long first_step, long long steps,
                      bool restarting) {
   ResourcePlan plan("nbkit nbody");
-  plan.memory(nbody::run_memory_bytes(n), fmt::format("{} bodies", with_commas(static_cast<std::int64_t>(n))));
+  plan.memory(nbody::run_memory_bytes(n, nbody::parse_gravity_method(args.method)),
+              fmt::format("{} bodies", with_commas(static_cast<std::int64_t>(n))));
   const long long later = steps - first_step;
   long long snapshots = (restarting ? 0 : 1) + 1 + (args.snapshot_every > 0 ? later / args.snapshot_every : 0);
   if (io::snapshots_available())

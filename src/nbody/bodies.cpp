@@ -34,8 +34,10 @@ std::uint64_t run_memory_bytes(std::size_t n, GravityMethod method) {
   // Bodies (7 doubles), accelerations and potentials (4), the force loop's float copies and
   // the GPU path's pinned staging (~8 more doubles' worth).
   const std::uint64_t all_pairs = 19 * sizeof(double) * static_cast<std::uint64_t>(n);
-  // A tree adds Morton keys and order (12 bytes a body), the bodies in that order (32) and
-  // its cells (144 bytes each, about one per 2 bodies at the default leaf sizes).
+  // The CPU tree adds the order (4 bytes a body), the bodies in that order (32), the sort's
+  // (key, index) pairs and keys (24) and its cells (144 bytes each, about one per 10 bodies
+  // with leaves of 32: ~15): 75, rounded up to 116 for trees of clustered bodies, whose
+  // chains of one-child cells add more. (The GPU tree's pinned staging is the all-pairs path's.)
   return method == GravityMethod::tree ? all_pairs + 116 * static_cast<std::uint64_t>(n) : all_pairs;
 }
 

@@ -1,5 +1,6 @@
 // The octree of the CPU tree code: Morton keys, a sort, a breadth-first split of the sorted
-// bodies by key digits, multipoles from the leaves up (tree.hpp says the layout).
+// bodies by key digits, groups, multipoles from the leaves up (tree.hpp says the layout); and
+// the GPU tree's host side (staging the bodies, unstaging the results) on all cores.
 #include <fmt/format.h>
 #include <omp.h>
 
