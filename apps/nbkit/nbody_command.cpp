@@ -192,8 +192,32 @@ void print_summary(const nbody::Simulation& simulation, const nbody::RunSummary&
              last.total, simulation.largest_energy_error(), first.virial_ratio, last.virial_ratio, log_path);
 }
 
-int run_nbody(const NbodyArguments& args) {
-  InitialConditions ic = initial_conditions(args);
+// A restart continues with the snapshot's forces unless told otherwise (then it says so: the
+// run is no longer the uninterrupted one bit for bit); every run's snapshots record its own.
+NbodyArguments with_snapshot_forces(NbodyArguments args, const io::SnapshotInfo& state, bool restarting) {
+  if (!restarting) return args;
+  const bool given = args.run.given.count("--method") || args.run.given.count("--theta") ||
+                     args.run.given.count("--multipole");
+  if (!given) {
+    args.method = state.method;
+    if (state.method == "tree") args.theta = state.theta, args.multipole = state.multipole;
+    return args;
+  }
+  const bool same = args.method == state.method &&
+                    (state.method != "tree" || (args.theta == state.theta && args.multipole == state.multipole));
+  if (!same)
+    notice(fmt::format("the snapshot's run used {}; this one continues with {}: not the uninterrupted run bit for bit",
+                       state.method == "tree" ? fmt::format("a tree (theta {:g}, {})", state.theta, state.multipole)
+                                              : std::string("all pairs"),
+                       args.method == "tree" ? fmt::format("a tree (theta {:g}, {})", args.theta, args.multipole)
+                                             : std::string("all pairs")),
+           args.run.quiet);
+  return args;
+}
+
+int run_nbody(const NbodyArguments& given_args) {
+  InitialConditions ic = initial_conditions(given_args);
+  const NbodyArguments args = with_snapshot_forces(given_args, ic.state, ic.restarting);
   io::SnapshotInfo& state = ic.state;
   const double dt = state.dt;
   // --steps and --time count from the initial conditions, so a restart ends where the
@@ -248,6 +272,12 @@ int run_nbody(const NbodyArguments& args) {
         state.step = step;
         state.time = static_cast<double>(step) * dt;
         state.initial_energy = simulation.initial_energy();
+        const nbody::ForceOptions& forces = simulation.forces().options();
+        state.method = nbody::to_string(forces.method);
+        state.theta = forces.method == nbody::GravityMethod::tree ? forces.tree.theta : 0;
+        state.multipole = forces.method == nbody::GravityMethod::tree
+                              ? (forces.tree.quadrupole ? "quadrupole" : "monopole")
+                              : "";
         io::write_snapshot(snapshot_path(args.output, step), bodies, state);
       };
     reporters.progress = [&bar](double f) { bar.update(f); };

@@ -90,6 +90,21 @@ T read_attribute(hid_t object, const char* name, hid_t type, int index, int coun
   return values[static_cast<std::size_t>(index)];
 }
 
+// A fixed-length string attribute (as string_attribute writes it), at most 64 characters.
+std::string read_string_attribute(hid_t object, const char* name, const std::string& path, const std::string& where) {
+  Handle a(H5Aopen(object, name, H5P_DEFAULT), H5Aclose, path + ": " + where + " attribute " + name);
+  Handle stored(H5Aget_type(a), H5Tclose, path + ": " + where + " attribute " + name + ": no type");
+  const std::size_t size = H5Tget_size(stored);
+  if (H5Tget_class(stored) != H5T_STRING || H5Tis_variable_str(stored) > 0 || size == 0 || size > 64)
+    throw Error(path + ": " + where + " attribute " + name + ": expected a short fixed-length string");
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose, path + ": HDF5 string type");
+  check(H5Tset_size(type, size + 1), path + ": HDF5 string size");
+  std::string value(size + 1, '\0');
+  check(H5Aread(a, type, value.data()), path + ": " + where + " attribute " + name + ": read failed");
+  value.resize(value.find('\0'));
+  return value;
+}
+
 }  // namespace
 
 bool snapshots_available() { return true; }
@@ -140,6 +155,11 @@ void write_snapshot(const std::string& path, const nbody::Bodies& b, const Snaps
       attribute(group, "Seed", H5T_NATIVE_UINT64, std::vector<std::uint64_t>{info.seed}, path);
       attribute(group, "InitialEnergy", H5T_NATIVE_DOUBLE, std::vector<double>{info.initial_energy}, path);
       string_attribute(group, "Integrator", "leapfrog kick-drift-kick", path);
+      string_attribute(group, "Method", info.method, path);
+      if (info.method == "tree") {
+        attribute(group, "Theta", H5T_NATIVE_DOUBLE, std::vector<double>{info.theta}, path);
+        string_attribute(group, "Multipole", info.multipole, path);
+      }
     }
     check(H5Fflush(file, H5F_SCOPE_GLOBAL), path + ": HDF5 flush failed (disk full?)");
   });
@@ -189,6 +209,19 @@ nbody::Bodies read_snapshot(const std::string& path, SnapshotInfo* info) {
       info->softening = read_attribute<double>(group, "Softening", H5T_NATIVE_DOUBLE, 0, 1, path, "/nbkit");
       info->seed = read_attribute<std::uint64_t>(group, "Seed", H5T_NATIVE_UINT64, 0, 1, path, "/nbkit");
       info->initial_energy = read_attribute<double>(group, "InitialEnergy", H5T_NATIVE_DOUBLE, 0, 1, path, "/nbkit");
+      if (H5Aexists(group, "Method") > 0) {
+        info->method = read_string_attribute(group, "Method", path, "/nbkit");
+        if (info->method != "all-pairs" && info->method != "tree")
+          throw Error(fmt::format("{}: /nbkit Method '{}': expected all-pairs or tree", path, info->method));
+        if (info->method == "tree") {
+          info->theta = read_attribute<double>(group, "Theta", H5T_NATIVE_DOUBLE, 0, 1, path, "/nbkit");
+          info->multipole = read_string_attribute(group, "Multipole", path, "/nbkit");
+          if (!(info->theta >= 0 && info->theta <= 1))
+            throw Error(fmt::format("{}: /nbkit Theta {} is not an opening angle in [0, 1]", path, info->theta));
+          if (info->multipole != "quadrupole" && info->multipole != "monopole")
+            throw Error(fmt::format("{}: /nbkit Multipole '{}': expected quadrupole or monopole", path, info->multipole));
+        }
+      }
       if (info->step < 0) throw Error(fmt::format("{}: /nbkit Step {} is negative", path, info->step));
       if (!(info->dt > 0) || !std::isfinite(info->dt))
         throw Error(fmt::format("{}: /nbkit TimeStep {} is not a positive finite number", path, info->dt));

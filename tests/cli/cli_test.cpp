@@ -273,6 +273,34 @@ TEST(Cli, NbodyRestartContinuesBitForBit) {
   EXPECT_TRUE(contains(missing.output, "not an HDF5 file")) << missing.output;
 }
 
+// A tree run's snapshots record its forces; a restart without --method continues with them, bit
+// for bit; one with other forces says that it is not the same run.
+TEST(Cli, NbodyTreeRestartKeepsTheTree) {
+  if (!nbkit::io::snapshots_available()) GTEST_SKIP() << "this build has no HDF5";
+  nbkit::test::ScratchDir dir;
+  const std::string common = " --softening 0.03 --dt 0.01 --steps 16 --every 4 --backend cpu";
+  ASSERT_EQ(run_nbkit("nbody --plummer 600 --seed 2 --method tree --theta 0.7 --multipole monopole --snapshot-every 8" +
+                      common + " -q -o " + dir.file("whole"))
+                .status,
+            0);
+  const std::string middle = dir.file("whole") + "/snapshot_00000008.hdf5";
+  nbkit::io::SnapshotInfo info;
+  nbkit::io::read_snapshot(middle, &info);
+  EXPECT_EQ(info.method, "tree");
+  EXPECT_EQ(info.theta, 0.7);
+  EXPECT_EQ(info.multipole, "monopole");
+  const Result part = run_nbkit("nbody --restart " + middle + common + " -o " + dir.file("continued"));
+  ASSERT_EQ(part.status, 0) << part.output;
+  EXPECT_TRUE(contains(part.output, "tree (theta 0.7, monopole)")) << part.output;
+  const auto a = nbkit::io::read_snapshot(dir.file("whole") + "/snapshot_00000016.hdf5");
+  const auto b = nbkit::io::read_snapshot(dir.file("continued") + "/snapshot_00000016.hdf5");
+  EXPECT_EQ(a.x, b.x);
+  EXPECT_EQ(a.vy, b.vy);
+  const Result other = run_nbkit("nbody --restart " + middle + common + " --method all-pairs -o " + dir.file("other"));
+  ASSERT_EQ(other.status, 0) << other.output;
+  EXPECT_TRUE(contains(other.output, "not the uninterrupted run bit for bit")) << other.output;
+}
+
 TEST(Cli, MdRunsFromATomlFileAndRefusesTypos) {
   nbkit::test::ScratchDir dir;
   std::ofstream(dir.file("run.toml")) << "units = \"lj\"\n[system]\nlattice = \"fcc\"\ndensity = 0.8442\n"

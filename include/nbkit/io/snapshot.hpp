@@ -18,6 +18,12 @@ struct SnapshotInfo {
   double dt = 0, softening = 0;
   std::uint64_t seed = 0;
   double initial_energy = 0;  // E at step 0, for the relative energy error of a continued run
+  // The forces of the run ("all-pairs" or "tree" with its opening angle and "quadrupole" or
+  // "monopole"), so that a restart continues with the same ones. Snapshots without them
+  // (older ones, other codes') read as all pairs.
+  std::string method = "all-pairs";
+  double theta = 0;
+  std::string multipole;
 };
 
 // Bytes of a snapshot of n bodies (coordinates, velocities, masses, IDs; ~8 KiB of
