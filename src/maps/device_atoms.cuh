@@ -26,7 +26,7 @@ struct DeviceMath {
   __host__ __device__ Real set(double v) const { return static_cast<Real>(v); }
   // expf, not __expf: 2 ulp everywhere, where __expf's error grows with |x|; its extra
   // float32 work fits in the FP32 pipe's idle slots of this MUFU-bound loop.
-  __host__ __device__ Real exp(Real v) const { return ::exp(v); }
+  __host__ __device__ Real exp_scaled(double k, Real v) const { return ::exp(static_cast<Real>(k) * v); }
   // value where r2 < limit, else 0 (the cutoff laws)
   __host__ __device__ Real below(Real r2, double limit, Real value) const {
     return r2 < static_cast<Real>(limit) ? value : Real(0);

@@ -1,5 +1,5 @@
 // The distance-dependent term of each law in laws.hpp, generic over the arithmetic type V
-// (float, double, a SIMD vector) and a math policy M (set: broadcast a constant, exp,
+// (float, double, a SIMD vector) and a math policy M (set: broadcast a constant, exp_scaled(k, v): exp(k v) <= 1,
 // below: keep a value where r2 < limit, else 0, max0: max(v, 0)).
 // No include guard, on purpose: laws.hpp includes it into nbkit::maps for scalar and CUDA
 // code, and each Highway target includes it into its own namespace (Highway's per-target
@@ -14,7 +14,7 @@ template <class M, class V>
 NBKIT_HOST_DEVICE V law_term(const DebyeHuckelLaw& law, const M& math, V coefficient, V r2,
                              V rinv) {
   const V distance = r2 * rinv;
-  return coefficient * math.exp(math.set(-law.kappa) * distance) * rinv;
+  return coefficient * math.exp_scaled(-law.kappa, distance) * rinv;
 }
 
 // gamma_N of CutoffLaw as a polynomial in s = rho^2, Horner's form.

@@ -73,7 +73,8 @@ struct CutoffLaw {
 template <class Real>
 struct ScalarMath {
   NBKIT_HOST_DEVICE Real set(double v) const { return static_cast<Real>(v); }
-  NBKIT_HOST_DEVICE Real exp(Real v) const { return std::exp(v); }
+  // exp(k v) for k v <= 0
+  NBKIT_HOST_DEVICE Real exp_scaled(double k, Real v) const { return std::exp(static_cast<Real>(k) * v); }
   // value where r2 < limit, else 0
   NBKIT_HOST_DEVICE Real below(Real r2, double limit, Real value) const {
     return r2 < static_cast<Real>(limit) ? value : Real(0);
