@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/host_device.hpp"
 #include "nbkit/nbody.hpp"
 
 namespace nbkit::nbody {
@@ -14,6 +15,18 @@ namespace nbkit::nbody {
 // 21 bits a dimension in a 63-bit key: cells down to 2^-21 of the root's side; bodies closer
 // than that share a leaf, however many (their pairs are then summed directly).
 constexpr int kTreeLevels = 21;
+
+// The low 21 bits of v spread to every third bit (bit k to bit 3k): a Morton key is
+// spread(x) << 2 | spread(y) << 1 | spread(z) (tree_build.cpp and tree_cuda.cu).
+NBKIT_HOST_DEVICE std::uint64_t morton_spread(std::uint64_t v) {
+  v &= 0x1fffff;
+  v = (v | v << 32) & 0x1f00000000ffffULL;
+  v = (v | v << 16) & 0x1f0000ff0000ffULL;
+  v = (v | v << 8) & 0x100f00f00f00f00fULL;
+  v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
+  v = (v | v << 2) & 0x1249249249249249ULL;
+  return v;
+}
 
 struct TreeCell {
   double com[3] = {0, 0, 0};  // centre of mass

@@ -15,17 +15,6 @@ namespace nbkit::nbody {
 
 namespace {
 
-// Spreads the low 21 bits of v to every third bit (bit k to bit 3k).
-std::uint64_t spread_bits(std::uint64_t v) {
-  v &= 0x1fffff;
-  v = (v | v << 32) & 0x1f00000000ffffULL;
-  v = (v | v << 16) & 0x1f0000ff0000ffULL;
-  v = (v | v << 8) & 0x100f00f00f00f00fULL;
-  v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
-  v = (v | v << 2) & 0x1249249249249249ULL;
-  return v;
-}
-
 // The cell's mass, centre of mass and second moments from its own bodies (a leaf), two passes
 // so that the moments are taken about the centre of mass itself.
 void leaf_multipoles(const Octree& t, TreeCell& c) {
@@ -123,7 +112,7 @@ void build_octree(const Bodies& b, int leaf_size, int group_size, int threads, O
     const auto q = [&](double v, double from) {
       return static_cast<std::uint64_t>(std::clamp(std::floor((v - from) * scale), 0.0, cap));
     };
-    keyed[k] = {spread_bits(q(b.x[k], lo[0])) << 2 | spread_bits(q(b.y[k], lo[1])) << 1 | spread_bits(q(b.z[k], lo[2])),
+    keyed[k] = {morton_spread(q(b.x[k], lo[0])) << 2 | morton_spread(q(b.y[k], lo[1])) << 1 | morton_spread(q(b.z[k], lo[2])),
                 static_cast<std::uint32_t>(k)};
   }
   std::sort(keyed.begin(), keyed.end());

@@ -82,16 +82,6 @@ void reserve_cells(CellArrays& c, std::size_t capacity, std::size_t used, cudaSt
   c.capacity = capacity;
 }
 
-__device__ __forceinline__ unsigned long long spread_bits(unsigned long long v) {
-  v &= 0x1fffff;
-  v = (v | v << 32) & 0x1f00000000ffffULL;
-  v = (v | v << 16) & 0x1f0000ff0000ffULL;
-  v = (v | v << 8) & 0x100f00f00f00f00fULL;
-  v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
-  v = (v | v << 2) & 0x1249249249249249ULL;
-  return v;
-}
-
 // tree_build.cpp's keys: floor((v - lo) * scale) clamped to the 21-bit range, interleaved x, y, z.
 __global__ void morton_keys(int n, const double* __restrict__ x, const double* __restrict__ y,
                             const double* __restrict__ z, double lo_x, double lo_y, double lo_z, double scale,
@@ -102,7 +92,7 @@ __global__ void morton_keys(int n, const double* __restrict__ x, const double* _
   const auto q = [&](double v, double from) {
     return static_cast<unsigned long long>(fmin(fmax(floor((v - from) * scale), 0.0), cap));
   };
-  keys[i] = spread_bits(q(x[i], lo_x)) << 2 | spread_bits(q(y[i], lo_y)) << 1 | spread_bits(q(z[i], lo_z));
+  keys[i] = morton_spread(q(x[i], lo_x)) << 2 | morton_spread(q(y[i], lo_y)) << 1 | morton_spread(q(z[i], lo_z));
   index[i] = static_cast<unsigned>(i);
 }
 
@@ -526,6 +516,21 @@ void ensure(cuda::DeviceBuffer<T>& buffer, std::size_t count) {
   if (buffer.size() < count) buffer = cuda::DeviceBuffer<T>(count);
 }
 
+// offsets[k] = counts[0] + ... + counts[k - 1] for k <= count (counts[count] is set to zero), and
+// the total, offsets[count], on the host (a synchronisation: the next pass's size).
+int exclusive_sum(GpuTree::State& s, cuda::DeviceBuffer<int>& counts, cuda::DeviceBuffer<int>& offsets, int count) {
+  const cudaStream_t stream = *s.stream;
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(counts.data() + count, 0, sizeof(int), stream));
+  std::size_t bytes = 0;
+  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts.data(), offsets.data(), count + 1, stream));
+  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_for(s, bytes), bytes, counts.data(), offsets.data(),
+                                                 count + 1, stream));
+  int total = 0;
+  NBKIT_CUDA_CHECK(cudaMemcpyAsync(&total, offsets.data() + count, sizeof(int), cudaMemcpyDeviceToHost, stream));
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return total;
+}
+
 // Builds the tree of the n bodies in s.x..s.m; returns the number of groups (in s.groups).
 int build(GpuTree::State& s, int n, const double lo[3], double side) {
   const cudaStream_t stream = *s.stream;
@@ -561,15 +566,7 @@ int build(GpuTree::State& s, int n, const double lo[3], double side) {
     count_children<<<blocks_for(width), 256, 0, stream>>>(first, last, level, s.leaf_size, s.sorted_keys.data(),
                                                           c.begin.data(), c.end.data(), s.counts.data(), s.bounds.data());
     NBKIT_CUDA_CHECK_LAUNCH();
-    // An exclusive scan over width + 1 counts (the last one zero) gives the total in offsets[width].
-    NBKIT_CUDA_CHECK(cudaMemsetAsync(s.counts.data() + width, 0, sizeof(int), stream));
-    bytes = 0;
-    NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, s.counts.data(), s.offsets.data(), width + 1, stream));
-    NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_for(s, bytes), bytes, s.counts.data(), s.offsets.data(),
-                                                   width + 1, stream));
-    int total = 0;
-    NBKIT_CUDA_CHECK(cudaMemcpyAsync(&total, s.offsets.data() + width, sizeof(int), cudaMemcpyDeviceToHost, stream));
-    NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const int total = exclusive_sum(s, s.counts, s.offsets, width);
     if (static_cast<long long>(last) + total > INT_MAX) throw Error("the tree has more than 2^31 cells");
     reserve_cells(c, static_cast<std::size_t>(last) + total, last, stream);
     make_children<<<blocks_for(width), 256, 0, stream>>>(first, last, last, s.counts.data(), s.offsets.data(),
@@ -598,14 +595,7 @@ int build(GpuTree::State& s, int n, const double lo[3], double side) {
                                                            c.first_child.data(), c.children.data(), s.counts.data(),
                                                            s.runs.data());
   NBKIT_CUDA_CHECK_LAUNCH();
-  NBKIT_CUDA_CHECK(cudaMemsetAsync(s.counts.data() + cell_count, 0, sizeof(int), stream));
-  bytes = 0;
-  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, s.counts.data(), s.offsets.data(), cell_count + 1, stream));
-  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_for(s, bytes), bytes, s.counts.data(), s.offsets.data(),
-                                                 cell_count + 1, stream));
-  int groups = 0;
-  NBKIT_CUDA_CHECK(cudaMemcpyAsync(&groups, s.offsets.data() + cell_count, sizeof(int), cudaMemcpyDeviceToHost, stream));
-  NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  int groups = exclusive_sum(s, s.counts, s.offsets, cell_count);
   if (groups == 0) {  // the root is the one group: n <= group_size, or all bodies at one point
     groups = 1;
     ensure(s.groups, 1);
