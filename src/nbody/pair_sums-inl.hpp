@@ -17,6 +17,20 @@ HWY_INLINE hn::Vec<D> inverse_sqrt(D d, hn::Vec<D> r2) {
 constexpr std::size_t kChunk = 1024;  // bodies j per float32 partial sum
 constexpr std::size_t kI = 4;         // bodies i per pass
 
+// A mass at separation (dx, dy, dz) added to one body's sums (a body j, or a tree cell's
+// monopole); returns the softened reciprocal distance for any further terms.
+template <class D, class V>
+HWY_INLINE V add_pull(D d, V mass, V dx, V dy, V dz, V eps2, V& ax, V& ay, V& az, V& phi) {
+  const V r2 = hn::MulAdd(dx, dx, hn::MulAdd(dy, dy, hn::MulAdd(dz, dz, eps2)));
+  const V inverse_distance = inverse_sqrt(d, r2);
+  const V s = HWY_NAMESPACE::gravity_acceleration_factor(mass, inverse_distance);
+  ax = hn::MulAdd(s, dx, ax);
+  ay = hn::MulAdd(s, dy, ay);
+  az = hn::MulAdd(s, dz, az);
+  phi = hn::Add(phi, HWY_NAMESPACE::gravity_potential_term(mass, inverse_distance));
+  return inverse_distance;
+}
+
 // Sums bodies j in [first, last) for the kI bodies i0.. into the accumulators; kSelf masks
 // lane j == i (a chunk that holds one of the i).
 template <bool kSelf, class D, class V>
@@ -33,14 +47,7 @@ HWY_INLINE void sum_chunk(D d, const hn::TFromD<D>* x, const hn::TFromD<D>* y,
         const auto self = hn::Eq(hn::Iota(di, static_cast<Index>(j)), hn::Set(di, static_cast<Index>(i0 + t)));
         mass = hn::IfThenZeroElse(hn::RebindMask(d, self), mj);
       }
-      const V dx = hn::Sub(xj, xi[t]), dy = hn::Sub(yj, yi[t]), dz = hn::Sub(zj, zi[t]);
-      const V r2 = hn::MulAdd(dx, dx, hn::MulAdd(dy, dy, hn::MulAdd(dz, dz, eps2)));
-      const V inverse_distance = inverse_sqrt(d, r2);
-      const V s = HWY_NAMESPACE::gravity_acceleration_factor(mass, inverse_distance);
-      ax[t] = hn::MulAdd(s, dx, ax[t]);
-      ay[t] = hn::MulAdd(s, dy, ay[t]);
-      az[t] = hn::MulAdd(s, dz, az[t]);
-      phi[t] = hn::Add(phi[t], HWY_NAMESPACE::gravity_potential_term(mass, inverse_distance));
+      add_pull(d, mass, hn::Sub(xj, xi[t]), hn::Sub(yj, yi[t]), hn::Sub(zj, zi[t]), eps2, ax[t], ay[t], az[t], phi[t]);
     }
   }
 }

@@ -96,13 +96,7 @@ HWY_INLINE void sum_cells(D d, const Lists<Real>& l, std::size_t first, std::siz
     }
     for (std::size_t t = 0; t < kI; ++t) {
       const V dx = hn::Sub(cx, xi[t]), dy = hn::Sub(cy, yi[t]), dz = hn::Sub(cz, zi[t]);
-      const V r2 = hn::MulAdd(dx, dx, hn::MulAdd(dy, dy, hn::MulAdd(dz, dz, eps2)));
-      const V u = inverse_sqrt(d, r2);
-      const V s = HWY_NAMESPACE::gravity_acceleration_factor(cm, u);
-      ax[t] = hn::MulAdd(s, dx, ax[t]);
-      ay[t] = hn::MulAdd(s, dy, ay[t]);
-      az[t] = hn::MulAdd(s, dz, az[t]);
-      phi[t] = hn::Add(phi[t], HWY_NAMESPACE::gravity_potential_term(cm, u));
+      const V u = add_pull(d, cm, dx, dy, dz, eps2, ax[t], ay[t], az[t], phi[t]);  // the monopole
       if constexpr (kQuadrupole)
         HWY_NAMESPACE::gravity_quadrupole_terms(dx, dy, dz, u, sxx, sxy, sxz, syy, syz, szz, st, k, ax[t], ay[t],
                                                 az[t], phi[t]);
