@@ -63,6 +63,21 @@ Percentiles tree_errors(const Bodies& b, const ForceOptions& o, const Accelerati
   return relative_errors(a, e);
 }
 
+// n bodies all at (at, at, at): no pull, each feels the others' mass at the softening length
+// (1e-3) as its potential.
+void expect_bodies_at_one_point(std::size_t n, double at, const ForceOptions& options) {
+  Bodies point = test::random_bodies(n, 5);
+  for (std::size_t i = 0; i < point.size(); ++i) point.x[i] = point.y[i] = point.z[i] = at;
+  Accelerations a;
+  accelerations(point, options, a);
+  double total = 0;
+  for (const double m : point.mass) total += m;
+  for (std::size_t i = 0; i < point.size(); ++i) {
+    EXPECT_EQ(a.ax[i], 0.0);
+    EXPECT_NEAR(a.potential[i], -(total - point.mass[i]) / 1e-3, 1e-12 * total / 1e-3);
+  }
+}
+
 TEST(NbodyTree, ThetaZeroOpensEveryCellAndSumsAllPairs) {
   const Bodies b = test::random_bodies(3001, 7);
   const Accelerations e = exact(b);
@@ -127,17 +142,7 @@ TEST(NbodyTree, FewBodiesAreExact) {
 }
 
 TEST(NbodyTree, DegenerateDistributions) {
-  // All bodies at one point: no pull, the potential of the others at the softening length.
-  Bodies point = test::random_bodies(100, 5);
-  for (std::size_t i = 0; i < point.size(); ++i) point.x[i] = point.y[i] = point.z[i] = 0.25;
-  Accelerations a;
-  accelerations(point, tree_options(0.5, true, Precision::double_), a);
-  double total = 0;
-  for (const double m : point.mass) total += m;
-  for (std::size_t i = 0; i < point.size(); ++i) {
-    EXPECT_EQ(a.ax[i], 0.0);
-    EXPECT_NEAR(a.potential[i], -(total - point.mass[i]) / 1e-3, 1e-12 * total / 1e-3);
-  }
+  expect_bodies_at_one_point(100, 0.25, tree_options(0.5, true, Precision::double_));
   // Bodies on a line (the tree splits one axis only); a lone body far away (the root cube is
   // huge, so the sphere sits in a few deep cells).
   Bodies line = test::random_bodies(3000, 6);
@@ -284,16 +289,8 @@ TEST_F(CudaTree, RepeatsBitForBitAndSurvivesDegenerateInputs) {
   EXPECT_EQ(without.ax, one.ax);
   EXPECT_EQ(without.az, one.az);
   // 300 bodies at one point: a leaf beyond a block's 128 threads, walked in three parts.
-  Bodies point = test::random_bodies(300, 5);
-  for (std::size_t i = 0; i < point.size(); ++i) point.x[i] = point.y[i] = point.z[i] = -0.5;
+  expect_bodies_at_one_point(300, -0.5, on_gpu(0.5, true, Precision::double_));
   Accelerations a;
-  accelerations(point, on_gpu(0.5, true, Precision::double_), a);
-  double total = 0;
-  for (const double m : point.mass) total += m;
-  for (std::size_t i = 0; i < point.size(); ++i) {
-    EXPECT_EQ(a.ax[i], 0.0);
-    EXPECT_NEAR(a.potential[i], -(total - point.mass[i]) / 1e-3, 1e-12 * total / 1e-3);
-  }
   // Few bodies; a lone far body; leaves of one body (every cell a multipole or a pair).
   Bodies lone = test::random_bodies(1, 9);
   accelerations(lone, on_gpu(0.5, true), a);
