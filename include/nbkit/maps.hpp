@@ -114,6 +114,7 @@ struct MapStats {
   double kernel_seconds = 0;       // GPU kernels alone (cuda backend)
   double lattice_points = 0;       // points computed
   double evaluations = 0;          // atom-lattice pair evaluations (direct summation; 0 for cutoff)
+  double min_value = 0, max_value = 0;  // the values' span (found as they are checked finite)
   // msm: seconds of each stage ("short range", "anterpolation", ...), in order
   std::vector<std::pair<std::string, double>> stage_seconds;
   double evaluations_per_second() const { return seconds > 0 ? evaluations / seconds : 0; }
@@ -133,6 +134,28 @@ Map compute_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& op
 void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
                       std::int64_t row_begin, std::int64_t row_end, double* out,
                       MapStats* stats = nullptr);
+
+// ---- Lattices larger than memory --------------------------------------------------------
+// A slab of consecutive lattice rows [row_begin, row_end) (x slowest: a run of whole x-planes
+// when it starts and ends on plane boundaries), (row_end - row_begin) * nz values.
+struct MapSlab {
+  std::int64_t row_begin = 0, row_end = 0;
+  const double* values = nullptr;
+};
+
+// The map computed a slab of `slab_rows` rows at a time, in order, each slab handed to `consume`
+// as soon as it is done: memory holds one slab (two with `overlap`), never the whole map. The
+// values are compute_map's, bit for bit, for any slab_rows: each row's sum is independent of
+// the others, and msm's grids (which depend on the whole lattice) are summed once, with the
+// first slab, and kept. With `overlap`, `consume` runs on a second thread while the next slab
+// is computed (for GPU runs, whose host threads are free while the GPUs work); an exception it
+// throws ends the run and is rethrown here. `stats` sums the slabs' (seconds: computing only).
+void stream_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, std::int64_t slab_rows,
+                const std::function<void(const MapSlab&)>& consume, MapStats* stats = nullptr, bool overlap = false);
+
+// Bytes a map of this method holds besides its values, estimated for a memory budget: the
+// prepared atoms and bins, and msm's grids (every level while they are summed).
+std::uint64_t map_method_memory_bytes(const Atoms& atoms, const Lattice& lattice, const MapOptions& options);
 
 // The map written into a GPU's memory (a CuPy array, a PyTorch CUDA tensor): lattice.size()
 // float64 values, x slowest, at `values` on CUDA device `device`; the values never pass through

@@ -62,4 +62,33 @@ std::string format_bytes(std::uint64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
+std::uint64_t parse_bytes(const std::string& text, const std::string& option) {
+  const auto refuse = [&] {
+    return Error(fmt::format("{} {}: expected a size such as 8G, 500M or a number of bytes", option, text));
+  };
+  std::size_t end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    throw refuse();
+  }
+  std::string unit = text.substr(end);
+  for (const char* suffix : {"iB", "B"})
+    if (unit.size() > std::string(suffix).size() - 1 && unit.ends_with(suffix) && unit != suffix) {
+      unit.resize(unit.size() - std::string(suffix).size());
+      break;
+    }
+  double scale = 1;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "k" || unit == "K") scale = 1024.0;
+  else if (unit == "M" || unit == "m") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
+  else throw refuse();
+  const double bytes = value * scale;
+  if (!(bytes >= 1) || bytes > 1.8e19) throw refuse();
+  return static_cast<std::uint64_t>(bytes);
+}
+
 }  // namespace nbkit

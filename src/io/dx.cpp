@@ -1,7 +1,10 @@
-// OpenDX scalar fields, as APBS writes them (APBS, src/mg/vgrid.c Vgrid_writeDX).
+// Reading OpenDX scalar fields, as APBS writes them (APBS, src/mg/vgrid.c Vgrid_writeDX and
+// Vgrid_writeDXBIN); the writers are map_writer.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -16,75 +19,6 @@
 
 namespace nbkit::io {
 
-std::uint64_t dx_file_bytes(const Lattice& lattice) {
-  // "-1.2345678e+00" and a separator per value, ~1 KiB of header and comments.
-  return 15 * static_cast<std::uint64_t>(lattice.size()) + 1024;
-}
-
-void write_dx(const std::string& path, const Map& map, const std::vector<std::string>& comments,
-              const std::function<void(double)>& progress) {
-  const Lattice& lattice = map.lattice;
-  if (static_cast<std::int64_t>(map.values.size()) != lattice.size())
-    throw Error("write_dx: map holds a different number of values than its lattice");
-  write_atomically(path, [&](const std::string& temporary) {
-    std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(temporary.c_str(), "wb"), &std::fclose);
-    if (!file) throw Error(path + ": cannot open for writing");
-    auto put = [&](const fmt::memory_buffer& out) {
-      if (std::fwrite(out.data(), 1, out.size(), file.get()) != out.size())
-        throw Error(path + ": write failed (disk full?)");
-    };
-    fmt::memory_buffer header;
-    for (const auto& comment : comments) fmt::format_to(std::back_inserter(header), "# {}\n", comment);
-    const auto& n = lattice.dims;
-    const auto& o = lattice.origin;
-    const double h = lattice.spacing;
-    // Positions with the shortest digits that read back as the same doubles: a client placing
-    // values at origin + i * delta then sees the lattice nbkit computed on (APBS's %12.6e
-    // would cost 1e-5 relative error at 20 A from the origin).
-    fmt::format_to(std::back_inserter(header),
-                   "object 1 class gridpositions counts {} {} {}\n"
-                   "origin {} {} {}\n"
-                   "delta {} 0 0\n"
-                   "delta 0 {} 0\n"
-                   "delta 0 0 {}\n"
-                   "object 2 class gridconnections counts {} {} {}\n"
-                   "object 3 class array type double rank 0 items {} data follows\n",
-                   n[0], n[1], n[2], o.x, o.y, o.z, h, h, h, n[0], n[1], n[2], lattice.size());
-    put(header);
-    // Values three to a line, formatted in parallel in chunks of whole lines and written in
-    // order (formatting, not the disk, limits a large DX: 2e8 values took 25 s on one core).
-    const std::int64_t count = static_cast<std::int64_t>(map.values.size());
-    constexpr std::int64_t kChunk = 3 << 16;
-    const std::int64_t chunks = (count + kChunk - 1) / kChunk;
-    const int team = std::max(1, std::min(hardware_threads(), 64));  // as map_write_memory_bytes counts
-    std::vector<fmt::memory_buffer> buffers(static_cast<std::size_t>(team));
-    for (std::int64_t first = 0; first < chunks; first += team) {
-      const std::int64_t batch = std::min<std::int64_t>(team, chunks - first);
-#pragma omp parallel for num_threads(team) schedule(static, 1) if (batch > 1)
-      for (std::int64_t c = 0; c < batch; ++c) {
-        fmt::memory_buffer& out = buffers[static_cast<std::size_t>(c)];
-        out.clear();
-        const std::int64_t begin = (first + c) * kChunk, end = std::min(count, begin + kChunk);
-        for (std::int64_t i = begin; i < end; ++i) {
-          fmt::format_to(std::back_inserter(out), "{:.7e}", map.values[static_cast<std::size_t>(i)]);
-          out.push_back((i % 3 == 2 || i + 1 == count) ? '\n' : ' ');
-        }
-      }
-      for (std::int64_t c = 0; c < batch; ++c) put(buffers[static_cast<std::size_t>(c)]);
-      if (progress) progress(static_cast<double>(first + batch) / static_cast<double>(chunks));
-    }
-    fmt::memory_buffer footer;
-    fmt::format_to(std::back_inserter(footer),
-                   "attribute \"dep\" string \"positions\"\n"
-                   "object \"regular positions regular connections\" class field\n"
-                   "component \"positions\" value 1\n"
-                   "component \"connections\" value 2\n"
-                   "component \"data\" value 3\n");
-    put(footer);
-    if (std::fflush(file.get()) != 0) throw Error(path + ": write failed (disk full?)");
-  });
-}
-
 namespace {
 
 // Reads "keyword value..." header lines and the data block of an OpenDX file.
@@ -94,7 +28,7 @@ class DxParser {
 
   Map parse() {
     Map map;
-    bool have_positions = false, have_origin = false, have_array = false;
+    bool have_positions = false, have_origin = false, have_array = false, binary = false;
     int deltas = 0;
     std::int64_t items = 0;
     while (next_line()) {
@@ -126,6 +60,7 @@ class DxParser {
         const auto n = numbers_after(fields, "items", 1, "items");
         if (n[0] < 0 || n[0] != std::floor(n[0])) fail("items", "expected a whole number of items");
         items = static_cast<std::int64_t>(n[0]);
+        binary = contains(fields, "binary");
         have_array = true;
         break;  // the data follow
       }
@@ -138,6 +73,18 @@ class DxParser {
       fail("items", fmt::format("expected {} items for a {}x{}x{} grid, found {}", map.lattice.size(),
                                 map.lattice.dims[0], map.lattice.dims[1], map.lattice.dims[2], items));
     check_memory(static_cast<std::uint64_t>(items) * sizeof(double), source_ + ": the map");
+    if (binary) {  // APBS's dxbin: 8-byte little-endian doubles right after the header line
+      const std::uint64_t bytes = static_cast<std::uint64_t>(items) * sizeof(double);
+      if (text_.size() < position_ || text_.size() - position_ < bytes)
+        fail("data", fmt::format("expected {} binary doubles ({} bytes), the file ends after {} bytes", items, bytes,
+                                 text_.size() - std::min(text_.size(), position_)));
+      static_assert(std::endian::native == std::endian::little, "binary OpenDX is read little-endian");
+      map.values.resize(static_cast<std::size_t>(items));
+      std::memcpy(map.values.data(), text_.data() + position_, bytes);
+      for (std::size_t p = 0; p < map.values.size(); ++p)
+        if (!std::isfinite(map.values[p])) fail("data", fmt::format("value {} is not a finite number", p));
+      return map;
+    }
     map.values.reserve(static_cast<std::size_t>(items));
     while (static_cast<std::int64_t>(map.values.size()) < items) {
       if (!next_line()) fail("data", fmt::format("expected {} values, the file ends after {}", items, map.values.size()));
@@ -198,6 +145,6 @@ class DxParser {
 
 Map parse_dx(std::string_view text, const std::string& source) { return DxParser(text, source).parse(); }
 
-Map read_dx(const std::string& path) { return parse_dx(read_file_text(path), path); }
+Map read_dx(const std::string& path) { return parse_dx(read_file_bytes(path), path); }
 
 }  // namespace nbkit::io

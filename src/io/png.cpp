@@ -88,9 +88,7 @@ std::string tick_label(double v) { return fmt::format("{:g}", v); }
 
 }  // namespace
 
-SliceInfo write_slice_png(const std::string& path, const Map& map, const SliceSpec& spec,
-                          const std::vector<SliceMarkers>& markers, double marker_depth, ColorScale color_scale) {
-  const Lattice& lattice = map.lattice;
+SliceInfo slice_plane(const Lattice& lattice, const SliceSpec& spec) {
   SliceInfo info;
   info.axis = spec.axis;
   const int a = spec.axis;
@@ -101,11 +99,52 @@ SliceInfo write_slice_png(const std::string& path, const Map& map, const SliceSp
                             coordinate, lower, upper, "xyz"[a]));
   info.index = std::clamp<std::int64_t>(std::llround((coordinate - lower) / lattice.spacing), 0, lattice.dims[a] - 1);
   info.coordinate = lower + static_cast<double>(info.index) * lattice.spacing;
+  const int u = a == 0 ? 1 : 0, v = a == 2 ? 1 : 2;
+  if (lattice.dims[u] > 8192 || lattice.dims[v] > 8192) throw Error("--png: slices wider than 8192 points are not drawn");
+  return info;
+}
+
+SlicePlane::SlicePlane(const Lattice& lattice, const SliceSpec& spec, units::PotentialUnit unit)
+    : lattice_(lattice), plane_(slice_plane(lattice, spec)) {
+  map_.lattice = lattice;
+  map_.lattice.dims[plane_.axis] = 1;
+  map_.lattice.origin[plane_.axis] = plane_.coordinate;
+  map_.unit = unit;
+  map_.values.assign(static_cast<std::size_t>(map_.lattice.size()), 0.0);
+}
+
+void SlicePlane::add(const MapSlab& slab) {
+  const std::int64_t ny = lattice_.dims[1], nz = lattice_.dims[2], index = plane_.index;
+  for (std::int64_t row = slab.row_begin; row < slab.row_end; ++row) {
+    const std::int64_t i = row / ny, j = row % ny;
+    const double* values = slab.values + (row - slab.row_begin) * nz;
+    if (plane_.axis == 0 && i == index)
+      std::copy(values, values + nz, map_.values.begin() + j * nz);
+    else if (plane_.axis == 1 && j == index)
+      std::copy(values, values + nz, map_.values.begin() + i * nz);
+    else if (plane_.axis == 2)
+      map_.values[static_cast<std::size_t>(i * ny + j)] = values[index];
+  }
+}
+
+SliceInfo SlicePlane::write_png(const std::string& path, ColorScale scale) const {
+  SliceSpec spec;
+  spec.axis = plane_.axis;
+  spec.coordinate = plane_.coordinate;
+  SliceInfo info = write_slice_png(path, map_, spec, {}, 0, scale);
+  info.index = plane_.index;
+  return info;
+}
+
+SliceInfo write_slice_png(const std::string& path, const Map& map, const SliceSpec& spec,
+                          const std::vector<SliceMarkers>& markers, double marker_depth, ColorScale color_scale) {
+  const Lattice& lattice = map.lattice;
+  SliceInfo info = slice_plane(lattice, spec);
+  const int a = spec.axis;
 
   // Image axes: the two remaining lattice axes in order, the second drawn upwards.
   const int u = a == 0 ? 1 : 0, v = a == 2 ? 1 : 2;
   const std::int64_t nu = lattice.dims[u], nv = lattice.dims[v];
-  if (nu > 8192 || nv > 8192) throw Error("--png: slices wider than 8192 points are not drawn");
   auto value = [&](std::int64_t iu, std::int64_t iv) {
     std::int64_t ijk[3];
     ijk[a] = info.index, ijk[u] = iu, ijk[v] = iv;

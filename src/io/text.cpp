@@ -58,7 +58,9 @@ std::string gunzip_file(const std::string& path) {
 
 }  // namespace
 
-std::string read_file_text(const std::string& path, const std::string& expected) {
+namespace {
+
+std::string read_bytes(const std::string& path, const std::string& expected) {
   namespace fs = std::filesystem;
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
@@ -74,6 +76,15 @@ std::string read_file_text(const std::string& path, const std::string& expected)
   // gzip (".pqr.gz", ".dx.gz", or any name): read through zlib.
   if (text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f && static_cast<unsigned char>(text[1]) == 0x8b)
     text = gunzip_file(path);
+  return text;
+}
+
+}  // namespace
+
+std::string read_file_bytes(const std::string& path) { return read_bytes(path, "a file"); }
+
+std::string read_file_text(const std::string& path, const std::string& expected) {
+  std::string text = read_bytes(path, expected);
   // A text reader given a binary file says what the file is rather than that it holds no records.
   const std::string_view head(text.data(), std::min<std::size_t>(text.size(), 4096));
   if (head.find('\0') != std::string_view::npos) {

@@ -16,6 +16,10 @@ namespace nbkit::io {
 // ("a PQR file").
 std::string read_file_text(const std::string& path, const std::string& expected = "a text file");
 
+// The whole file's bytes, through zlib when gzip-compressed, with no test for text (formats
+// with a text header and binary data: APBS's binary OpenDX).
+std::string read_file_bytes(const std::string& path);
+
 // The lines of a text one at a time ('\n' removed), with their 1-based numbers for error
 // messages.
 class Lines {

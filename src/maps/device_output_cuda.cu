@@ -111,3 +111,21 @@ void compute_map_on_device(const Atoms& atoms, const Lattice& lattice, const Map
 }
 
 }  // namespace nbkit
+
+namespace nbkit::maps {
+
+PinnedHostRange::PinnedHostRange(void* data, std::size_t bytes) {
+  int devices = 0;
+  if (bytes == 0 || cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    cudaGetLastError();
+    return;
+  }
+  if (cudaHostRegister(data, bytes, cudaHostRegisterPortable) == cudaSuccess) data_ = data;
+  else cudaGetLastError();  // pageable, as before: slower copies, the same values
+}
+
+PinnedHostRange::~PinnedHostRange() {
+  if (data_) cudaHostUnregister(data_);
+}
+
+}  // namespace nbkit::maps

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "maps/kernels.hpp"
@@ -25,8 +26,9 @@ void compute_map_on_devices(const Atoms& atoms, const Lattice& lattice, const Ma
 // Throws nbkit::Error naming the first non-finite value of `count` values that start at row
 // `row_begin` of `lattice` (its point and coordinates) and how many more there are: no NaN or
 // infinity leaves the library as a map. `what`: "direct map (single)".
+// `span` (if given) receives the values' minimum and maximum, found in the same pass.
 void check_finite_map(const Lattice& lattice, std::int64_t row_begin, const double* values, std::size_t count,
-                      const std::string& what);
+                      const std::string& what, std::pair<double, double>* span = nullptr);
 
 // combine_frame_maps (trajectory.hpp), the frames combined on the host even on a GPU when
 // on_device_if_gpu is false (tests and benchmarks compare the two).

@@ -16,6 +16,10 @@
 
 namespace nbkit::maps {
 
+namespace msm {
+struct LongRangeGrid;
+}
+
 // Laws of direct summation over all atoms (CPU and GPU).
 using MapLaw = std::variant<CoulombLaw, DebyeHuckelLaw>;
 // Short-range laws of cutoff summation (atoms in spatial bins: cpu.cpp, cutoff_cuda.cu).
@@ -54,6 +58,7 @@ struct RowRange {
   double prefactor = 1.0;
   const std::function<void(double)>* progress = nullptr;  // may be null or empty
   DeviceSlabSink* device_sink = nullptr;                  // GPU backends only; null: copy to out
+  msm::LongRangeGrid* long_range = nullptr;  // msm: the grids kept between slabs of one map (stream_map)
 };
 
 // float64 plain loops over the textbook formula, every atom for every point: the oracle
@@ -89,6 +94,22 @@ void direct_cuda(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& 
 // precision and guarantees as direct_cuda.
 void cutoff_cuda(const PreparedAtoms& atoms, const CutoffMapLaw& law, const RowRange& rows, bool double_precision,
                  const std::vector<int>& devices, CudaRunInfo* info = nullptr);
+
+// Host memory the GPUs copy slabs into, page-locked while this lives (cudaHostRegister), so
+// that the copies run at the bus's rate and overlap the next slab's kernels (stream_map's slab
+// buffers). Speed only: where it cannot be locked (no CUDA build, no GPU, a memlock limit)
+// the memory stays pageable and nothing else changes.
+class PinnedHostRange {
+ public:
+  PinnedHostRange(void* data, std::size_t bytes);
+  ~PinnedHostRange();
+  PinnedHostRange(const PinnedHostRange&) = delete;
+  PinnedHostRange& operator=(const PinnedHostRange&) = delete;
+  bool pinned() const { return data_ != nullptr; }
+
+ private:
+  void* data_ = nullptr;
+};
 
 // Name of the SIMD target direct_cpu runs on this machine.
 const char* direct_cpu_target();

@@ -3,8 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <future>
+#include <memory>
+#include <vector>
 
 #include "maps/kernels.hpp"
 #include "maps/frame_combiner.hpp"
@@ -116,20 +120,22 @@ double map_prefactor(const MapOptions& options) {
 
 }  // namespace maps
 
-namespace {
-
-}  // namespace
-
 namespace maps {
 
 void check_finite_map(const Lattice& lattice, std::int64_t row_begin, const double* values, std::size_t count,
-                      const std::string& what) {
+                      const std::string& what, std::pair<double, double>* span) {
   // One parallel pass over the map (a 494^3 lattice is 1 GB: ~0.1 s on one core); the serial
   // search below runs only when something is wrong.
   std::int64_t bad_values = 0;
+  double low = HUGE_VAL, high = -HUGE_VAL;
   const std::int64_t n = static_cast<std::int64_t>(count);
-#pragma omp parallel for reduction(+ : bad_values) schedule(static) if (n > (1 << 20))
-  for (std::int64_t p = 0; p < n; ++p) bad_values += !std::isfinite(values[p]);
+#pragma omp parallel for reduction(+ : bad_values) reduction(min : low) reduction(max : high) schedule(static) \
+    if (n > (1 << 20))
+  for (std::int64_t p = 0; p < n; ++p) {
+    bad_values += !std::isfinite(values[p]);
+    low = std::min(low, values[p]), high = std::max(high, values[p]);
+  }
+  if (span) *span = {low, high};
   if (bad_values == 0) return;
   for (std::size_t p = 0; p < count; ++p) {
     if (std::isfinite(values[p])) continue;
@@ -151,16 +157,18 @@ void check_finite_map(const Lattice& lattice, std::int64_t row_begin, const doub
 
 namespace {
 
-void check_finite_rows(const Lattice& lattice, std::int64_t row_begin, std::int64_t row_end, const double* out,
-                       const MapOptions& options) {
-  maps::check_finite_map(lattice, row_begin, out,
-                         static_cast<std::size_t>((row_end - row_begin) * lattice.dims[2]),
-                         fmt::format("{} map ({})", to_string(options.method), to_string(options.precision)));
+std::pair<double, double> check_finite_rows(const Lattice& lattice, std::int64_t row_begin, std::int64_t row_end,
+                                            const double* out, const MapOptions& options) {
+  std::pair<double, double> span;
+  maps::check_finite_map(lattice, row_begin, out, static_cast<std::size_t>((row_end - row_begin) * lattice.dims[2]),
+                         fmt::format("{} map ({})", to_string(options.method), to_string(options.precision)), &span);
+  return span;
 }
 
 // compute_map_rows, or with a device sink the GPU slabs going there (frame_combiner.hpp).
 void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, std::int64_t row_begin,
-              std::int64_t row_end, double* out, maps::DeviceSlabSink* device_sink, MapStats* stats) {
+              std::int64_t row_end, double* out, maps::DeviceSlabSink* device_sink, MapStats* stats,
+              maps::msm::LongRangeGrid* long_range = nullptr) {
   validate(lattice);
   if (atoms.empty()) throw Error("no atoms to compute a map from");
   validate_atoms(atoms);
@@ -180,6 +188,7 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
   rows.prefactor = units::potential_prefactor(map_unit(options), options.dielectric, options.temperature);
   rows.progress = &options.progress;
   rows.device_sink = device_sink;
+  rows.long_range = long_range;
   if (device_sink && (backend != Backend::cuda || !map_stays_on_device(options.method)))
     throw Error("internal: only GPU maps of the direct, mdh and cutoff methods stay on the device");
 
@@ -189,7 +198,8 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
                                   ? maps::run_cutoff_or_msm(atoms, options, backend, threads, rows)
                                   : maps::run_direct(atoms, options, backend, threads, rows);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (out) check_finite_rows(lattice, row_begin, row_end, out, options);
+  std::pair<double, double> span{0, 0};
+  if (out) span = check_finite_rows(lattice, row_begin, row_end, out, options);
   if (options.progress) options.progress(1.0);
   if (stats) {
     stats->backend = backend;
@@ -199,6 +209,7 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
     stats->kernel_seconds = run.kernel_seconds;
     stats->stage_seconds = run.stage_seconds;
     stats->lattice_points = static_cast<double>(row_end - row_begin) * static_cast<double>(lattice.dims[2]);
+    stats->min_value = span.first, stats->max_value = span.second;
     // Direct summation evaluates every atom at every point; cutoff and density sums far fewer.
     stats->evaluations =
         options.method != MapMethod::direct && options.method != MapMethod::mdh
@@ -207,7 +218,99 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
   }
 }
 
+// Adds one slab's figures to the run's.
+void add_slab_stats(const MapStats& slab, bool first, MapStats& total) {
+  if (first) {
+    total = slab;
+    return;
+  }
+  total.seconds += slab.seconds;
+  total.kernel_seconds += slab.kernel_seconds;
+  total.lattice_points += slab.lattice_points;
+  total.evaluations += slab.evaluations;
+  total.min_value = std::min(total.min_value, slab.min_value);
+  total.max_value = std::max(total.max_value, slab.max_value);
+  for (const auto& [stage, seconds] : slab.stage_seconds)
+    for (auto& [name, sum] : total.stage_seconds)
+      if (name == stage) sum += seconds;
+}
+
 }  // namespace
+
+void stream_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, std::int64_t slab_rows,
+                const std::function<void(const MapSlab&)>& consume, MapStats* stats, bool overlap) {
+  validate(lattice);
+  if (slab_rows < 1) throw Error(fmt::format("a slab needs at least one row, got {}", slab_rows));
+  const std::int64_t rows = lattice.rows(), nz = lattice.dims[2];
+  slab_rows = std::min(slab_rows, rows);
+  const std::int64_t slabs = (rows + slab_rows - 1) / slab_rows;
+  const int buffers = overlap && slabs > 1 ? 2 : 1;
+  const std::uint64_t slab_values = static_cast<std::uint64_t>(slab_rows) * static_cast<std::uint64_t>(nz);
+  check_memory(buffers * slab_values * sizeof(double),
+               fmt::format("{} slab{} of {} lattice rows", buffers, buffers == 1 ? "" : "s", slab_rows));
+  std::vector<std::vector<double>> slab(static_cast<std::size_t>(buffers));
+  // GPU runs copy each slab into these: page-locked for the run (sized once, never reallocated).
+  std::vector<std::unique_ptr<maps::PinnedHostRange>> pinned;
+  const bool gpu = resolve_backend(options.backend) == Backend::cuda;
+  for (auto& values : slab) {
+    values.resize(static_cast<std::size_t>(slab_values));
+    if (gpu) pinned.push_back(std::make_unique<maps::PinnedHostRange>(values.data(), values.size() * sizeof(double)));
+  }
+  maps::msm::LongRangeGrid kept;
+  MapStats total;
+  MapOptions per_slab = options;
+  std::int64_t current = 0;
+  if (options.progress)
+    per_slab.progress = [&](double fraction) {
+      options.progress((static_cast<double>(current) + fraction) / static_cast<double>(slabs));
+    };
+  // Declared after the buffers: destroyed (joined) first, so the writer never outlives them.
+  std::future<void> consuming;
+  for (current = 0; current < slabs; ++current) {
+    const std::int64_t begin = current * slab_rows, end = std::min(rows, begin + slab_rows);
+    std::vector<double>& values = slab[static_cast<std::size_t>(current % buffers)];
+    // The buffer last held slab current - 2, whose consumer finished before slab current - 1's began.
+    // Never reallocated (the pinned range): the last slab uses its front.
+    std::fill_n(values.begin(), (end - begin) * nz, 0.0);
+    MapStats slab_stats;
+    map_rows(atoms, lattice, per_slab, begin, end, values.data(), nullptr, &slab_stats, &kept);
+    add_slab_stats(slab_stats, current == 0, total);
+    if (consuming.valid()) consuming.get();  // the previous slab written (its exception, if any, thrown here)
+    const MapSlab done{begin, end, values.data()};
+    if (buffers == 2)
+      consuming = std::async(std::launch::async, [&consume, done] { consume(done); });
+    else
+      consume(done);
+  }
+  if (consuming.valid()) consuming.get();
+  if (stats) *stats = total;
+}
+
+std::uint64_t map_method_memory_bytes(const Atoms& atoms, const Lattice& lattice, const MapOptions& options) {
+  // Prepared atoms (four doubles), a periodic run's images (as many again, typically), bins.
+  std::uint64_t bytes = 96 * static_cast<std::uint64_t>(atoms.size());
+  if (options.method != MapMethod::msm) return bytes;
+  const double h = options.msm_spacing > 0 ? options.msm_spacing : default_msm_spacing(options.msm_interpolation);
+  const int support = maps::msm::basis_support(options.msm_interpolation);
+  double points = 1;
+  if (options.periodic_box) {
+    maps::msm::Parameters parameters;
+    parameters.cutoff = options.cutoff, parameters.grid_spacing = h;
+    const auto levels = maps::msm::periodic_levels(options.periodic_box->edges(), parameters);
+    for (auto n : levels.finest) points *= static_cast<double>(n);
+  } else {
+    // The finest grid spans the atoms and the lattice (msm.cpp), with a stencil's margin.
+    const BoundingBox box = atoms.empty() ? BoundingBox{} : bounding_box(atoms);
+    for (int a = 0; a < 3; ++a) {
+      const double lo = std::min(lattice.origin[a], atoms.empty() ? lattice.origin[a] : box.lower[a]);
+      const double hi = std::max(lattice.origin[a] + lattice.extent()[a], atoms.empty() ? lo : box.upper[a]);
+      points *= std::floor((hi - lo) / h) + 2 * support + 1;
+    }
+  }
+  // Every level together is at most 8/7 of the finest grid; charges, potentials and the
+  // transfer temporaries hold about 4.6 arrays of it while they are summed (msm.cpp).
+  return bytes + static_cast<std::uint64_t>(points * 4.6 * sizeof(double));
+}
 
 void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
                       std::int64_t row_begin, std::int64_t row_end, double* out, MapStats* stats) {

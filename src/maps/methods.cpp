@@ -52,9 +52,9 @@ void add_msm_long_range(const Atoms& atoms, const PreparedAtoms& prepared,
   msm::Stages stages;
   if (options.periodic_box)
     msm::add_long_range_periodic(prepare_atoms(atoms, *rows.lattice, cutoff_law), prepared, options.periodic_box->edges(),
-                                 parameters, rows, threads, &stages);
+                                 parameters, rows, threads, &stages, rows.long_range);
   else
-    msm::add_long_range(prepared, parameters, rows, threads, &stages);
+    msm::add_long_range(prepared, parameters, rows, threads, &stages, rows.long_range);
   run.stage_seconds.insert(run.stage_seconds.end(), {{"anterpolation", stages.anterpolation},
                                                      {"restriction", stages.restriction},
                                                      {"lattice cutoff", stages.lattice_cutoff},

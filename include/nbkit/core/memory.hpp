@@ -16,4 +16,9 @@ void check_memory(std::uint64_t bytes, const std::string& what);
 
 std::string format_bytes(std::uint64_t bytes);
 
+// "2G", "1.5GiB", "500M", "64k" or a plain number of bytes (K, M, G, T: powers of 1024, with
+// or without a trailing "B" or "iB", as GNU sort -S and the Slurm options take them). Throws
+// nbkit::Error naming `option` for anything else.
+std::uint64_t parse_bytes(const std::string& text, const std::string& option);
+
 }  // namespace nbkit

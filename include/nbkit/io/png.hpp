@@ -48,4 +48,23 @@ SliceInfo write_slice_png(const std::string& path, const Map& map, const SliceSp
                           const std::vector<SliceMarkers>& markers = {}, double marker_depth = 0,
                           ColorScale scale = ColorScale::diverging);
 
+// The lattice plane a slice draws (nearest to the requested coordinate); throws for a
+// coordinate outside the lattice or a plane too wide to draw.
+SliceInfo slice_plane(const Lattice& lattice, const SliceSpec& spec);
+
+// The plane of a --png slice collected from a map's slabs as they pass (stream_map: the map is
+// never whole in memory), then drawn as write_slice_png draws it from the whole map.
+class SlicePlane {
+ public:
+  SlicePlane(const Lattice& lattice, const SliceSpec& spec, units::PotentialUnit unit);
+  void add(const MapSlab& slab);
+  SliceInfo write_png(const std::string& path, ColorScale scale) const;
+  std::uint64_t bytes() const { return map_.values.size() * sizeof(double); }
+
+ private:
+  Lattice lattice_;
+  SliceInfo plane_;
+  Map map_;  // the plane alone: one point thick along the slice's axis
+};
+
 }  // namespace nbkit::io

@@ -15,6 +15,9 @@ void cutoff_cuda(const PreparedAtoms&, const CutoffMapLaw&, const RowRange&, boo
   throw_no_cuda_build();
 }
 
+PinnedHostRange::PinnedHostRange(void*, std::size_t) {}
+PinnedHostRange::~PinnedHostRange() = default;
+
 struct GpuIonMap::State {};
 GpuIonMap::GpuIonMap(int, const Lattice&, const std::vector<double>&, const std::vector<char>&) {
   throw_no_cuda_build();

@@ -254,16 +254,13 @@ ScopedThreadCount::ScopedThreadCount(int threads) : previous_(omp_get_max_thread
 }
 ScopedThreadCount::~ScopedThreadCount() { omp_set_num_threads(previous_); }
 
-void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows, int threads,
-                    Stages* stages) {
-  const Lattice& lattice = *rows.lattice;
-  check_parameters(parameters);
+namespace {
+
+// Every stage but interpolation: the finest grid's potential.
+Grid sum_long_range_grids(const PreparedAtoms& atoms, const Parameters& parameters, const Lattice& lattice, Stages& st) {
   const double h = parameters.grid_spacing, a = parameters.cutoff;
   const MsmInterpolation ip = parameters.interpolation;
   const int support = basis_support(ip);
-  const ScopedThreadCount thread_count(threads);
-  Stages local;
-  Stages& st = stages ? *stages : local;
 
   // The finest grid covers every atom's and every lattice point's basis stencil.
   Index3 lower, upper;
@@ -406,12 +403,35 @@ void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, co
     for (std::size_t p = 0; p < fine.v.size(); ++p) fine.v[p] += g.v[p];
   }
   st.prolongation = seconds_since(start);
+  st.levels = levels;
+  st.finest_points = charge[0].size();
+  return std::move(potential[0]);
+}
+
+}  // namespace
+
+void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows, int threads,
+                    Stages* stages, LongRangeGrid* kept) {
+  const Lattice& lattice = *rows.lattice;
+  check_parameters(parameters);
+  const double h = parameters.grid_spacing;
+  const MsmInterpolation ip = parameters.interpolation;
+  const int support = basis_support(ip);
+  const ScopedThreadCount thread_count(threads);
+  Stages local;
+  Stages& st = stages ? *stages : local;
+  Grid e0;
+  if (kept && !kept->potential.empty()) {
+    e0.lo = kept->lo, e0.n = kept->n, e0.v = std::move(kept->potential);
+    st.levels = kept->levels, st.finest_points = kept->finest_points;
+  } else {
+    e0 = sum_long_range_grids(atoms, parameters, lattice, st);
+  }
 
   // Interpolation onto the map's rows: per row, the grid columns collapsed in x and y
   // first, then each point's z stencil.
-  start = Clock::now();
+  const auto start = Clock::now();
   {
-    const Grid& e0 = potential[0];
     const AxisWeights wx = axis_weights(lattice.dims[0], lattice.spacing, h, ip);
     const AxisWeights wy = axis_weights(lattice.dims[1], lattice.spacing, h, ip);
     const AxisWeights wz = axis_weights(lattice.dims[2], lattice.spacing, h, ip);
@@ -443,8 +463,8 @@ void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, co
   }
   remove_singular_long_range(atoms, parameters, rows);
   st.interpolation = seconds_since(start);
-  st.levels = levels;
-  st.finest_points = charge[0].size();
+  if (kept) kept->lo = e0.lo, kept->n = e0.n, kept->potential = std::move(e0.v), kept->levels = st.levels,
+            kept->finest_points = st.finest_points;
 }
 
 void remove_singular_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows) {

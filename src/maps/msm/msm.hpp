@@ -59,19 +59,32 @@ struct Stages {
   std::int64_t finest_points = 0;  // points of the finest grid
 };
 
+// The finest grid's long-range potential, all interpolation needs: a map computed a slab at a
+// time (stream_map) sums the grids for its first slab and interpolates every later slab from
+// this (the grids depend on the atoms and the whole lattice, never on the rows).
+struct LongRangeGrid {
+  std::array<std::int64_t, 3> lo{}, n{};  // the grid's first index and points per axis
+  std::vector<double> potential;          // n[0] x n[1] x n[2], x slowest; empty: not summed yet
+  int levels = 0;
+  std::int64_t finest_points = 0;
+  std::uint64_t bytes() const { return potential.size() * sizeof(double); }
+};
+
 // Adds rows.prefactor times the long-range potential at the rows' lattice points to
 // rows.out. `atoms` hold charges as coefficients, positions relative to the lattice origin;
 // `lattice` is the whole map's lattice (the grids depend on it, not on the rows, so that
-// any split into rows gives the same values).
+// any split into rows gives the same values). With `kept`: the grids are summed only when it
+// is empty, and their finest potential is left there for the next rows.
 void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows, int threads,
-                    Stages* stages = nullptr);
+                    Stages* stages = nullptr, LongRangeGrid* kept = nullptr);
 
 // The same for an orthorhombic periodic box [0, a) x [0, b) x [0, c) (periodic_msm.cpp):
 // `atoms` anterpolated (any image of each), `images` (every image within the cutoff of the
 // lattice, as the short range used) for the points within singular distance. Neutral
 // systems: the result is Ewald's potential (tin-foil boundaries) to MSM's accuracy.
 void add_long_range_periodic(const PreparedAtoms& atoms, const PreparedAtoms& images, const Vec3& box,
-                             const Parameters& parameters, const RowRange& rows, int threads, Stages* stages = nullptr);
+                             const Parameters& parameters, const RowRange& rows, int threads, Stages* stages = nullptr,
+                             LongRangeGrid* kept = nullptr);
 
 // The periodic grids' geometry in a box (add_long_range_periodic's rule): R halvings down to at
 // least 4 points on the shortest axis, N_0 = c 2^R points per axis (spacing L / N_0 <= h).

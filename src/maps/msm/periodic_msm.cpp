@@ -294,24 +294,18 @@ std::vector<double> periodic_grid_potential(std::vector<double> q0, const Period
   return std::move(potential[0].v);
 }
 
-void add_long_range_periodic(const PreparedAtoms& atoms, const PreparedAtoms& images, const Vec3& box,
-                             const Parameters& parameters, const RowRange& rows, int threads, Stages* stages) {
-  const Lattice& lattice = *rows.lattice;
-  check_parameters(parameters);
+namespace {
+
+// Anterpolation of the atoms themselves (any image of each: the grid indices wrap), then the
+// grids' stages: the finest grid's potential.
+PeriodicGrid periodic_long_range_grid(const PreparedAtoms& atoms, const PeriodicLevels& levels, const Vec3& box,
+                                      const Parameters& parameters, const Vec3& origin, Stages& st) {
   const MsmInterpolation ip = parameters.interpolation;
   const int support = basis_support(ip);
-  const ScopedThreadCount thread_count(threads);
-  Stages local;
-  Stages& st = stages ? *stages : local;
-
-  const PeriodicLevels levels = periodic_levels(box, parameters);
   const Index3 finest{levels.finest[0], levels.finest[1], levels.finest[2]};
   Vec3 spacing;
   for (int ax = 0; ax < 3; ++ax) spacing[ax] = box[ax] / static_cast<double>(finest[static_cast<std::size_t>(ax)]);
-
-  // Anterpolation of the atoms themselves (any image of each: the grid indices wrap).
-  const Vec3 origin = lattice.origin;
-  auto start = Clock::now();
+  const auto start = Clock::now();
   PeriodicGrid q0(finest);
   {
     for (std::int64_t n = 0; n < atoms.size(); ++n) {
@@ -332,12 +326,39 @@ void add_long_range_periodic(const PreparedAtoms& atoms, const PreparedAtoms& im
     }
   }
   st.anterpolation = seconds_since(start);
-
   PeriodicGrid e0(finest);
   e0.v = periodic_grid_potential(std::move(q0.v), levels, box, parameters, st);
+  return e0;
+}
+
+}  // namespace
+
+void add_long_range_periodic(const PreparedAtoms& atoms, const PreparedAtoms& images, const Vec3& box,
+                             const Parameters& parameters, const RowRange& rows, int threads, Stages* stages,
+                             LongRangeGrid* kept) {
+  const Lattice& lattice = *rows.lattice;
+  check_parameters(parameters);
+  const MsmInterpolation ip = parameters.interpolation;
+  const int support = basis_support(ip);
+  const ScopedThreadCount thread_count(threads);
+  Stages local;
+  Stages& st = stages ? *stages : local;
+
+  const PeriodicLevels levels = periodic_levels(box, parameters);
+  const Index3 finest{levels.finest[0], levels.finest[1], levels.finest[2]};
+  Vec3 spacing;
+  for (int ax = 0; ax < 3; ++ax) spacing[ax] = box[ax] / static_cast<double>(finest[static_cast<std::size_t>(ax)]);
+
+  PeriodicGrid e0;
+  if (kept && !kept->potential.empty()) {
+    e0.n = finest, e0.v = std::move(kept->potential);
+    st.levels = kept->levels, st.finest_points = kept->finest_points;
+  } else {
+    e0 = periodic_long_range_grid(atoms, levels, box, parameters, lattice.origin, st);
+  }
 
   // Interpolation onto the rows' points, wrapped into the box.
-  start = Clock::now();
+  const auto start = Clock::now();
   const std::int64_t nz = lattice.dims[2];
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::int64_t row = rows.row_begin; row < rows.row_end; ++row) {
@@ -364,6 +385,8 @@ void add_long_range_periodic(const PreparedAtoms& atoms, const PreparedAtoms& im
   }
   remove_singular_long_range(images, parameters, rows);
   st.interpolation = seconds_since(start);
+  if (kept) kept->lo = {0, 0, 0}, kept->n = finest, kept->potential = std::move(e0.v), kept->levels = st.levels,
+            kept->finest_points = st.finest_points;
 }
 
 }  // namespace nbkit::maps::msm
