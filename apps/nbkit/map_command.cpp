@@ -15,6 +15,7 @@
 #include "command.hpp"
 #include "nbkit/analysis.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbkit/core/memory.hpp"
 #include "nbkit/core/progress.hpp"
 #include "nbkit/core/resources.hpp"
 #include "nbkit/io/atomic_file.hpp"
@@ -53,6 +54,7 @@ struct MapArguments {
   std::string weight = "number", select;  // density: the Gaussians' weight; the atoms mapped
   double radius_scale = 1.0, sigma = 0;
   bool points = false;
+  std::string memory_limit;  // --memory-limit: the map is computed and written in slabs within it
   RunOptions run;  // --backend, --precision, --threads, --gpus, -q, --report; run.given: every option given
 };
 
@@ -110,6 +112,8 @@ void refuse_ignored_options(const MapArguments& args, MapMethod method) {
   refuse_if_given(g, "--slice", !args.png.empty(), "chooses the slice of the --png picture: add --png FILE");
   for (const char* option : {"--combine", "--first", "--last", "--stride"})
     refuse_if_given(g, option, !args.trajectory.empty(), "applies to maps of a --trajectory");
+  refuse_if_given(g, "--memory-limit", args.trajectory.empty(),
+                  "streams the map of one structure in slabs; a --trajectory's maps are combined whole in memory");
   for (const char* option : {"--allow-missing", "--save-pqr"})
     refuse_if_given(g, option, !args.charges.empty(), "applies to PDB/mmCIF input charged with --charges");
   args.run.refuse_gpus_on_the_cpu();
@@ -146,18 +150,81 @@ MapOptions map_options(const MapArguments& args) {
   return options;
 }
 
-// Everything the run holds and writes, checked once the lattice is known and before any sum:
-// the map (and the trajectory's accumulators), the writer's copy, the output file.
-void check_resources(const MapArguments& args, const Lattice& lattice, const std::string& output, bool trajectory,
-                     bool combined_on_device) {
+// A trajectory's maps are combined whole, in memory: everything the run holds and writes,
+// checked once the lattice is known and before any sum: the map and the trajectory's
+// accumulators, the writer's copy, the output file.
+void check_trajectory_resources(const MapArguments& args, const Lattice& lattice, const std::string& output,
+                                bool combined_on_device) {
   const std::uint64_t points = static_cast<std::uint64_t>(lattice.size());
   ResourcePlan plan("nbkit map");
   plan.memory(8 * points, "the map");
-  if (trajectory && !combined_on_device) plan.memory(8 * points, "a frame's map");
-  if (trajectory && parse_combine(args.combine) == Combine::stdev) plan.memory(8 * points, "the running M2 of stdev");
+  if (!combined_on_device) plan.memory(8 * points, "a frame's map");
+  if (parse_combine(args.combine) == Combine::stdev) plan.memory(8 * points, "the running M2 of stdev");
   plan.memory(io::map_write_memory_bytes(output, lattice), "the writer's buffers");
   plan.disk(output, io::map_file_bytes(output, lattice), "the map");
   plan.check();
+}
+
+// How a map is computed and written: slabs of rows within the memory limit.
+struct SlabPlan {
+  std::int64_t slab_rows = 0, slabs = 0;
+  std::uint64_t limit = 0;   // bytes; 0: none known
+  std::uint64_t memory = 0;  // what the run holds at its peak, as counted
+  bool overlap = false;      // slab n written while slab n+1 is computed
+};
+
+// The memory limit: --memory-limit, else 3/4 of what the machine has free now (the rest for
+// the page cache the writes go through and for the system), else none.
+std::uint64_t memory_limit(const MapArguments& args) {
+  if (!args.memory_limit.empty()) return parse_bytes(args.memory_limit, "--memory-limit");
+  return available_memory_bytes() / 4 * 3;
+}
+
+// Slabs as large as the limit allows, up to 512 MiB of values: a map that fits is one slab. A
+// GPU run writes one slab while the next is computed (its host is free meanwhile): two slabs in
+// memory, and at least eight of them for a map over 2 GiB, so that writing overlaps computing.
+// A CPU run computes and formats on every core in turn: one slab in memory.
+SlabPlan plan_slabs(const MapArguments& args, const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
+                    const std::string& output, std::uint64_t slice_bytes) {
+  SlabPlan plan;
+  plan.limit = memory_limit(args);
+  plan.overlap = options.backend == Backend::cuda;
+  const std::int64_t rows = lattice.rows(), nz = lattice.dims[2];
+  const bool ccp4 = io::guess_map_format(output) == io::MapFormat::ccp4;
+  const std::uint64_t method = map_method_memory_bytes(atoms, lattice, options);
+  const std::uint64_t writer = ccp4 ? 0 : io::map_write_memory_bytes(output, lattice, options.threads);
+  const std::uint64_t fixed = method + writer + slice_bytes;
+  // A row's values, twice when overlapping, and MRC's float32 copy of the slab being written.
+  const std::uint64_t per_row = static_cast<std::uint64_t>(nz) * ((plan.overlap ? 16 : 8) + (ccp4 ? 4 : 0));
+  std::int64_t fit = rows;
+  if (plan.limit > 0) {
+    const std::uint64_t room = plan.limit > fixed ? (plan.limit - fixed) / per_row : 0;
+    fit = static_cast<std::int64_t>(std::min<std::uint64_t>(room, static_cast<std::uint64_t>(rows)));
+  }
+  if (fit < 1)
+    throw MemoryError(fmt::format("nbkit map needs at least {} of memory (the method {}, the writer {}, a row of {} "
+                                  "points {}) but the memory limit is {}{}",
+                                  format_bytes(fixed + per_row), format_bytes(method), format_bytes(writer + slice_bytes),
+                                  nz, format_bytes(per_row), format_bytes(plan.limit),
+                                  args.memory_limit.empty() ? " (3/4 of the free memory; --memory-limit sets it)" : ""));
+  // Slabs of at most 512 MiB of values: larger ones save nothing (a slab's fixed costs are
+  // milliseconds) and take memory from the page cache the file is written through (on the CI
+  // machine a map written from 2 GiB slabs went at a third of the rate of 256 MiB slabs).
+  const std::int64_t cap = std::max<std::int64_t>(1, (std::int64_t{512} << 20) / (8 * nz));
+  plan.slab_rows = std::min(fit, cap);
+  if (plan.overlap && static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(nz) * 8 > (std::uint64_t{2} << 30))
+    plan.slab_rows = std::min(plan.slab_rows, (rows + 7) / 8);
+  plan.slabs = (rows + plan.slab_rows - 1) / plan.slab_rows;
+  plan.memory = fixed + per_row * static_cast<std::uint64_t>(plan.slab_rows);
+  // Checked against the machine as every run is (the limit may exceed what is free), and the disk.
+  ResourcePlan resources("nbkit map");
+  resources.memory(static_cast<std::uint64_t>(plan.slab_rows) * per_row,
+                   plan.slabs == 1 ? "the map" : fmt::format("slabs of {} rows", plan.slab_rows));
+  if (method > 0) resources.memory(method, "the method's atoms and grids");
+  if (writer + slice_bytes > 0) resources.memory(writer + slice_bytes, "the writer's buffers");
+  resources.disk(output, io::map_file_bytes(output, lattice), "the map");
+  resources.check();
+  return plan;
 }
 
 // The atoms with their charges and radii (pdb2pqr's for --charges), and with a trajectory
@@ -239,24 +306,27 @@ void periodic_notices(const MapOptions& options, const Atoms& atoms, const Latti
   }
 }
 
+// What a run computed and wrote, for the summary line and the report.
 struct ComputedMap {
-  Map map;
   MapStats stats;
   TrajectoryMapStats trajectory;
+  double low = 0, high = 0;  // the values' span
+  SlabPlan slabs;            // how it was computed and written
+  double write_seconds = 0;  // writing the map file (overlapping the computation for GPU runs)
+  std::uint64_t write_bytes = 0;
+  std::optional<io::SliceInfo> slice;
 };
 
-// The map of the atoms, or the maps of the trajectory's frames combined, with a progress bar.
-ComputedMap compute(const MapArguments& args, MapInputs& in, const Lattice& lattice, MapOptions options) {
+// The maps of the trajectory's frames combined in memory, with a progress bar.
+Map compute_trajectory(const MapArguments& args, MapInputs& in, const Lattice& lattice, MapOptions options,
+                       ComputedMap& out) {
   ProgressBar bar(fmt::format("{} map", to_string(options.method)), !args.run.quiet);
-  options.progress = [&bar](double fraction) { bar.update(fraction); };
-  ComputedMap out;
-  if (!in.frames) {
-    out.map = compute_map(in.atoms, lattice, options, &out.stats);
-  } else {
+  Map map;
+  {
     options.progress = nullptr;
     const long long expected = in.frames->expected();
     bool first_frame = true;
-    out.map = combine_frame_maps(
+    map = combine_frame_maps(
         in.atoms, lattice, options, parse_combine(args.combine),
         [&](Atoms& target) {
           if (first_frame) return !(first_frame = false);  // already loaded
@@ -280,7 +350,9 @@ ComputedMap compute(const MapArguments& args, MapInputs& in, const Lattice& latt
   }
   bar.finish();
   notice(out.stats.notice, args.run.quiet);
-  return out;
+  const auto [low, high] = std::minmax_element(map.values.begin(), map.values.end());
+  out.low = *low, out.high = *high;
+  return map;
 }
 
 // What the map's values are.
@@ -323,7 +395,7 @@ std::string method_line(const MapOptions& options, double kappa) {
 }
 
 std::vector<std::string> map_comments(const MapArguments& args, const Atoms& atoms, const MapOptions& options,
-                                      double kappa, const ComputedMap& computed) {
+                                      double kappa, int frames) {
   std::vector<std::string> comments = {
       fmt::format("{} in {} written by nbkit {}", quantity_name(options), units::to_string(map_unit(options)),
                   build_info().version),
@@ -333,8 +405,8 @@ std::vector<std::string> map_comments(const MapArguments& args, const Atoms& ato
       "vertex-centred lattice: point (i,j,k) at origin + (i,j,k)*delta; x index slowest, z fastest",
   };
   if (!args.trajectory.empty())
-    comments.push_back(fmt::format("{} of the maps of {} frames of {} (first {}, stride {})", args.combine,
-                                   computed.trajectory.frames, args.trajectory, args.first, args.stride));
+    comments.push_back(fmt::format("{} of the maps of {} frames of {} (first {}, stride {})", args.combine, frames,
+                                   args.trajectory, args.first, args.stride));
   return comments;
 }
 
@@ -344,7 +416,8 @@ struct MapTimes {
 
 nlohmann::json map_report(const MapArguments& args, const Atoms& atoms, const Lattice& lattice,
                           const MapOptions& options, double kappa, const ComputedMap& computed, const MapTimes& times,
-                          const std::string& output, const std::optional<io::SliceInfo>& slice_info) {
+                          const std::string& output) {
+  const std::optional<io::SliceInfo>& slice_info = computed.slice;
   const MapStats& stats = computed.stats;
   nlohmann::json report = run_report("map", args.run, stats.backend, stats.detail, stats.notice);
   report["input"] = {{"file", args.input}, {"atoms", atoms.size()}, {"net_charge", atoms.net_charge()}};
@@ -384,18 +457,81 @@ nlohmann::json map_report(const MapArguments& args, const Atoms& atoms, const La
                             {"first", args.first}, {"last", args.last}, {"stride", args.stride}};
   report["timing_seconds"] = {{"read", times.read}, {"compute", stats.seconds}, {"write", times.write},
                               {"total", times.total}};
+  report["output"] = {{"format", io::to_string(io::guess_map_format(output))},
+                      {"bytes", computed.write_bytes},
+                      {"write_seconds", computed.write_seconds},
+                      {"write_bytes_per_second",
+                       computed.write_seconds > 0 ? static_cast<double>(computed.write_bytes) / computed.write_seconds : 0.0}};
+  if (computed.slabs.slabs > 0)
+    report["output"]["slabs"] = {{"count", computed.slabs.slabs},
+                                 {"rows_each", computed.slabs.slab_rows},
+                                 {"memory_limit_bytes", computed.slabs.limit},
+                                 {"memory_counted_bytes", computed.slabs.memory},
+                                 {"write_overlaps_compute", computed.slabs.overlap && computed.slabs.slabs > 1}};
   if (stats.backend == Backend::cuda) report["timing_seconds"]["gpu_kernels"] = stats.kernel_seconds;
   for (const auto& [stage, seconds] : stats.stage_seconds) report["timing_seconds"]["msm " + stage] = seconds;
   report["rates"] = {{"evaluations", stats.evaluations}, {"evaluations_per_second", stats.evaluations_per_second()},
                      {"lattice_points_per_second", stats.points_per_second()}};
-  const auto [low, high] = std::minmax_element(computed.map.values.begin(), computed.map.values.end());
   report[is_density_method(options.method) ? "values" : "potential"] = {
-      {"min", *low}, {"max", *high}, {"unit", units::to_string(map_unit(options))}};
+      {"min", computed.low}, {"max", computed.high}, {"unit", units::to_string(map_unit(options))}};
   report["outputs"] = {{"map", output}};
   if (slice_info)
     report["outputs"]["png"] = {{"file", args.png}, {"axis", std::string(1, "xyz"[slice_info->axis])},
                                 {"coordinate", slice_info->coordinate}, {"color_range", slice_info->range}};
   return report;
+}
+
+std::uint64_t file_bytes(const std::string& path) {
+  std::error_code error;
+  const auto bytes = std::filesystem::file_size(path, error);
+  return error ? 0 : static_cast<std::uint64_t>(bytes);
+}
+
+// Before a long run: how the map will be computed and written, and how much disk it takes.
+void slab_notice(const SlabPlan& plan, const Lattice& lattice, const std::string& output, bool default_limit,
+                 bool quiet) {
+  const std::uint64_t bytes = io::map_file_bytes(output, lattice);
+  if (plan.slabs > 1)
+    notice(fmt::format("the map's {} of float64 values {}: computed and written in {} slabs of {} rows{} within a "
+                       "memory limit of {}{}",
+                       format_bytes(static_cast<std::uint64_t>(lattice.size()) * 8),
+                       plan.slabs * plan.slab_rows * lattice.dims[2] * 8 > static_cast<std::int64_t>(plan.limit)
+                           ? "exceed the memory limit"
+                           : "are written as they are computed",
+                       plan.slabs, with_commas(plan.slab_rows), plan.overlap ? " (each written while the next is computed)" : "",
+                       format_bytes(plan.limit), default_limit ? " (3/4 of the free memory; --memory-limit sets it)" : ""),
+           quiet);
+  if (bytes >= (std::uint64_t{1} << 30))
+    notice(fmt::format("{} will take about {} ({}; {} free there)", output, format_bytes(bytes),
+                       io::to_string(io::guess_map_format(output)), format_bytes(available_disk_bytes(output))),
+           quiet);
+}
+
+// The map computed slab by slab and written as each slab is done, with its statistics and the
+// --png plane collected on the way: the map is never whole in memory unless it fits.
+void compute_and_write(const MapArguments& args, const Atoms& atoms, const Lattice& lattice, MapOptions options,
+                       const std::string& output, const std::vector<std::string>& comments, io::SlicePlane* plane,
+                       ComputedMap& out) {
+  ProgressBar bar(fmt::format("{} map -> {}", to_string(options.method), output), !args.run.quiet);
+  options.progress = [&bar](double fraction) { bar.update(fraction); };
+  io::write_map_file(output, lattice, comments, [&](io::MapFileWriter& writer) {
+    stream_map(
+        atoms, lattice, options, out.slabs.slab_rows,
+        [&](const MapSlab& slab) {
+          const auto start = std::chrono::steady_clock::now();
+          const std::int64_t count = (slab.row_end - slab.row_begin) * lattice.dims[2];
+          writer.write(slab.values, count);
+          out.write_seconds += seconds_since(start);
+          if (plane) plane->add(slab);
+        },
+        &out.stats, out.slabs.overlap);
+    const auto start = std::chrono::steady_clock::now();
+    bar.finish();
+    out.write_bytes = writer.bytes_written();
+    out.write_seconds += seconds_since(start);
+  }, options.threads);
+  out.write_bytes = std::max(out.write_bytes, file_bytes(output));
+  out.low = out.stats.min_value, out.high = out.stats.max_value;
 }
 
 int run_map(const MapArguments& args) {
@@ -418,27 +554,45 @@ int run_map(const MapArguments& args) {
   // --backend auto decided now, so that its notice comes before the work (not after the bar).
   std::string backend_notice;
   options.backend = resolve_backend(options.backend, &backend_notice);
-  check_resources(args, lattice, output, in.frames != nullptr,
-                  options.backend == Backend::cuda && map_stays_on_device(options.method));
-  notice(backend_notice, args.run.quiet);
-  periodic_notices(options, in.atoms, lattice, args.run.quiet);
-  const ComputedMap computed = compute(args, in, lattice, options);
-
-  const auto write_start = std::chrono::steady_clock::now();
-  {
-    ProgressBar write_bar("writing " + output, !args.run.quiet);
-    io::write_map(output, computed.map, map_comments(args, in.atoms, options, kappa, computed),
-                  write_progress(write_bar));
-  }
   const bool stdev = in.frames && parse_combine(args.combine) == Combine::stdev;
-  std::optional<io::SliceInfo> slice_info;
-  if (!args.png.empty())
-    slice_info = io::write_slice_png(args.png, computed.map, slice, {}, 0,
-                                     stdev || is_density_method(options.method) ? io::ColorScale::sequential
-                                                                                : io::ColorScale::diverging);
-  times.write = seconds_since(write_start);
+  const io::ColorScale colors =
+      stdev || is_density_method(options.method) ? io::ColorScale::sequential : io::ColorScale::diverging;
+  ComputedMap computed;
+  if (in.frames) {
+    check_trajectory_resources(args, lattice, output, options.backend == Backend::cuda && map_stays_on_device(options.method));
+    notice(backend_notice, args.run.quiet);
+    periodic_notices(options, in.atoms, lattice, args.run.quiet);
+    const Map map = compute_trajectory(args, in, lattice, options, computed);
+    const auto write_start = std::chrono::steady_clock::now();
+    {
+      ProgressBar write_bar("writing " + output, !args.run.quiet);
+      io::write_map(output, map, map_comments(args, in.atoms, options, kappa, computed.trajectory.frames),
+                    write_progress(write_bar));
+    }
+    computed.write_seconds = seconds_since(write_start);
+    computed.write_bytes = file_bytes(output);
+    if (!args.png.empty()) computed.slice = io::write_slice_png(args.png, map, slice, {}, 0, colors);
+    times.write = seconds_since(write_start);
+  } else {
+    std::optional<io::SlicePlane> plane;
+    if (!args.png.empty()) plane.emplace(lattice, slice, map_unit(options));
+    computed.slabs = plan_slabs(args, in.atoms, lattice, options, output, plane ? plane->bytes() : 0);
+    notice(backend_notice, args.run.quiet);
+    periodic_notices(options, in.atoms, lattice, args.run.quiet);
+    slab_notice(computed.slabs, lattice, output, args.memory_limit.empty(), args.run.quiet);
+    compute_and_write(args, in.atoms, lattice, options, output, map_comments(args, in.atoms, options, kappa, 0),
+                      plane ? &*plane : nullptr, computed);
+    notice(computed.stats.notice, args.run.quiet);
+    if (plane) {
+      const auto png_start = std::chrono::steady_clock::now();
+      computed.slice = plane->write_png(args.png, colors);
+      computed.write_seconds += seconds_since(png_start);
+    }
+    // Computing and writing overlap on a GPU: the write time is the writer's own.
+    times.write = computed.write_seconds;
+  }
   times.total = seconds_since(start);
-  write_report(args.run.report, map_report(args, in.atoms, lattice, options, kappa, computed, times, output, slice_info));
+  write_report(args.run.report, map_report(args, in.atoms, lattice, options, kappa, computed, times, output));
 
   if (!args.run.quiet) {
     const MapStats& stats = computed.stats;
@@ -446,12 +600,15 @@ int run_map(const MapArguments& args) {
                                  ? fmt::format("{:.3g} atom-lattice evaluations/s", stats.evaluations_per_second())
                                  : fmt::format("{:.3g} lattice points/s", stats.points_per_second());
     const auto& n = lattice.dims;
-    const auto [low, high] = std::minmax_element(computed.map.values.begin(), computed.map.values.end());
     fmt::print("nbkit map: {}, {}x{}x{} = {} lattice points, {:.3f} s, {} ({}: {})\n",
                count_of(static_cast<std::int64_t>(in.atoms.size()), "atom"), n[0], n[1], n[2],
                with_commas(lattice.size()), stats.seconds, rate, to_string(stats.backend), stats.detail);
-    fmt::print("  {} {:.4g} to {:.4g} {} -> {}{}\n", is_density_method(options.method) ? "values" : "potential", *low, *high,
-               units::to_string(map_unit(options)), output,
+    fmt::print("  {} {:.4g} to {:.4g} {} -> {} ({}, {:.3f} s, {}/s{}){}\n",
+               is_density_method(options.method) ? "values" : "potential", computed.low, computed.high,
+               units::to_string(map_unit(options)), output, format_bytes(computed.write_bytes), computed.write_seconds,
+               format_bytes(static_cast<std::uint64_t>(static_cast<double>(computed.write_bytes) /
+                                                       std::max(computed.write_seconds, 1e-9))),
+               computed.slabs.slabs > 1 ? fmt::format(", {} slabs", computed.slabs.slabs) : "",
                args.png.empty() ? "" : ", " + args.png);
   }
   return 0;
@@ -518,6 +675,9 @@ Action setup_map(CLI::App& app) {
   group_lattice->add_option("--length", args->length, "edge length(s) of the lattice, Angstrom: L or Lx,Ly,Lz");
   auto* group_run = app.add_option_group("run");
   add_run_options(*group_run, args->run);
+  group_run->add_option("--memory-limit", args->memory_limit,
+                        "memory the map may hold, e.g. 8G or 500M (default: 3/4 of the free memory): a larger map is "
+                        "computed and written in slabs, so the lattice is limited by the disk, not the memory");
   auto* group_traj = app.add_option_group("trajectory");
   group_traj->add_option("--trajectory", args->trajectory,
                          "trajectory of INPUT's atoms: DCD (CHARMM, NAMD, LAMMPS, OpenMM), XTC or TRR (GROMACS), or a "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Real clients read nbkit's OpenDX back with the same values.
+"""Real clients read nbkit's OpenDX (and its other map formats) back with the same values.
 
 Usage: check_dx_clients.py NBKIT_BINARY PQR_FILE
 
@@ -81,6 +81,64 @@ def main():
             checked.append("APBS multivalue")
         else:
             print("APBS multivalue not installed: skipped")
+
+        # The large-map formats (issue 21): gzip-compressed OpenDX through GridDataFormats, CCP4/MRC
+        # (z, y, x axis order) through mrcfile and GridDataFormats, APBS's binary OpenDX through
+        # its documented layout (header text, "binary data follows", little-endian doubles).
+        common = [nbkit, "map", pqr, "--precision", "double", "-q", "--origin", ",".join(map(str, origin)),
+                  "--dims", ",".join(map(str, dims)), "--spacing", str(spacing)]
+        scale = abs(expected).max()
+        try:
+            from gridData import Grid
+        except ImportError:
+            pass
+        else:
+            gz = os.path.join(tmp, "map.dx.gz")
+            subprocess.run(common + ["-o", gz], check=True)
+            g = Grid(gz)
+            assert g.grid.shape == dims and np.allclose(g.origin, origin) and np.allclose(g.delta, spacing)
+            err = np.abs(g.grid - expected).max() / scale
+            assert err < 1e-7, f"GridDataFormats .dx.gz values differ: {err}"
+            checked.append(f"GridDataFormats .dx.gz {err:.1e}")
+        mrc = os.path.join(tmp, "map.mrc")
+        subprocess.run(common + ["-o", mrc], check=True)
+        try:
+            import mrcfile
+        except ImportError:
+            print("mrcfile not installed: skipped")
+        else:
+            with mrcfile.open(mrc, permissive=False) as m:
+                h = m.header
+                assert (int(h.mapc), int(h.mapr), int(h.maps)) == (3, 2, 1), (h.mapc, h.mapr, h.maps)
+                assert np.allclose([h.origin.x, h.origin.y, h.origin.z], origin)
+                assert np.allclose(m.voxel_size.x, spacing)
+                data = m.data  # sections (x), rows (y), columns (z): the map's own order
+                assert data.shape == dims, data.shape
+                err = np.abs(data - expected).max() / scale
+                assert err < 1e-6, f"mrcfile values differ: {err}"  # float32
+                assert np.isclose(h.dmin, data.min()) and np.isclose(h.dmax, data.max())
+                checked.append(f"mrcfile {err:.1e}")
+            try:
+                from gridData import Grid
+            except ImportError:
+                pass
+            else:
+                g = Grid(mrc)
+                assert g.grid.shape == dims, g.grid.shape
+                err = np.abs(g.grid - expected).max() / scale
+                assert err < 1e-6, f"GridDataFormats .mrc values differ: {err}"
+                checked.append(f"GridDataFormats .mrc {err:.1e}")
+        dxbin = os.path.join(tmp, "map.dxbin")
+        subprocess.run(common + ["-o", dxbin], check=True)
+        raw = open(dxbin, "rb").read()
+        marker = b"binary data follows\n"
+        start = raw.index(marker) + len(marker)
+        n = dims[0] * dims[1] * dims[2]
+        values = np.frombuffer(raw[start:start + 8 * n], dtype="<f8").reshape(dims)
+        assert raw[start + 8 * n:].startswith(b"\nattribute"), raw[start + 8 * n:][:40]
+        err = np.abs(values - expected).max() / scale
+        assert err < 1e-10, f"binary OpenDX values differ: {err}"  # float64 sums in another order: ~1e-12
+        checked.append(f"binary OpenDX by its layout {err:.1e}")
 
     if not checked:
         sys.exit(77)

@@ -16,6 +16,7 @@ TEST(Ccp4, GemmiReadsBackValuesOriginAndSpacing) {
   write_map(dir.file("m.mrc"), map);
   gemmi::Ccp4<float> back;
   back.read_ccp4_file(dir.file("m.mrc"));
+  back.setup(NAN, gemmi::MapSetup::ReorderOnly);  // the file's axes are z, y, x (MAPC/MAPR/MAPS 3, 2, 1)
   ASSERT_EQ(back.grid.nu, 4);
   ASSERT_EQ(back.grid.nv, 3);
   ASSERT_EQ(back.grid.nw, 5);

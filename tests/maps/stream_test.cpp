@@ -1,0 +1,159 @@
+// Maps computed a slab at a time (stream_map, issue 21) are compute_map's maps bit for bit, for
+// every method and backend, any slab size, with or without a writer thread.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+
+#include "maps/map_test_support.hpp"
+#include "nbkit/core/error.hpp"
+#include "nbkit/core/backend.hpp"
+#include "nbkit/maps.hpp"
+#include "test_support.hpp"
+
+namespace nbkit {
+
+namespace {
+
+// The slabs stream_map hands over, pasted together in order (checking that they come in order,
+// whole and once).
+std::vector<double> streamed(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
+                             std::int64_t slab_rows, bool overlap, MapStats* stats = nullptr) {
+  std::vector<double> values;
+  std::int64_t next_row = 0;
+  stream_map(
+      atoms, lattice, options, slab_rows,
+      [&](const MapSlab& slab) {
+        EXPECT_EQ(slab.row_begin, next_row);
+        EXPECT_GT(slab.row_end, slab.row_begin);
+        values.insert(values.end(), slab.values, slab.values + (slab.row_end - slab.row_begin) * lattice.dims[2]);
+        next_row = slab.row_end;
+      },
+      stats, overlap);
+  EXPECT_EQ(next_row, lattice.rows());
+  return values;
+}
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+struct Case {
+  const char* name;
+  MapMethod method;
+  bool periodic = false;
+};
+
+class StreamedMap : public ::testing::TestWithParam<std::tuple<Case, Backend>> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (backend() == Backend::cuda && list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  }
+  Case method_case() const { return std::get<0>(GetParam()); }
+  Backend backend() const { return std::get<1>(GetParam()); }
+};
+
+}  // namespace
+
+// Slabs of 1 row, 7 rows (across x-planes), a plane and a half, and the whole lattice, on an
+// awkward 13 x 9 x 17 lattice; msm sums its grids once and must still give every slab the
+// values of the whole map.
+TEST_P(StreamedMap, SameBitsAsTheWholeMapForAnySlabs) {
+  const Case c = method_case();
+  Lattice lattice;
+  lattice.origin = {-6.0, -4.5, -8.25};
+  lattice.spacing = 0.9;
+  lattice.dims = {13, 9, 17};
+  Atoms atoms = test::random_atoms(300, {-7, -6, -9}, {6, 4, 7}, 17);
+  MapOptions options = test::with(c.method, backend());
+  if (c.method == MapMethod::cutoff || c.method == MapMethod::msm) options.cutoff = 5.0;
+  if (c.periodic) {
+    options.cutoff = 4.0;  // under half the shortest edge
+    options.periodic_box = PeriodicBox::from_edges({11.7, 8.1, 15.3});
+    lattice.origin = {0, 0, 0};
+    for (std::size_t i = 0; i < atoms.size(); ++i) atoms.x[i] += 7, atoms.y[i] += 6, atoms.z[i] += 9;
+  }
+  const Map whole = compute_map(atoms, lattice, options);
+  for (const std::int64_t rows : {std::int64_t{1}, std::int64_t{7}, std::int64_t{13}, lattice.rows()})
+    for (const bool overlap : {false, true}) {
+      MapStats stats;
+      EXPECT_TRUE(same_bits(streamed(atoms, lattice, options, rows, overlap, &stats), whole.values))
+          << c.name << " in slabs of " << rows << " rows" << (overlap ? ", overlapped" : "");
+      EXPECT_EQ(stats.lattice_points, static_cast<double>(lattice.size()));
+      EXPECT_EQ(stats.backend, backend() == Backend::cuda ? Backend::cuda : Backend::cpu);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Methods, StreamedMap,
+    ::testing::Combine(::testing::Values(Case{"direct", MapMethod::direct}, Case{"mdh", MapMethod::mdh},
+                                         Case{"cutoff", MapMethod::cutoff},
+                                         Case{"periodic_cutoff", MapMethod::cutoff, true}, Case{"msm", MapMethod::msm},
+                                         Case{"periodic_msm", MapMethod::msm, true},
+                                         Case{"density", MapMethod::density}, Case{"occupancy", MapMethod::occupancy}),
+                       ::testing::Values(Backend::cpu, Backend::cuda)),
+    [](const auto& info) {
+      return std::string(std::get<0>(info.param).name) + "_" +
+             (std::get<1>(info.param) == Backend::cuda ? "cuda" : "cpu");
+    });
+
+// The reference backend too (the oracle's slabs), and msm's stage times summed once: the grids'
+// stages in the first slab only.
+TEST(StreamMap, ReferenceSlabsAndMsmStages) {
+  Lattice lattice;
+  lattice.origin = {-5, -5, -5};
+  lattice.spacing = 1.25;
+  lattice.dims = {9, 8, 7};
+  const Atoms atoms = test::random_atoms(40, {-5, -5, -5}, {5, 5, 5}, 3);
+  MapOptions options = test::with(MapMethod::cutoff, Backend::reference);
+  options.cutoff = 4;
+  EXPECT_TRUE(same_bits(streamed(atoms, lattice, options, 5, true), compute_map(atoms, lattice, options).values));
+  options = test::with(MapMethod::msm, Backend::cpu);
+  options.cutoff = 4;
+  MapStats stats;
+  streamed(atoms, lattice, options, 3, false, &stats);
+  ASSERT_FALSE(stats.stage_seconds.empty());
+  EXPECT_EQ(stats.stage_seconds.front().first, "short range");
+}
+
+// An exception in the consumer (a full disk) ends the run and reaches the caller, from the
+// writer thread too; no slab is handed over after it.
+TEST(StreamMap, TheConsumersErrorEndsTheRun) {
+  Lattice lattice;
+  lattice.origin = {-5, -5, -5};
+  lattice.spacing = 1.0;
+  lattice.dims = {10, 10, 10};
+  const Atoms atoms = test::random_atoms(20, {-5, -5, -5}, {5, 5, 5}, 4);
+  for (const bool overlap : {false, true}) {
+    int calls = 0;
+    EXPECT_THROW(stream_map(
+                     atoms, lattice, test::with(MapMethod::direct, Backend::cpu), 10,
+                     [&](const MapSlab&) {
+                       if (++calls == 2) throw Error("disk full");
+                     },
+                     nullptr, overlap),
+                 Error);
+    EXPECT_EQ(calls, 2);
+  }
+  EXPECT_THROW(stream_map(atoms, lattice, test::with(MapMethod::direct, Backend::cpu), 0, [](const MapSlab&) {}), Error);
+}
+
+// Progress runs once from 0 to 1 over all slabs, never backwards.
+TEST(StreamMap, ProgressCoversAllSlabsOnce) {
+  Lattice lattice;
+  lattice.origin = {-5, -5, -5};
+  lattice.spacing = 1.0;
+  lattice.dims = {10, 10, 10};
+  const Atoms atoms = test::random_atoms(20, {-5, -5, -5}, {5, 5, 5}, 4);
+  MapOptions options = test::with(MapMethod::direct, Backend::cpu);
+  std::vector<double> seen;
+  options.progress = [&](double f) { seen.push_back(f); };
+  stream_map(atoms, lattice, options, 30, [](const MapSlab&) {});
+  ASSERT_FALSE(seen.empty());
+  for (std::size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i], seen[i - 1]);
+  EXPECT_DOUBLE_EQ(seen.back(), 1.0);
+}
+
+}  // namespace nbkit
