@@ -270,8 +270,12 @@ void stream_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& op
     const std::int64_t begin = current * slab_rows, end = std::min(rows, begin + slab_rows);
     std::vector<double>& values = slab[static_cast<std::size_t>(current % buffers)];
     // The buffer last held slab current - 2, whose consumer finished before slab current - 1's began.
-    // Never reallocated (the pinned range): the last slab uses its front.
-    std::fill_n(values.begin(), (end - begin) * nz, 0.0);
+    // Never reallocated (the pinned range): the last slab uses its front. Zeroed on every core
+    // (a 3 GiB slab takes 0.3 s on one).
+    const std::int64_t count = (end - begin) * nz;
+    double* data = values.data();
+#pragma omp parallel for schedule(static) if (count > (1 << 22))
+    for (std::int64_t p = 0; p < count; ++p) data[p] = 0.0;
     MapStats slab_stats;
     map_rows(atoms, lattice, per_slab, begin, end, values.data(), nullptr, &slab_stats, &kept);
     add_slab_stats(slab_stats, current == 0, total);

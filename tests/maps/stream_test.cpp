@@ -76,8 +76,11 @@ TEST_P(StreamedMap, SameBitsAsTheWholeMapForAnySlabs) {
     for (std::size_t i = 0; i < atoms.size(); ++i) atoms.x[i] += 7, atoms.y[i] += 6, atoms.z[i] += 9;
   }
   const Map whole = compute_map(atoms, lattice, options);
+  // One-row slabs on the CPU only: on a GPU each slab is a launch with its uploads (msm's 117
+  // one-row slabs took 40 s there), and 7 rows already cross x-planes.
   for (const std::int64_t rows : {std::int64_t{1}, std::int64_t{7}, std::int64_t{13}, lattice.rows()})
     for (const bool overlap : {false, true}) {
+      if (rows == 1 && backend() == Backend::cuda) continue;
       MapStats stats;
       EXPECT_TRUE(same_bits(streamed(atoms, lattice, options, rows, overlap, &stats), whole.values))
           << c.name << " in slabs of " << rows << " rows" << (overlap ? ", overlapped" : "");
