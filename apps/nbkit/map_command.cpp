@@ -112,8 +112,6 @@ void refuse_ignored_options(const MapArguments& args, MapMethod method) {
   refuse_if_given(g, "--slice", !args.png.empty(), "chooses the slice of the --png picture: add --png FILE");
   for (const char* option : {"--combine", "--first", "--last", "--stride"})
     refuse_if_given(g, option, !args.trajectory.empty(), "applies to maps of a --trajectory");
-  refuse_if_given(g, "--memory-limit", args.trajectory.empty(),
-                  "streams the map of one structure in slabs; a --trajectory's maps are combined whole in memory");
   for (const char* option : {"--allow-missing", "--save-pqr"})
     refuse_if_given(g, option, !args.charges.empty(), "applies to PDB/mmCIF input charged with --charges");
   args.run.refuse_gpus_on_the_cpu();
@@ -184,18 +182,21 @@ std::uint64_t memory_limit(const MapArguments& args) {
 // GPU run writes one slab while the next is computed (its host is free meanwhile): two slabs in
 // memory, and at least eight of them for a map over 2 GiB, so that writing overlaps computing.
 // A CPU run computes and formats on every core in turn: one slab in memory.
+// A trajectory's slabs hold `arrays` values a point (the combined map, a frame's, stdev's M2)
+// and are never overlapped.
 SlabPlan plan_slabs(const MapArguments& args, const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
-                    const std::string& output, std::uint64_t slice_bytes) {
+                    const std::string& output, std::uint64_t slice_bytes, int arrays = 0) {
   SlabPlan plan;
   plan.limit = memory_limit(args);
-  plan.overlap = options.backend == Backend::cuda;
+  plan.overlap = arrays == 0 && options.backend == Backend::cuda;
+  if (arrays == 0) arrays = plan.overlap ? 2 : 1;
   const std::int64_t rows = lattice.rows(), nz = lattice.dims[2];
   const bool ccp4 = io::guess_map_format(output) == io::MapFormat::ccp4;
   const std::uint64_t method = map_method_memory_bytes(atoms, lattice, options);
   const std::uint64_t writer = ccp4 ? 0 : io::map_write_memory_bytes(output, lattice, options.threads);
   const std::uint64_t fixed = method + writer + slice_bytes;
   // A row's values, twice when overlapping, and MRC's float32 copy of the slab being written.
-  const std::uint64_t per_row = static_cast<std::uint64_t>(nz) * ((plan.overlap ? 16 : 8) + (ccp4 ? 4 : 0));
+  const std::uint64_t per_row = static_cast<std::uint64_t>(nz) * (8 * arrays + (ccp4 ? 4 : 0));
   std::int64_t fit = rows;
   if (plan.limit > 0) {
     const std::uint64_t room = plan.limit > fixed ? (plan.limit - fixed) / per_row : 0;
@@ -233,6 +234,7 @@ struct MapInputs {
   Atoms atoms;
   std::unique_ptr<TrajectoryFrames> frames;  // null without --trajectory
   std::vector<std::int32_t> selected;        // --select's atoms of the input (empty: all)
+  std::size_t input_atoms = 0;               // atoms in the input file (the trajectory's count)
 };
 
 MapInputs read_inputs(const MapArguments& args) {
@@ -262,6 +264,7 @@ MapInputs read_inputs(const MapArguments& args) {
     in.atoms = std::move(chosen);
   }
   if (!args.trajectory.empty()) {
+    in.input_atoms = all_atoms;
     in.frames = std::make_unique<TrajectoryFrames>(args.trajectory, FrameRange{args.first, args.last, args.stride},
                                                    all_atoms, args.input);
     in.frames->load(in.atoms, in.selected);
@@ -405,8 +408,9 @@ std::vector<std::string> map_comments(const MapArguments& args, const Atoms& ato
       "vertex-centred lattice: point (i,j,k) at origin + (i,j,k)*delta; x index slowest, z fastest",
   };
   if (!args.trajectory.empty())
-    comments.push_back(fmt::format("{} of the maps of {} frames of {} (first {}, stride {})", args.combine, frames,
-                                   args.trajectory, args.first, args.stride));
+    comments.push_back(fmt::format("{} of the maps of {} of {} (first {}, stride {})", args.combine,
+                                   frames >= 0 ? fmt::format("{} frames", frames) : "the frames", args.trajectory,
+                                   args.first, args.stride));
   return comments;
 }
 
@@ -489,17 +493,19 @@ std::uint64_t file_bytes(const std::string& path) {
 
 // Before a long run: how the map will be computed and written, and how much disk it takes.
 void slab_notice(const SlabPlan& plan, const Lattice& lattice, const std::string& output, bool default_limit,
-                 bool quiet) {
+                 bool quiet, int trajectory_arrays = 0) {
   const std::uint64_t bytes = io::map_file_bytes(output, lattice);
+  const std::uint64_t values = static_cast<std::uint64_t>(lattice.size()) * 8;
   if (plan.slabs > 1)
-    notice(fmt::format("the map's {} of float64 values {}: computed and written in {} slabs of {} rows{} within a "
-                       "memory limit of {}{}",
-                       format_bytes(static_cast<std::uint64_t>(lattice.size()) * 8),
-                       plan.slabs * plan.slab_rows * lattice.dims[2] * 8 > static_cast<std::int64_t>(plan.limit)
-                           ? "exceed the memory limit"
-                           : "are written as they are computed",
+    notice(fmt::format("computed and written in {} slabs of {} rows{} within a memory limit of {}{}: the map's values "
+                       "take {}{}",
                        plan.slabs, with_commas(plan.slab_rows), plan.overlap ? " (each written while the next is computed)" : "",
-                       format_bytes(plan.limit), default_limit ? " (3/4 of the free memory; --memory-limit sets it)" : ""),
+                       format_bytes(plan.limit), default_limit ? " (3/4 of the free memory; --memory-limit sets it)" : "",
+                       format_bytes(values),
+                       trajectory_arrays > 0
+                           ? fmt::format(", {} with the frames' accumulators; the frames are read once a slab",
+                                         format_bytes(values * static_cast<std::uint64_t>(trajectory_arrays)))
+                           : ""),
            quiet);
   if (bytes >= (std::uint64_t{1} << 30))
     notice(fmt::format("{} will take about {} ({}; {} free there)", output, format_bytes(bytes),
@@ -534,6 +540,70 @@ void compute_and_write(const MapArguments& args, const Atoms& atoms, const Latti
   out.low = out.stats.min_value, out.high = out.stats.max_value;
 }
 
+// A trajectory's combined map a slab at a time, the frames read again for every slab (the
+// library's stream_frame_maps says why), each slab written as it is finished.
+void combine_and_write(const MapArguments& args, MapInputs& in, const Lattice& lattice, MapOptions options,
+                       const std::string& output, double kappa, io::SlicePlane* plane, ComputedMap& out) {
+  ProgressBar bar(fmt::format("{} map of the frames -> {}", to_string(options.method), output), !args.run.quiet);
+  options.progress = nullptr;
+  const long long expected = in.frames->expected();
+  const std::int64_t slabs = out.slabs.slabs;
+  bool first_frame = true;
+  double low = HUGE_VAL, high = -HUGE_VAL;
+  const std::vector<std::string> comments = map_comments(args, in.atoms, options, kappa, -1);
+  io::write_map_file(
+      output, lattice, comments,
+      [&](io::MapFileWriter& writer) {
+        stream_frame_maps(
+            in.atoms, lattice, options, parse_combine(args.combine), out.slabs.slab_rows,
+            [&] {  // the frames from the first again (the first slab's are loaded already)
+              if (first_frame) return;
+              in.frames = std::make_unique<TrajectoryFrames>(
+                  args.trajectory, FrameRange{args.first, args.last, args.stride}, in.input_atoms, args.input);
+              first_frame = true;
+            },
+            [&](Atoms& target) {
+              if (first_frame) {
+                first_frame = false;
+                in.frames->load(target, in.selected);
+                return true;
+              }
+              if (!in.frames->advance()) return false;
+              in.frames->load(target, in.selected);
+              return true;
+            },
+            [&](const MapSlab& slab) {
+              const auto start = std::chrono::steady_clock::now();
+              const std::int64_t count = (slab.row_end - slab.row_begin) * lattice.dims[2];
+              writer.write(slab.values, count);
+              out.write_seconds += seconds_since(start);
+              const auto [slab_low, slab_high] = std::minmax_element(slab.values, slab.values + count);
+              low = std::min(low, *slab_low), high = std::max(high, *slab_high);
+              if (plane) plane->add(slab);
+            },
+            [&](std::int64_t slab, int frame) {
+              if (expected > 0)
+                bar.update((static_cast<double>(slab - 1) + static_cast<double>(frame) / static_cast<double>(expected)) /
+                           static_cast<double>(slabs));
+              else
+                bar.update(static_cast<double>(slab - 1) / static_cast<double>(slabs),
+                           fmt::format("slab {} of {}, {} frames", slab, slabs, frame));
+            },
+            &out.trajectory);
+        bar.finish();
+        out.write_bytes = writer.bytes_written();
+      },
+      options.threads);
+  out.write_bytes = std::max(out.write_bytes, file_bytes(output));
+  out.low = low, out.high = high;
+  out.stats = out.trajectory.last_frame;
+  out.stats.seconds = out.trajectory.seconds;
+  out.stats.lattice_points = static_cast<double>(lattice.size()) * out.trajectory.frames;
+  out.stats.evaluations = 0;
+  out.stats.detail += fmt::format("; frames combined on the host, read {} times (once a slab)", slabs);
+  notice(out.stats.notice, args.run.quiet);
+}
+
 int run_map(const MapArguments& args) {
   const auto start = std::chrono::steady_clock::now();
   MapOptions options = map_options(args);
@@ -558,7 +628,28 @@ int run_map(const MapArguments& args) {
   const io::ColorScale colors =
       stdev || is_density_method(options.method) ? io::ColorScale::sequential : io::ColorScale::diverging;
   ComputedMap computed;
-  if (in.frames) {
+  // A trajectory whose combined map does not fit the memory limit is combined a slab at a time.
+  const int trajectory_arrays = in.frames ? (stdev ? 3 : 2) : 0;
+  const bool trajectory_in_slabs =
+      in.frames && static_cast<std::uint64_t>(lattice.size()) * 8 * trajectory_arrays +
+                           io::map_write_memory_bytes(output, lattice, options.threads) >
+                       memory_limit(args) &&
+                   memory_limit(args) > 0;
+  if (trajectory_in_slabs) {
+    std::optional<io::SlicePlane> plane;
+    if (!args.png.empty()) plane.emplace(lattice, slice, map_unit(options));
+    computed.slabs = plan_slabs(args, in.atoms, lattice, options, output, plane ? plane->bytes() : 0, trajectory_arrays);
+    notice(backend_notice, args.run.quiet);
+    periodic_notices(options, in.atoms, lattice, args.run.quiet);
+    slab_notice(computed.slabs, lattice, output, args.memory_limit.empty(), args.run.quiet, trajectory_arrays);
+    combine_and_write(args, in, lattice, options, output, kappa, plane ? &*plane : nullptr, computed);
+    if (plane) {
+      const auto png_start = std::chrono::steady_clock::now();
+      computed.slice = plane->write_png(args.png, colors);
+      computed.write_seconds += seconds_since(png_start);
+    }
+    times.write = computed.write_seconds;
+  } else if (in.frames) {
     check_trajectory_resources(args, lattice, output, options.backend == Backend::cuda && map_stays_on_device(options.method));
     notice(backend_notice, args.run.quiet);
     periodic_notices(options, in.atoms, lattice, args.run.quiet);

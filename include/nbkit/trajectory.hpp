@@ -29,4 +29,20 @@ Map combine_frame_maps(Atoms atoms, const Lattice& lattice, const MapOptions& op
                        const std::function<bool(Atoms&)>& next_frame, const std::function<void(int)>& on_frame = {},
                        TrajectoryMapStats* stats = nullptr);
 
+// The combined map of a trajectory too large to hold, a slab of `slab_rows` lattice rows at a
+// time: for each slab the frames are read again (`rewind()` starts them over, then
+// `next_frame` as above), the slab's maps combined on the host as combine_frame_maps combines
+// them, and the finished slab handed to `consume`, in order. The values are
+// combine_frame_maps', bit for bit, for any slab_rows. Why the frames are read again rather
+// than each slab's accumulators kept on disk: reading costs slabs x the trajectory (12 bytes an
+// atom a frame), spilling would move frames x the map (16 bytes a point a frame, read and
+// written) through the disk; for a map that needs slabs the first is far smaller (a 2048^3 map
+// in 20 slabs over 1,000 frames of a million atoms: 240 GB read against 137 TB moved).
+// on_frame(slab, frame) after each frame of each slab (both 1-based); memory: 2 or 3 slabs.
+void stream_frame_maps(Atoms atoms, const Lattice& lattice, const MapOptions& options, Combine combine,
+                       std::int64_t slab_rows, const std::function<void()>& rewind,
+                       const std::function<bool(Atoms&)>& next_frame, const std::function<void(const MapSlab&)>& consume,
+                       const std::function<void(std::int64_t, int)>& on_frame = {},
+                       TrajectoryMapStats* stats = nullptr);
+
 }  // namespace nbkit

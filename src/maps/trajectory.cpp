@@ -106,4 +106,61 @@ Map combine_frame_maps(Atoms atoms, const Lattice& lattice, const MapOptions& op
   return maps::combine_frame_maps(std::move(atoms), lattice, options, combine, next_frame, on_frame, stats, true);
 }
 
+void stream_frame_maps(Atoms atoms, const Lattice& lattice, const MapOptions& options, Combine combine,
+                       std::int64_t slab_rows, const std::function<void()>& rewind,
+                       const std::function<bool(Atoms&)>& next_frame, const std::function<void(const MapSlab&)>& consume,
+                       const std::function<void(std::int64_t, int)>& on_frame, TrajectoryMapStats* stats) {
+  const auto start = std::chrono::steady_clock::now();
+  validate(lattice);
+  if (slab_rows < 1) throw Error(fmt::format("a slab needs at least one row, got {}", slab_rows));
+  const std::int64_t rows = lattice.rows(), nz = lattice.dims[2];
+  slab_rows = std::min(slab_rows, rows);
+  const std::size_t values = static_cast<std::size_t>(slab_rows * nz);
+  const int arrays = combine == Combine::stdev ? 3 : 2;
+  check_memory(static_cast<std::uint64_t>(arrays) * values * sizeof(double),
+               fmt::format("combining frame maps in slabs of {} lattice rows", slab_rows));
+  std::vector<double> result(values), frame(values), m2(combine == Combine::stdev ? values : 0);
+  MapStats map_stats;
+  int frames = 0;
+  for (std::int64_t begin = 0, slab = 1; begin < rows; begin += slab_rows, ++slab) {
+    const std::int64_t end = std::min(rows, begin + slab_rows);
+    const std::size_t points = static_cast<std::size_t>((end - begin) * nz);
+    rewind();
+    int k = 0;
+    std::fill(m2.begin(), m2.end(), 0.0);
+    while (next_frame(atoms)) {
+      ++k;
+      // The same operations as combine_frame_maps on the host (and trajectory_cuda.cu).
+      compute_map_rows(atoms, lattice, options, begin, end, k == 1 ? result.data() : frame.data(), &map_stats);
+      if (k > 1 && combine == Combine::min) {
+        for (std::size_t p = 0; p < points; ++p) result[p] = std::min(result[p], frame[p]);
+      } else if (k > 1 && combine == Combine::max) {
+        for (std::size_t p = 0; p < points; ++p) result[p] = std::max(result[p], frame[p]);
+      } else if (k > 1) {
+        const double inverse = 1.0 / k;
+        for (std::size_t p = 0; p < points; ++p) {
+          const double delta = frame[p] - result[p];
+          result[p] += delta * inverse;
+          if (combine == Combine::stdev) m2[p] += delta * (frame[p] - result[p]);
+        }
+      }
+      if (on_frame) on_frame(slab, k);
+    }
+    if (k == 0) throw Error("the trajectory has no frames in the range asked for");
+    if (slab == 1) frames = k;
+    else if (k != frames)
+      throw Error(fmt::format("the trajectory gave {} frames when read again, {} the first time", k, frames));
+    if (combine == Combine::stdev)
+      for (std::size_t p = 0; p < points; ++p) result[p] = std::sqrt(m2[p] / k);
+    maps::check_finite_map(lattice, begin, result.data(), points, "combined map (" + to_string(combine) + ")");
+    consume(MapSlab{begin, end, result.data()});
+  }
+  if (stats) {
+    stats->frames = frames;
+    stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stats->last_frame = map_stats;
+    stats->combined_on_device = false;
+  }
+}
+
 }  // namespace nbkit

@@ -10,6 +10,7 @@
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/maps.hpp"
+#include "nbkit/trajectory.hpp"
 #include "test_support.hpp"
 
 namespace nbkit {
@@ -157,6 +158,49 @@ TEST(StreamMap, ProgressCoversAllSlabsOnce) {
   ASSERT_FALSE(seen.empty());
   for (std::size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i], seen[i - 1]);
   EXPECT_DOUBLE_EQ(seen.back(), 1.0);
+}
+
+}  // namespace nbkit
+
+namespace nbkit {
+
+// A trajectory combined a slab at a time (the frames read again for every slab) is
+// combine_frame_maps' map bit for bit, for every combination, with the frames' count.
+TEST(StreamFrameMaps, SameBitsAsTheWholeCombination) {
+  Lattice lattice;
+  lattice.origin = {-5, -4, -6};
+  lattice.spacing = 1.1;
+  lattice.dims = {9, 7, 11};
+  const Atoms first = test::random_atoms(60, {-5, -4, -6}, {4, 3, 5}, 21);
+  auto frame_source = [&first](int& k) {
+    return [&first, &k](Atoms& atoms) {
+      if (k == 5) return false;
+      atoms = first;
+      for (std::size_t i = 0; i < atoms.size(); ++i) atoms.x[i] += 0.3 * std::sin(1.7 * k + static_cast<double>(i));
+      ++k;
+      return true;
+    };
+  };
+  for (const MapMethod method : {MapMethod::direct, MapMethod::msm})
+    for (const Combine combine : {Combine::avg, Combine::min, Combine::max, Combine::stdev}) {
+      MapOptions options = test::with(method, Backend::cpu);
+      options.cutoff = 4.5;
+      int k = 0;
+      const Map whole = combine_frame_maps(first, lattice, options, combine, frame_source(k));
+      std::vector<double> streamed_values;
+      TrajectoryMapStats stats;
+      int rewinds = 0;
+      stream_frame_maps(
+          first, lattice, options, combine, 10, [&] { k = 0, ++rewinds; }, frame_source(k),
+          [&](const MapSlab& slab) {
+            streamed_values.insert(streamed_values.end(), slab.values,
+                                   slab.values + (slab.row_end - slab.row_begin) * lattice.dims[2]);
+          },
+          {}, &stats);
+      EXPECT_TRUE(same_bits(streamed_values, whole.values)) << to_string(method) << " " << to_string(combine);
+      EXPECT_EQ(stats.frames, 5);
+      EXPECT_EQ(rewinds, 7);  // 63 rows in slabs of 10
+    }
 }
 
 }  // namespace nbkit
