@@ -66,8 +66,9 @@ TEST(CliStream, ManySlabsGiveTheSameFiles) {
 TEST(CliStream, TrajectoryInSlabsGivesTheSameFiles) {
   nbkit::test::ScratchDir dir;
   for (const char* combine : {"avg", "stdev"}) {
+    // Cutoff sums over 5 frames: the whole test takes seconds under AddressSanitizer.
     const std::string base = "map " + data("1a63.pqr") + " --trajectory " + data("1a63-wobble.dcd") +
-                             " --spacing 1.0 --threads 1 --combine " + combine + " ";
+                             " --last 4 --method cutoff --spacing 1.0 --threads 1 --combine " + combine + " ";
     const std::string c = combine;
     const Result whole = run_nbkit(base + "-o " + dir.file("whole-" + c + ".mrc") + " --png " + dir.file("whole-" + c + ".png"));
     ASSERT_EQ(whole.status, 0) << whole.output;
@@ -80,7 +81,7 @@ TEST(CliStream, TrajectoryInSlabsGivesTheSameFiles) {
     EXPECT_EQ(bytes_of(dir.file("slabs-" + c + ".png")), bytes_of(dir.file("whole-" + c + ".png"))) << combine;
     const auto report = nlohmann::json::parse(bytes_of(dir.file("slabs-" + c + ".json")));
     EXPECT_GT(report["output"]["slabs"]["count"].get<int>(), 1);
-    EXPECT_EQ(report["trajectory"]["frames"].get<int>(), 20);
+    EXPECT_EQ(report["trajectory"]["frames"].get<int>(), 5);
   }
 }
 
