@@ -1,8 +1,6 @@
 // The atoms of a topology as selections see them (nbkit/analysis.hpp): names, residues,
 // elements and molecules from CHARMM psf, AMBER prmtop, PQR, PDB and mmCIF files.
 #include <fmt/format.h>
-#include <gemmi/gz.hpp>
-#include <gemmi/mmread.hpp>
 
 #include <cctype>
 #include <charconv>

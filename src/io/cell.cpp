@@ -1,8 +1,6 @@
 #include "nbkit/io/cell.hpp"
 
 #include <fmt/format.h>
-#include <gemmi/gz.hpp>
-#include <gemmi/mmread.hpp>
 
 #include <array>
 #include <cmath>

@@ -1,24 +1,15 @@
 #pragma once
 // A PDB or mmCIF file (gzipped too) read by gemmi, with nbkit's messages: a missing file named,
 // gemmi's parse errors as nbkit::Error "path: what". Internal to the library.
-#include <fmt/format.h>
-#include <gemmi/gz.hpp>
-#include <gemmi/mmread.hpp>
+//
+// gemmi's readers are header-only and heavy (mmread.hpp pulls in the PDB, mmCIF and mmJSON
+// parsers): they are compiled in gemmi_structure.cpp alone, and callers see only the model.
+#include <gemmi/model.hpp>
 
-#include <filesystem>
 #include <string>
-
-#include "nbkit/core/error.hpp"
 
 namespace nbkit::io {
 
-inline gemmi::Structure read_gemmi_structure(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw Error(path + ": no such file");
-  try {
-    return gemmi::read_structure(gemmi::MaybeGzipped(path));
-  } catch (const std::exception& error) {
-    throw Error(fmt::format("{}: {}", path, error.what()));
-  }
-}
+gemmi::Structure read_gemmi_structure(const std::string& path);
 
 }  // namespace nbkit::io

@@ -2,8 +2,6 @@
 
 #define GEMMI_WRITE_IMPLEMENTATION  // the one translation unit that compiles gemmi's PDB writer
 #include <fmt/format.h>
-#include <gemmi/gz.hpp>
-#include <gemmi/mmread.hpp>
 #include <gemmi/to_pdb.hpp>
 #include <unistd.h>
 
