@@ -168,7 +168,7 @@ std::pair<double, double> check_finite_rows(const Lattice& lattice, std::int64_t
 // compute_map_rows, or with a device sink the GPU slabs going there (frame_combiner.hpp).
 void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, std::int64_t row_begin,
               std::int64_t row_end, double* out, maps::DeviceSlabSink* device_sink, MapStats* stats,
-              maps::msm::LongRangeGrid* long_range = nullptr) {
+              maps::SlabKeep* keep = nullptr) {
   validate(lattice);
   if (atoms.empty()) throw Error("no atoms to compute a map from");
   validate_atoms(atoms);
@@ -188,7 +188,7 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
   rows.prefactor = units::potential_prefactor(map_unit(options), options.dielectric, options.temperature);
   rows.progress = &options.progress;
   rows.device_sink = device_sink;
-  rows.long_range = long_range;
+  rows.keep = keep;
   if (device_sink && (backend != Backend::cuda || !map_stays_on_device(options.method)))
     throw Error("internal: only GPU maps of the direct, mdh and cutoff methods stay on the device");
 
@@ -216,6 +216,12 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
             ? 0.0
             : stats->lattice_points * static_cast<double>(atoms.size());
   }
+}
+
+// Zeroes values on every core (a 3 GiB slab takes 0.3 s on one).
+void zero_values(double* values, std::int64_t count) {
+#pragma omp parallel for schedule(static) if (count > (1 << 22))
+  for (std::int64_t p = 0; p < count; ++p) values[p] = 0.0;
 }
 
 // Adds one slab's figures to the run's.
@@ -248,15 +254,27 @@ void stream_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& op
   const std::uint64_t slab_values = static_cast<std::uint64_t>(slab_rows) * static_cast<std::uint64_t>(nz);
   check_memory(buffers * slab_values * sizeof(double),
                fmt::format("{} slab{} of {} lattice rows", buffers, buffers == 1 ? "" : "s", slab_rows));
-  std::vector<std::vector<double>> slab(static_cast<std::size_t>(buffers));
   // GPU runs copy each slab into these: page-locked for the run (sized once, never reallocated).
-  std::vector<std::unique_ptr<maps::PinnedHostRange>> pinned;
   const bool gpu = resolve_backend(options.backend) == Backend::cuda;
-  for (auto& values : slab) {
-    values.resize(static_cast<std::size_t>(slab_values));
-    if (gpu) pinned.push_back(std::make_unique<maps::PinnedHostRange>(values.data(), values.size() * sizeof(double)));
-  }
-  maps::msm::LongRangeGrid kept;
+  struct SlabBuffer {
+    std::unique_ptr<double[]> values;
+    std::unique_ptr<maps::PinnedHostRange> pinned;
+    bool zero = true;  // as made: the first slab needs no zeroing
+  };
+  // Made untouched, zeroed on every core (the pages' first touch: one core took 1.5 s for 6 GB),
+  // then locked.
+  auto make_buffer = [slab_values, gpu] {
+    SlabBuffer buffer;
+    buffer.values.reset(new double[static_cast<std::size_t>(slab_values)]);
+    zero_values(buffer.values.get(), static_cast<std::int64_t>(slab_values));
+    if (gpu) buffer.pinned = std::make_unique<maps::PinnedHostRange>(buffer.values.get(), slab_values * sizeof(double));
+    return buffer;
+  };
+  std::vector<SlabBuffer> slab(static_cast<std::size_t>(buffers));
+  slab[0] = make_buffer();
+  maps::msm::LongRangeGrid long_range;
+  maps::SlabKeep kept;
+  kept.long_range = &long_range;
   MapStats total;
   MapOptions per_slab = options;
   std::int64_t current = 0;
@@ -264,23 +282,25 @@ void stream_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& op
     per_slab.progress = [&](double fraction) {
       options.progress((static_cast<double>(current) + fraction) / static_cast<double>(slabs));
     };
-  // Declared after the buffers: destroyed (joined) first, so the writer never outlives them.
+  // Declared after the buffers: destroyed (joined) first, so neither thread outlives them. The
+  // second buffer is made while the first slab is computed.
+  std::future<SlabBuffer> second;
+  if (buffers == 2) second = std::async(std::launch::async, make_buffer);
   std::future<void> consuming;
   for (current = 0; current < slabs; ++current) {
     const std::int64_t begin = current * slab_rows, end = std::min(rows, begin + slab_rows);
-    std::vector<double>& values = slab[static_cast<std::size_t>(current % buffers)];
+    if (current == 1 && second.valid()) slab[1] = second.get();
+    SlabBuffer& buffer = slab[static_cast<std::size_t>(current % buffers)];
     // The buffer last held slab current - 2, whose consumer finished before slab current - 1's began.
-    // Never reallocated (the pinned range): the last slab uses its front. Zeroed on every core
-    // (a 3 GiB slab takes 0.3 s on one).
+    // Never reallocated (the pinned range): the last slab uses its front.
     const std::int64_t count = (end - begin) * nz;
-    double* data = values.data();
-#pragma omp parallel for schedule(static) if (count > (1 << 22))
-    for (std::int64_t p = 0; p < count; ++p) data[p] = 0.0;
+    if (!buffer.zero) zero_values(buffer.values.get(), count);
+    buffer.zero = false;
     MapStats slab_stats;
-    map_rows(atoms, lattice, per_slab, begin, end, values.data(), nullptr, &slab_stats, &kept);
+    map_rows(atoms, lattice, per_slab, begin, end, buffer.values.get(), nullptr, &slab_stats, &kept);
     add_slab_stats(slab_stats, current == 0, total);
     if (consuming.valid()) consuming.get();  // the previous slab written (its exception, if any, thrown here)
-    const MapSlab done{begin, end, values.data()};
+    const MapSlab done{begin, end, buffer.values.get()};
     if (buffers == 2)
       consuming = std::async(std::launch::async, [&consume, done] { consume(done); });
     else

@@ -50,11 +50,12 @@ void add_msm_long_range(const Atoms& atoms, const PreparedAtoms& prepared,
   // first GPU used.
   if (backend == Backend::cuda) parameters.gpu = resolve_gpu(options.gpus).index;
   msm::Stages stages;
+  msm::LongRangeGrid* kept = rows.keep ? rows.keep->long_range : nullptr;
   if (options.periodic_box)
     msm::add_long_range_periodic(prepare_atoms(atoms, *rows.lattice, cutoff_law), prepared, options.periodic_box->edges(),
-                                 parameters, rows, threads, &stages, rows.long_range);
+                                 parameters, rows, threads, &stages, kept);
   else
-    msm::add_long_range(prepared, parameters, rows, threads, &stages, rows.long_range);
+    msm::add_long_range(prepared, parameters, rows, threads, &stages, kept);
   run.stage_seconds.insert(run.stage_seconds.end(), {{"anterpolation", stages.anterpolation},
                                                      {"restriction", stages.restriction},
                                                      {"lattice cutoff", stages.lattice_cutoff},

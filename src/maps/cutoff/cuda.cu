@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -425,15 +426,40 @@ double run_device(const gpu::Worker& worker, const BinnedAtoms<Real>& regular, c
                         });
 }
 
+// The atoms binned for the whole lattice: the same for every slab of a streamed map, so kept
+// between them (RowRange::keep).
+template <class Real>
+struct LatticeBins : KeptWork {
+  double cutoff = 0;
+  CutoffLayout layout;
+  BinnedAtoms<Real> regular, on_lattice;
+};
+
+template <class Real>
+const LatticeBins<Real>& lattice_bins(const PreparedAtoms& prepared, const RowRange& rows, double cutoff,
+                                      std::unique_ptr<LatticeBins<Real>>& local) {
+  std::unique_ptr<KeptWork>* kept = rows.keep ? &rows.keep->cutoff_bins : nullptr;
+  if (kept && *kept)
+    if (const auto* bins = dynamic_cast<const LatticeBins<Real>*>(kept->get()); bins && bins->cutoff == cutoff)
+      return *bins;
+  auto bins = std::make_unique<LatticeBins<Real>>();
+  bins->cutoff = cutoff;
+  bins->layout = layout_for(*rows.lattice, cutoff);
+  bin_atoms(prepared, *rows.lattice, bins->layout, bins->regular, bins->on_lattice);
+  const LatticeBins<Real>& made = *bins;
+  if (kept) *kept = std::move(bins);
+  else local = std::move(bins);
+  return made;
+}
+
 template <class Real, class Law>
 void run_devices(const PreparedAtoms& prepared, const Law& law, const RowRange& rows, const std::vector<int>& devices,
                  CudaRunInfo* info) {
-  const CutoffLayout layout = layout_for(*rows.lattice, law.cutoff);
-  BinnedAtoms<Real> regular, on_lattice;
-  bin_atoms(prepared, *rows.lattice, layout, regular, on_lattice);
+  std::unique_ptr<LatticeBins<Real>> local;
+  const LatticeBins<Real>& bins = lattice_bins<Real>(prepared, rows, law.cutoff, local);
   gpu::SharedRows shared(rows, devices);
   const std::vector<double> kernel_seconds = gpu::on_each_device(devices, shared, [&](const gpu::Worker& worker) {
-    return run_device<Real, Law>(worker, regular, on_lattice, layout, law, shared);
+    return run_device<Real, Law>(worker, bins.regular, bins.on_lattice, bins.layout, law, shared);
   });
   if (info) info->kernel_seconds = *std::max_element(kernel_seconds.begin(), kernel_seconds.end());
 }
