@@ -102,12 +102,19 @@ def main():
         run = {"method": method, "wall_seconds": seconds, "points_per_second": points / seconds,
                "compute_seconds": r["timing_seconds"]["compute"], "write_seconds": r["output"]["write_seconds"],
                "bytes": size, "write_bytes_per_second": size / r["output"]["write_seconds"],
-               "peak_resident_bytes": peak, "slabs": r["output"]["slabs"], "backend": r["backend"]}
+               "peak_resident_bytes": peak, "slabs": r["output"]["slabs"], "backend": r["backend"],
+               # where the disk is idle: before nbkit's clock (process start, CUDA), reading the atoms,
+               # the first slab's computation, closing the file, after nbkit's clock (process exit)
+               "idle_seconds": {"outside_nbkit": seconds - r["timing_seconds"]["total"],
+                                "read": r["timing_seconds"]["read"],
+                                "before_first_write": r["output"]["seconds_before_first_write"],
+                                "after_last_write": r["output"]["seconds_after_last_write"]}}
         results["runs"].append(run)
         print(f"  {method:7s} wall {seconds:7.1f} s  {points / seconds:9.3g} points/s  compute {run['compute_seconds']:6.1f} s"
               f"  write {run['write_seconds']:6.1f} s = {size / run['write_seconds'] / 1e9:5.2f} GB/s"
               f"  peak RSS {peak / 2**30:5.2f} GiB  {run['slabs']['count']} slabs"
               f"{' (overlapped)' if run['slabs']['write_overlaps_compute'] else ''}")
+        print("          disk idle: " + ", ".join(f"{k.replace('_', ' ')} {v:.2f} s" for k, v in run["idle_seconds"].items()))
     size = max(sizes)
     seconds = plain_write(os.path.join(a.dir, "huge-plain.bin"), size)
     disk = size / seconds

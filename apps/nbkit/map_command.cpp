@@ -191,12 +191,11 @@ SlabPlan plan_slabs(const MapArguments& args, const Atoms& atoms, const Lattice&
   plan.overlap = arrays == 0 && options.backend == Backend::cuda;
   if (arrays == 0) arrays = plan.overlap ? 2 : 1;
   const std::int64_t rows = lattice.rows(), nz = lattice.dims[2];
-  const bool ccp4 = io::guess_map_format(output) == io::MapFormat::ccp4;
   const std::uint64_t method = map_method_memory_bytes(atoms, lattice, options);
-  const std::uint64_t writer = ccp4 ? 0 : io::map_write_memory_bytes(output, lattice, options.threads);
+  const std::uint64_t writer = io::map_write_memory_bytes(output, lattice, options.threads);
   const std::uint64_t fixed = method + writer + slice_bytes;
-  // A row's values, twice when overlapping, and MRC's float32 copy of the slab being written.
-  const std::uint64_t per_row = static_cast<std::uint64_t>(nz) * (8 * arrays + (ccp4 ? 4 : 0));
+  // A row's values, twice when overlapping.
+  const std::uint64_t per_row = static_cast<std::uint64_t>(nz) * 8 * arrays;
   std::int64_t fit = rows;
   if (plan.limit > 0) {
     const std::uint64_t room = plan.limit > fixed ? (plan.limit - fixed) / per_row : 0;
@@ -316,6 +315,10 @@ struct ComputedMap {
   double low = 0, high = 0;  // the values' span
   SlabPlan slabs;            // how it was computed and written
   double write_seconds = 0;  // writing the map file (overlapping the computation for GPU runs)
+  // Streamed maps: from opening the file to its first slab written (buffers, the first slab's
+  // computation) and from the last slab written to the file in place (closing, renaming): the
+  // parts of the run the disk is idle.
+  double before_first_write = 0, after_last_write = 0;
   std::uint64_t write_bytes = 0;
   std::optional<io::SliceInfo> slice;
 };
@@ -472,6 +475,10 @@ nlohmann::json map_report(const MapArguments& args, const Atoms& atoms, const La
                                  {"memory_limit_bytes", computed.slabs.limit},
                                  {"memory_counted_bytes", computed.slabs.memory},
                                  {"write_overlaps_compute", computed.slabs.overlap && computed.slabs.slabs > 1}};
+  if (computed.before_first_write > 0) {  // one map streamed (not a trajectory's)
+    report["output"]["seconds_before_first_write"] = computed.before_first_write;
+    report["output"]["seconds_after_last_write"] = computed.after_last_write;
+  }
   if (stats.backend == Backend::cuda) report["timing_seconds"]["gpu_kernels"] = stats.kernel_seconds;
   for (const auto& [stage, seconds] : stats.stage_seconds) report["timing_seconds"]["msm " + stage] = seconds;
   report["rates"] = {{"evaluations", stats.evaluations}, {"evaluations_per_second", stats.evaluations_per_second()},
@@ -520,15 +527,20 @@ void compute_and_write(const MapArguments& args, const Atoms& atoms, const Latti
                        ComputedMap& out) {
   ProgressBar bar(fmt::format("{} map -> {}", to_string(options.method), output), !args.run.quiet);
   options.progress = [&bar](double fraction) { bar.update(fraction); };
+  const auto opened = std::chrono::steady_clock::now();
+  auto last_written = opened;
+  bool first = true;
   io::write_map_file(output, lattice, comments, [&](io::MapFileWriter& writer) {
     stream_map(
         atoms, lattice, options, out.slabs.slab_rows,
         [&](const MapSlab& slab) {
           const auto start = std::chrono::steady_clock::now();
+          if (first) out.before_first_write = std::chrono::duration<double>(start - opened).count(), first = false;
           const std::int64_t count = (slab.row_end - slab.row_begin) * lattice.dims[2];
           writer.write(slab.values, count);
           out.write_seconds += seconds_since(start);
           if (plane) plane->add(slab);
+          last_written = std::chrono::steady_clock::now();
         },
         &out.stats, out.slabs.overlap);
     const auto start = std::chrono::steady_clock::now();
@@ -536,6 +548,7 @@ void compute_and_write(const MapArguments& args, const Atoms& atoms, const Latti
     out.write_bytes = writer.bytes_written();
     out.write_seconds += seconds_since(start);
   }, options.threads);
+  out.after_last_write = seconds_since(last_written);
   out.write_bytes = std::max(out.write_bytes, file_bytes(output));
   out.low = out.stats.min_value, out.high = out.stats.max_value;
 }

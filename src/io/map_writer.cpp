@@ -33,6 +33,8 @@ namespace {
 // at once: 64 x 196,608 x 15 bytes = 190 MB of buffers at most, as map_write_memory_bytes counts.
 constexpr std::int64_t kChunkValues = 3 << 16;
 constexpr int kMaxTeam = 64;
+// Values MRC converts to float32 at once (16 MiB of them, a staging block's worth).
+constexpr std::int64_t kCcp4PieceValues = std::int64_t{1} << 22;
 
 int writer_team(int threads) { return std::max(1, std::min(threads > 0 ? threads : hardware_threads(), kMaxTeam)); }
 
@@ -354,24 +356,32 @@ class Ccp4Writer final : public Writer {
     const std::int64_t nz = lattice_.dims[2];
     if (written_values_ % nz != 0 || count % nz != 0) throw Error(path_ + ": internal: MRC slabs must hold whole rows");
     const std::int64_t rows = count / nz;
-    converted_.resize(static_cast<std::size_t>(count));
-    row_sums_.resize(static_cast<std::size_t>(rows));
-#pragma omp parallel for num_threads(team_) schedule(static) if (count > (1 << 20))
-    for (std::int64_t r = 0; r < rows; ++r) {
-      RowSums s;
-      for (std::int64_t k = r * nz; k < (r + 1) * nz; ++k) {
-        const float v = static_cast<float>(values[k]);
-        converted_[static_cast<std::size_t>(k)] = v;
-        s.low = std::min(s.low, static_cast<double>(v)), s.high = std::max(s.high, static_cast<double>(v));
-        s.sum += v, s.squares += static_cast<double>(v) * v;
+    // A piece of whole rows at a time, converted on every core, then handed to the file: the
+    // disk writes one piece while the next is converted. (Converting a whole 3 GiB slab first
+    // left the disk idle for a seventh of the time: 0.86 of its rate on the H100 machine.)
+    const std::int64_t piece_rows = std::max<std::int64_t>(1, kCcp4PieceValues / nz);
+    for (std::int64_t first = 0; first < rows; first += piece_rows) {
+      const std::int64_t last = std::min(rows, first + piece_rows);
+      const double* from = values + first * nz;
+      converted_.resize(static_cast<std::size_t>((last - first) * nz));
+      row_sums_.resize(static_cast<std::size_t>(last - first));
+#pragma omp parallel for num_threads(team_) schedule(static) if ((last - first) * nz > (1 << 18))
+      for (std::int64_t r = 0; r < last - first; ++r) {
+        RowSums s;
+        for (std::int64_t k = r * nz; k < (r + 1) * nz; ++k) {
+          const float v = static_cast<float>(from[k]);
+          converted_[static_cast<std::size_t>(k)] = v;
+          s.low = std::min(s.low, static_cast<double>(v)), s.high = std::max(s.high, static_cast<double>(v));
+          s.sum += v, s.squares += static_cast<double>(v) * v;
+        }
+        row_sums_[static_cast<std::size_t>(r)] = s;
       }
-      row_sums_[static_cast<std::size_t>(r)] = s;
+      for (const RowSums& s : row_sums_) {  // in row order: the same sums for any slab size
+        total_.low = std::min(total_.low, s.low), total_.high = std::max(total_.high, s.high);
+        total_.sum += s.sum, total_.squares += s.squares;
+      }
+      file_.write(converted_.data(), converted_.size() * sizeof(float));
     }
-    for (const RowSums& s : row_sums_) {  // in row order: the same sums for any slab size
-      total_.low = std::min(total_.low, s.low), total_.high = std::max(total_.high, s.high);
-      total_.sum += s.sum, total_.squares += s.squares;
-    }
-    file_.write(converted_.data(), converted_.size() * sizeof(float));
   }
   void end() override {
     const double n = static_cast<double>(lattice_.size());
@@ -485,9 +495,11 @@ std::uint64_t map_file_bytes(const std::string& path, const Lattice& lattice) {
 }
 
 std::uint64_t map_write_memory_bytes(const std::string& path, const Lattice& lattice, int threads) {
-  const auto points = static_cast<std::uint64_t>(lattice.size());
+  // Besides File's two staging blocks (32 MiB, as a thread's stack: not counted).
   switch (guess_map_format(path)) {
-    case MapFormat::ccp4: return 4 * points;  // a float32 copy of what is written at once (a slab)
+    case MapFormat::ccp4:  // a piece in float32 (at least a row, at most the map)
+      return 4 * static_cast<std::uint64_t>(
+                     std::min(lattice.size(), std::max<std::int64_t>(kCcp4PieceValues, lattice.dims[2])));
     case MapFormat::dx_binary: return 0;
     case MapFormat::dx_gzip:  // text and compressed chunks
       return 2 * static_cast<std::uint64_t>(writer_team(threads)) * 16 * static_cast<std::uint64_t>(kChunkValues);
