@@ -17,6 +17,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 import time
 
 
@@ -42,8 +43,11 @@ def run_child(command):
 
 
 def plain_write(path, count):
-    """The disk's sequential rate for `count` bytes: O_DIRECT writes of one page-aligned 16 MiB
-    block (as dd oflag=direct), buffered where the file system refuses O_DIRECT."""
+    """The disk's sequential rate for `count` bytes: O_DIRECT writes of a page-aligned 16 MiB
+    block, two in flight (two threads, alternate blocks), as nbkit's writer keeps two staging
+    blocks going; buffered where the file system refuses O_DIRECT. (One write at a time, as dd
+    oflag=direct, measured less than nbkit itself reached: 1.39 against 1.53 GB/s on the H100
+    machine.)"""
     size = 16 << 20
     block = mmap.mmap(-1, size)  # page-aligned, as O_DIRECT needs
     block.write(os.urandom(size))
@@ -52,12 +56,26 @@ def plain_write(path, count):
     except OSError:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     blocks = max(1, count // size)
+    failures = []
+
+    def write_every_other(first):
+        try:
+            for b in range(first, blocks, 2):
+                os.pwrite(fd, block, b * size)  # releases the GIL while the disk works
+        except OSError as error:
+            failures.append(error)
+
+    writers = [threading.Thread(target=write_every_other, args=(first,)) for first in (0, 1)]
     start = time.monotonic()
     try:
-        for _ in range(blocks):
-            os.write(fd, block)
+        for w in writers:
+            w.start()
+        for w in writers:
+            w.join()
     finally:
         os.close(fd)
+    if failures:
+        raise failures[0]
     seconds = (time.monotonic() - start) * count / (blocks * size)
     os.remove(path)
     return seconds
@@ -119,7 +137,7 @@ def main():
     seconds = plain_write(os.path.join(a.dir, "huge-plain.bin"), size)
     disk = size / seconds
     results["disk_bytes_per_second"] = disk
-    print(f"  disk: a plain sequential write of {size / 1e9:.1f} GB (O_DIRECT, 16 MiB blocks): {seconds:.1f} s = {disk / 1e9:.2f} GB/s")
+    print(f"  disk: a plain sequential write of {size / 1e9:.1f} GB (O_DIRECT, 16 MiB blocks, two in flight): {seconds:.1f} s = {disk / 1e9:.2f} GB/s")
     for run in results["runs"]:
         run["write_rate_of_disk"] = run["write_bytes_per_second"] / disk
         run["wall_rate_of_disk"] = run["bytes"] / run["wall_seconds"] / disk

@@ -33,8 +33,8 @@ namespace {
 // at once: 64 x 196,608 x 15 bytes = 190 MB of buffers at most, as map_write_memory_bytes counts.
 constexpr std::int64_t kChunkValues = 3 << 16;
 constexpr int kMaxTeam = 64;
-// Values MRC converts to float32 at once (16 MiB of them, a staging block's worth).
-constexpr std::int64_t kCcp4PieceValues = std::int64_t{1} << 22;
+// Values MRC converts to float32 at once (4 MiB of them, a quarter of a staging block).
+constexpr std::int64_t kCcp4PieceValues = std::int64_t{1} << 20;
 
 int writer_team(int threads) { return std::max(1, std::min(threads > 0 ? threads : hardware_threads(), kMaxTeam)); }
 

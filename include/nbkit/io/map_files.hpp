@@ -50,7 +50,7 @@ void write_ccp4(const std::string& path, const Map& map);           // CCP4/MRC 
 
 // What writing a map in the format `path` names needs: the file's size (estimated for text),
 // and the memory the writer holds besides the values it is given (formatted text, MRC's float32
-// pieces of at most 16 MiB).
+// pieces of at most 4 MiB).
 std::uint64_t dx_file_bytes(const Lattice& lattice);
 std::uint64_t map_file_bytes(const std::string& path, const Lattice& lattice);
 std::uint64_t map_write_memory_bytes(const std::string& path, const Lattice& lattice, int threads = 0);
