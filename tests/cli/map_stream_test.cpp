@@ -58,6 +58,11 @@ TEST(CliStream, ManySlabsGiveTheSameFiles) {
       EXPECT_EQ(report["potential"], whole_report["potential"]) << name;
       EXPECT_EQ(report["output"]["bytes"].get<std::uint64_t>(), std::filesystem::file_size(dir.file("slabs-" + name)));
       EXPECT_GT(report["output"]["write_seconds"].get<double>(), 0.0);
+      // Where the disk waited: the first slab is computed before anything is written.
+      EXPECT_GT(report["output"]["seconds_before_first_write"].get<double>(), 0.0) << name;
+      EXPECT_GE(report["output"]["seconds_after_last_write"].get<double>(), 0.0) << name;
+      EXPECT_LT(report["output"]["seconds_before_first_write"].get<double>(),
+                report["timing_seconds"]["total"].get<double>()) << name;
     }
 }
 
