@@ -76,8 +76,9 @@ int run_rdf(RdfArguments& args, const CLI::App& app) {
   args.options.backend = args.run.backend_requested();
   args.run.refuse_gpus_on_the_cpu();
   args.options.gpus = args.run.gpu_list();
-  refuse_if_given(args.run.given, "--volume", args.options.norm == analysis::RdfNorm::rdf,
-                  "normalises g(r) (--norm rdf)");
+  refuse_if_given(args.run.given, "--volume",
+                  args.options.norm == analysis::RdfNorm::rdf || args.options.norm == analysis::RdfNorm::vmd,
+                  "normalises g(r) (--norm rdf or vmd)");
   if (args.select_a.empty() && args.indices_a.empty()) throw Error("choose group A with --select-a or --indices-a");
   if (!args.png.empty() && !args.png.ends_with(".png")) throw Error("--png " + args.png + ": name it .png");
   io::check_distinct_files({{args.topology, "TOPOLOGY"}, {args.trajectory, "TRAJECTORY"},
@@ -117,10 +118,11 @@ int run_rdf(RdfArguments& args, const CLI::App& app) {
   write_csv(args.output, args, result, na, nb);
   std::vector<double> r(result.counts.size());
   for (std::size_t k = 0; k < r.size(); ++k) r[k] = 0.5 * (result.edges[k] + result.edges[k + 1]);
+  const std::string g_label = args.norm == "rdf" || args.norm == "vmd"
+                                  ? "g(r)"
+                                  : (args.norm == "density" ? "density (1/A^3)" : "count per frame");
   if (!args.png.empty())
-    io::write_thermo_png(args.png, r, "r (A)",
-                         {{args.norm == "rdf" ? "g(r)" : (args.norm == "density" ? "density (1/A^3)" : "count per frame"), result.g},
-                          {"coordination number", result.coordination}});
+    io::write_thermo_png(args.png, r, "r (A)", {{g_label, result.g}, {"coordination number", result.coordination}});
   write_bar.finish();
 
   std::size_t peak = 0;
@@ -168,9 +170,12 @@ Action setup_rdf(CLI::App& app) {
                  "leave out pairs within one residue or molecule (InterRDF's exclusion_block): none, residue, "
                  "molecule (psf or prmtop); an atom with itself is always left out")
       ->capture_default_str();
-  app.add_option("--norm", args->norm, "rdf (g(r) as InterRDF), density (per shell volume) or none (counts per frame)")
+  app.add_option("--norm", args->norm,
+                 "rdf (g(r) as InterRDF: summed counts over the mean volume), vmd (g(r) as VMD's measure gofr: each "
+                 "frame over its own volume, averaged), density (per shell volume) or none (counts per frame)")
       ->capture_default_str();
-  app.add_option("--volume", args->options.volume, "volume (A^3) for g(r) of frames without a unit cell");
+  app.add_option("--volume", args->options.volume,
+                 "volume (A^3) for g(r) of frames without a unit cell (--norm vmd: default 30 A^3 a group-A atom, as VMD)");
   app.add_option("--first", args->frames.first, "first frame (0-based)")->capture_default_str();
   app.add_option("--last", args->frames.last, "last frame (-1: the end)")->capture_default_str();
   app.add_option("--stride", args->frames.stride, "every stride-th frame")->capture_default_str();

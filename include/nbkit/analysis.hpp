@@ -67,8 +67,13 @@ Cell cell_from_lengths_angles(double a, double b, double c, double alpha, double
 std::optional<Cell> cell_from_dcd(const std::array<double, 6>& record);
 
 enum class RdfExclusion { none, residue, molecule };
-enum class RdfNorm { rdf, density, none };  // InterRDF's norm= choices
-// "none", "residue", "molecule"; "rdf", "density", "none". Throw nbkit::Error naming the choices.
+// InterRDF's norm= choices, and VMD's `measure gofr`: each frame's histogram normalised by that
+// frame's own volume (V / pairs per shell volume), then averaged over the frames, where InterRDF
+// divides the summed counts by the frames' mean volume (the two differ only when the volume
+// changes, as in NPT); frames without a cell take --volume, or VMD's 30 A^3 for each group-A
+// atom (VMD's Measure.C, measure_gofr).
+enum class RdfNorm { rdf, density, none, vmd };
+// "none", "residue", "molecule"; "rdf", "density", "none", "vmd". Throw nbkit::Error naming the choices.
 RdfExclusion parse_rdf_exclusion(const std::string& name);
 RdfNorm parse_rdf_norm(const std::string& name);
 
@@ -129,6 +134,7 @@ class Rdf {
   RdfOptions options_;
   std::vector<double> edges_;
   std::vector<std::uint64_t> counts_;
+  std::vector<double> volume_weighted_;  // VMD's norm: the sum over frames of V_frame x the frame's counts
   std::uint64_t distances_ = 0;
   std::int64_t frames_ = 0;
   double volume_sum_ = 0;

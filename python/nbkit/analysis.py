@@ -44,7 +44,10 @@ def rdf(group_a: Any, group_b: Any = None, *, rmin: float = 0.0, rmax: float = 1
         orthorhombic or triclinic, from ``ts.dimensions``).
     exclude: "none", "residue" (pairs within a residue left out, as InterRDF's exclusion_block
         for blocks that are residues) or "molecule" (the universe's fragments: needs bonds).
-    norm: "rdf", "density" or "none", as InterRDF's. volume: Angstrom^3 for frames without a cell.
+    norm: "rdf", "density" or "none", as InterRDF's; "vmd": as VMD's ``measure gofr`` (each frame
+        normalised by its own volume, then averaged: differs from "rdf" only when the volume
+        changes). volume: Angstrom^3 for frames without a cell ("vmd": 30 A^3 a group-A atom by
+        default, VMD's rule).
     first, last, stride: the frames (0-based, last inclusive; None: the end).
     backend, gpus, threads: as everywhere in nbkit; the counts are the same on every backend.
 

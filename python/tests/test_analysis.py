@@ -15,13 +15,15 @@ def universe(data_dir):
     return mda.Universe(str(data_dir / "1a63.pqr"), str(data_dir / "1a63-wobble.dcd"))
 
 
-def test_rdf_equals_the_commands_csv(universe, data_dir, cli, tmp_path):
+@pytest.mark.parametrize("norm", ["rdf", "vmd"])
+def test_rdf_equals_the_commands_csv(universe, data_dir, cli, tmp_path, norm):
     out = tmp_path / "g.csv"
     cli("rdf", data_dir / "1a63.pqr", data_dir / "1a63-wobble.dcd", "--select-a", "name CA", "--select-b", "name CB",
-        "--rmax", "12", "--bins", "48", "--first", "2", "--stride", "3", "--backend", "cpu", "-o", out, "-q")
+        "--rmax", "12", "--bins", "48", "--first", "2", "--stride", "3", "--backend", "cpu", "--norm", norm, "-o", out,
+        "-q")
     table = np.loadtxt(out, delimiter=",", skiprows=4)
     r = nbkit.rdf(universe.select_atoms("name CA"), universe.select_atoms("name CB"), rmax=12, bins=48, first=2,
-                  stride=3, backend="cpu")
+                  stride=3, backend="cpu", norm=norm)
     assert r.frames == 6
     np.testing.assert_array_equal(r.counts, table[:, 3].astype(np.uint64))
     np.testing.assert_array_equal(r.rdf, table[:, 4])  # the CSV's shortest round-trip decimals

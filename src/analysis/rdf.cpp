@@ -83,7 +83,8 @@ RdfNorm parse_rdf_norm(const std::string& s) {
   if (s == "rdf") return RdfNorm::rdf;
   if (s == "density") return RdfNorm::density;
   if (s == "none") return RdfNorm::none;
-  throw Error("norm " + s + ": expected rdf, density or none");
+  if (s == "vmd") return RdfNorm::vmd;
+  throw Error("norm " + s + ": expected rdf, density, none or vmd");
 }
 
 struct Rdf::Gpus {
@@ -120,6 +121,7 @@ Rdf::Rdf(const AtomTable& table, std::vector<std::int32_t> a, std::vector<std::i
     if (g < 0) throw Error(table.source + ": a residue or molecule number is negative");
   edges_ = linspace_edges(options.rmin, options.rmax, options.bins);
   counts_.assign(options.bins, 0);
+  if (options.norm == RdfNorm::vmd) volume_weighted_.assign(options.bins, 0.0);
   // The pairs g(r) normalises by: nA nB, less each atom with itself and the excluded pairs.
   double excluded = 0;
   if (group_.empty()) {
@@ -179,6 +181,8 @@ void Rdf::add_frame(const float* x, const float* y, const float* z, const std::o
       throw Error(fmt::format("g(r): frame {} has no periodic cell, so no volume to normalise g(r) by: give the "
                               "volume, or normalise by density or not at all",
                               frame));
+    // VMD's rule for frames without a cell: "a particle volume of 30 A^3 (~ 1 water)" a group-A atom.
+    if (options_.norm == RdfNorm::vmd && options_.volume <= 0) volume = 30.0 * static_cast<double>(a_.size());
     Vec3 lo{1e300, 1e300, 1e300}, hi{-1e300, -1e300, -1e300};
     for (std::int32_t i : b_) {
       const Vec3 p{x[i], y[i], z[i]};
@@ -243,6 +247,8 @@ void Rdf::add_frame(const float* x, const float* y, const float* z, const std::o
     g.edge[k][0] = e.x, g.edge[k][1] = e.y, g.edge[k][2] = e.z;
   }
   const detail::BinRule rule{rmin, rmax, rmin * rmin, rmax * rmax, bins / (rmax - rmin), bins, edges_.data()};
+  // VMD's norm weights this frame's counts by its volume: the counts before it, kept.
+  const std::vector<std::uint64_t> before = volume_weighted_.empty() ? std::vector<std::uint64_t>{} : counts_;
 
   if (gpus_) {
     distances_ += gpus_->engine.count(f, rule, counts_.data());
@@ -270,6 +276,8 @@ void Rdf::add_frame(const float* x, const float* y, const float* z, const std::o
       distances_ += tested[t];
     }
   }
+  for (std::size_t k = 0; k < volume_weighted_.size(); ++k)
+    volume_weighted_[k] += volume * static_cast<double>(counts_[k] - before[k]);
   volume_sum_ += volume;
   ++frames_;
 }
@@ -296,7 +304,11 @@ RdfResult Rdf::result() const {
     if (options_.norm != RdfNorm::none)
       norm *= 4.0 / 3.0 * std::numbers::pi * (std::pow(edges_[k + 1], 3) - std::pow(edges_[k], 3));
     if (options_.norm == RdfNorm::rdf) norm *= pairs_ / r.mean_volume;
-    r.g[k] = static_cast<double>(counts_[k]) / norm;
+    // VMD: the mean over frames of V_f / pairs x counts_f / shell (rmax is at most half the
+    // narrowest width here, so no shell reaches past the cell and VMD's corner corrections,
+    // which apply beyond half a width, never do).
+    if (options_.norm == RdfNorm::vmd) norm *= pairs_;
+    r.g[k] = (options_.norm == RdfNorm::vmd ? volume_weighted_[k] : static_cast<double>(counts_[k])) / norm;
     running += counts_[k];
     r.coordination[k] = static_cast<double>(running) / (static_cast<double>(frames_) * static_cast<double>(a_.size()));
   }

@@ -143,6 +143,54 @@ TEST(Rdf, NonPeriodicFramesUseTheGivenVolume) {
   EXPECT_DOUBLE_EQ(r.g[3], static_cast<double>(r.counts[3]) / (shell * r.pairs / 27000.0));
 }
 
+// VMD's measure gofr (Measure.C): each frame's counts times its own volume over the pairs and
+// the shell's volume, averaged over the frames. Two frames of different cells (an NPT run's):
+// the per-frame sum, from the same engine's counts frame by frame; it differs from InterRDF's
+// mean-volume normalisation then and equals it for frames of one volume.
+TEST(Rdf, VmdNormAveragesEachFrameOverItsOwnVolume) {
+  const AtomTable t = water_table(250);
+  const std::vector<std::int32_t> o = select_atoms(t, "name OW"), all = select_atoms(t, "all");
+  const Cell small = cell_from_lengths_angles(24, 25, 26, 90, 90, 90), large = cell_from_lengths_angles(27, 28, 29, 90, 90, 90);
+  const Frame f1 = random_frame(t.size(), small, 21), f2 = random_frame(t.size(), large, 22);
+  RdfOptions options;
+  options.rmax = 11, options.bins = 44;
+  auto run = [&](RdfNorm norm, const std::vector<std::pair<const Frame*, Cell>>& frames) {
+    options.norm = norm;
+    Rdf rdf(t, o, all, options);
+    for (const auto& [f, cell] : frames) rdf.add_frame(f->x.data(), f->y.data(), f->z.data(), cell);
+    return rdf.result();
+  };
+  const RdfResult vmd = run(RdfNorm::vmd, {{&f1, small}, {&f2, large}});
+  const RdfResult interrdf = run(RdfNorm::rdf, {{&f1, small}, {&f2, large}});
+  const RdfResult c1 = run(RdfNorm::none, {{&f1, small}}), c2 = run(RdfNorm::none, {{&f2, large}});
+  EXPECT_EQ(vmd.pairs, 250.0 * 750.0 - 250.0);  // the oxygens are in both groups: VMD's "duplicates"
+  double largest_difference = 0;
+  for (int k = 0; k < options.bins; ++k) {
+    const double shell = 4.0 / 3.0 * M_PI * (std::pow(vmd.edges[k + 1], 3) - std::pow(vmd.edges[k], 3));
+    const double want = 0.5 * (small.volume() / vmd.pairs * static_cast<double>(c1.counts[k]) / shell +
+                               large.volume() / vmd.pairs * static_cast<double>(c2.counts[k]) / shell);
+    EXPECT_NEAR(vmd.g[k], want, 1e-13 * std::max(1.0, want)) << k;
+    EXPECT_EQ(vmd.counts[k], c1.counts[k] + c2.counts[k]);
+    EXPECT_EQ(vmd.coordination[k], interrdf.coordination[k]);
+    largest_difference = std::max(largest_difference, std::abs(vmd.g[k] - interrdf.g[k]));
+  }
+  EXPECT_GT(largest_difference, 1e-3);  // the volumes differ by 28%: so do the normalisations
+  // One volume: the two normalisations agree to rounding.
+  const RdfResult vmd_one = run(RdfNorm::vmd, {{&f1, small}, {&f2, small}});
+  const RdfResult interrdf_one = run(RdfNorm::rdf, {{&f1, small}, {&f2, small}});
+  for (int k = 0; k < options.bins; ++k) EXPECT_NEAR(vmd_one.g[k], interrdf_one.g[k], 1e-12 * std::max(1.0, interrdf_one.g[k]));
+  // Without a cell: VMD's 30 A^3 a group-A atom, unless a volume is given.
+  options.norm = RdfNorm::vmd;
+  Rdf open(t, o, o, options);
+  open.add_frame(f1.x.data(), f1.y.data(), f1.z.data(), std::nullopt);
+  const RdfResult r = open.result();
+  const double shell = 4.0 / 3.0 * M_PI * (std::pow(r.edges[41], 3) - std::pow(r.edges[40], 3));
+  EXPECT_NEAR(r.g[40], 30.0 * 250.0 / r.pairs * static_cast<double>(r.counts[40]) / shell, 1e-13 * std::max(1.0, r.g[40]));
+  EXPECT_GT(r.counts[40], 0u);
+  EXPECT_EQ(parse_rdf_norm("vmd"), RdfNorm::vmd);
+  EXPECT_THROW(parse_rdf_norm("gofr"), Error);
+}
+
 TEST(Rdf, CountsDoNotDependOnTheThreadCount) {
   const AtomTable t = water_table(300);
   const std::vector<std::int32_t> all = select_atoms(t, "all");
@@ -174,6 +222,7 @@ TEST(RdfCuda, CountsEqualTheCpusExactly) {
       for (const std::vector<int>& gpus : {std::vector<int>{}, std::vector<int>{0, 0, 0}}) {
         RdfOptions options;
         options.rmin = 0.3, options.rmax = 16, options.bins = bins, options.exclude = exclude;
+        options.norm = exclude == RdfExclusion::none ? RdfNorm::vmd : RdfNorm::rdf;  // VMD's weighting too
         options.backend = Backend::cpu;
         Rdf cpu(t, o, all, options);
         options.backend = Backend::cuda, options.gpus = gpus;

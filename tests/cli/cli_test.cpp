@@ -92,6 +92,27 @@ TEST(Cli, RdfOfATrajectoryWithPictureReportAndRefusals) {
   const auto report = nlohmann::json::parse(std::ifstream(dir.file("g.json")));
   EXPECT_EQ(report["rdf"]["frames"], 20);
   EXPECT_GT(std::filesystem::file_size(dir.file("g.png")), 1000u);
+  // VMD's normalisation (each frame over its own volume): the same g(r) for this trajectory's one
+  // cell, to rounding.
+  const Result vmd = run_nbkit(inputs + "--select-a \"name CA\" --select-b \"name CB\" --rmax 12 --bins 48 --norm vmd -q -o " +
+                               dir.file("v.csv"));
+  ASSERT_EQ(vmd.status, 0) << vmd.output;
+  auto g_column = [](const std::string& path) {
+    std::vector<double> g;
+    std::ifstream in(path);
+    for (std::string row; std::getline(in, row);) {
+      if (row.empty() || row[0] == '#' || row[0] == 'r') continue;
+      std::stringstream fields(row);
+      std::string field;
+      for (int c = 0; c < 5; ++c) std::getline(fields, field, ',');
+      g.push_back(std::stod(field));
+    }
+    return g;
+  };
+  const std::vector<double> g_interrdf = g_column(dir.file("g.csv")), g_vmd = g_column(dir.file("v.csv"));
+  ASSERT_EQ(g_vmd.size(), 48u);
+  ASSERT_EQ(g_interrdf.size(), 48u);
+  for (std::size_t k = 0; k < g_vmd.size(); ++k) EXPECT_NEAR(g_vmd[k], g_interrdf[k], 1e-12 * std::max(1.0, g_interrdf[k])) << k;
   // The cell is 50 A: rmax over 25 A has no unique minimum images.
   const Result wide = run_nbkit(inputs + "--select-a \"name CA\" --rmax 30 -o " + dir.file("w.csv"));
   EXPECT_NE(wide.status, 0);
