@@ -155,15 +155,23 @@ nlohmann::json whole_job(const Box& box, const std::string& dir, const std::stri
                          {"plain_read_seconds", read_seconds}};
   fmt::print("whole job: {} frames, DCD of {:.2f} GB; a plain read of it from the disk {:.2f} s ({:.2f} GB/s)\n",
              frames, bytes / 1e9, read_seconds, bytes / read_seconds / 1e9);
-  for (const char* backend : {"cuda", "cpu"}) {
-    if (std::string(backend) == "cuda" && !gpu) continue;
-    // The CPU does 50 frames (its rate is steady; 1,000 would take a minute or more).
-    const int last = std::string(backend) == "cpu" ? 49 : frames - 1;
+  // The GPUs over every frame; the CPU's cores over 50 frames (its rate is steady; 1,000 would take
+  // a minute or more); one core over 5 frames: MDAnalysis's InterRDF is serial, and
+  // bench/rdf_mdanalysis.py measures its ratio to nbkit on one core where both are installed.
+  struct Run {
+    const char* name;
+    const char* backend;
+    int threads, frames;
+  };
+  for (const Run& run : {Run{"cuda", "cuda", 0, frames}, Run{"cpu", "cpu", 0, 50}, Run{"cpu_one_thread", "cpu", 1, 5}}) {
+    const std::string backend = run.backend;
+    if (backend == "cuda" && !gpu) continue;
+    const int last = run.frames - 1;
     evict(dcd);
-    const std::string csv = (fs::path(dir) / fmt::format("g-{}.csv", backend)).string();
+    const std::string csv = (fs::path(dir) / fmt::format("g-{}.csv", run.name)).string();
     const std::string command = fmt::format("{} rdf {} {} --select-a \"name OW\" --rmax 15 --bins 150 --last {} "
-                                            "--backend {} -q -o {}",
-                                            nbkit, pqr, dcd, last, backend, csv);
+                                            "--backend {} --threads {} -q -o {}",
+                                            nbkit, pqr, dcd, last, backend, run.threads, csv);
     const auto start = std::chrono::steady_clock::now();
     const int status = std::system(command.c_str());
     const double seconds = seconds_since(start);
@@ -172,10 +180,10 @@ nlohmann::json whole_job(const Box& box, const std::string& dir, const std::stri
       continue;
     }
     const double per_1000 = seconds * frames / (last + 1);
-    fmt::print("  nbkit rdf --backend {}: {} frames in {:.2f} s (1,000 frames: {:.2f} s; {:.2f} of the plain read's time)\n",
-               backend, last + 1, seconds, per_1000, read_seconds / per_1000);
-    json[backend] = {{"frames", last + 1}, {"seconds", seconds}, {"seconds_per_1000_frames", per_1000},
-                     {"plain_read_over_job", read_seconds / per_1000}};
+    fmt::print("  nbkit rdf --backend {}{}: {} frames in {:.2f} s (1,000 frames: {:.2f} s; {:.2f} of the plain read's time)\n",
+               backend, run.threads == 1 ? " --threads 1" : "", last + 1, seconds, per_1000, read_seconds / per_1000);
+    json[run.name] = {{"frames", last + 1}, {"seconds", seconds}, {"seconds_per_1000_frames", per_1000},
+                      {"plain_read_over_job", read_seconds / per_1000}};
   }
   fs::remove(dcd), fs::remove(pqr);
   return json;

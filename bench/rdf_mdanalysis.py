@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """g(r) of a water box: nbkit rdf beside MDAnalysis's InterRDF on the same frames and CPU cores.
 
-Usage: /usr/bin/python3 bench/rdf_mdanalysis.py NBKIT_BINARY [MOLECULES] [FRAMES]
+Usage: /usr/bin/python3 bench/rdf_mdanalysis.py NBKIT_BINARY [MOLECULES] [FRAMES] [THREADS]
+
+THREADS (default 0: every core) is nbkit's --threads; with 1, nbkit and InterRDF (serial) each
+use one core, the ratio that carries to another machine's cores (bench_rdf's whole job times
+nbkit on one core of the GPU machine, where MDAnalysis is not installed).
 
 The box is bench_rdf's (bench/rdf_bench.cpp): MOLECULES waters (default 33,334: 100,002 atoms) at
 0.0334 per A^3, oxygens on a jittered lattice, FRAMES frames (default 3). O-O, rmax 15 A, 150
@@ -62,6 +66,7 @@ def main():
     nbkit = sys.argv[1]
     molecules = int(sys.argv[2]) if len(sys.argv) > 2 else 33334
     frames = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    threads = sys.argv[4] if len(sys.argv) > 4 else "0"
     edge, coordinates = water_box(molecules, frames)
     with tempfile.TemporaryDirectory() as tmp:
         psf, dcd, csv = (os.path.join(tmp, name) for name in ("water.psf", "water.dcd", "rdf.csv"))
@@ -73,7 +78,7 @@ def main():
                 w.write(u.atoms)
         start = time.perf_counter()
         subprocess.run([nbkit, "rdf", psf, dcd, "--select-a", "name OW", "--rmax", "15", "--bins", "150",
-                        "--backend", "cpu", "-o", csv, "-q"], check=True)
+                        "--backend", "cpu", "--threads", threads, "-o", csv, "-q"], check=True)
         ours_seconds = time.perf_counter() - start
         ours = np.loadtxt(csv, delimiter=",", skiprows=4)[:, 3]
         u = mda.Universe(psf, dcd)
@@ -85,7 +90,8 @@ def main():
     cores = os.cpu_count()
     print(f"g(r) O-O of {molecules} waters ({3 * molecules} atoms), {frames} frames, rmax 15 A, 150 bins, {cores} cores")
     print(f"{'':<28} {'seconds':>9} {'all-pairs eq./s':>16}")
-    print(f"{'nbkit rdf --backend cpu':<28} {ours_seconds:>9.2f} {pairs / ours_seconds:>16.3e}")
+    label = f"nbkit rdf --backend cpu{' --threads ' + threads if threads != '0' else ''}"
+    print(f"{label:<28} {ours_seconds:>9.2f} {pairs / ours_seconds:>16.3e}")
     print(f"{'MDAnalysis InterRDF':<28} {their_seconds:>9.2f} {pairs / their_seconds:>16.3e}")
     print(f"nbkit / MDAnalysis: {their_seconds / ours_seconds:.1f}x; largest bin count difference "
           f"{int(np.max(np.abs(ours - theirs.results.count)))} of {int(theirs.results.count.sum())} pairs")
