@@ -62,7 +62,7 @@ class DeviceSlabSink {
 // a slab binning a million atoms again for the GPU cutoff sum, a third of the run.)
 struct SlabKeep {
   msm::LongRangeGrid* long_range = nullptr;  // msm: the finest grid's potential (owned by the caller)
-  std::unique_ptr<KeptWork> cutoff_bins;     // the GPU cutoff sum's binned atoms (cutoff/cuda.cu)
+  std::unique_ptr<KeptWork> cutoff_bins;     // the cutoff sum's binned atoms (cutoff/cuda.cu, direct/cpu.cpp)
 };
 
 // One request: lattice rows [row_begin, row_end) into out (row-major, nz values per row),

@@ -436,10 +436,17 @@ void direct_cpu(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& r
   HWY_DYNAMIC_DISPATCH(SumRows)(job);
 }
 
-void cutoff_cpu(const PreparedAtoms& atoms, const CutoffMapLaw& law, const RowRange& rows, bool double_precision,
-                int threads, double bin_size) {
+namespace {
+
+// The atoms binned, kept between the slabs of a streamed map (RowRange::keep): the bins depend on
+// the atoms, the cutoff and the bin size, never on the rows.
+struct KeptAtomBins : KeptWork {
+  double requested_size = 0;
   AtomBins bins;
-  bins.cutoff = std::visit([](const auto& l) { return l.cutoff; }, law);
+};
+
+void bin_atoms(const PreparedAtoms& atoms, double cutoff, double bin_size, AtomBins& bins) {
+  bins.cutoff = cutoff;
   // Bins of a third of the cutoff by default: a row then gathers atoms from a square of
   // 7 x 7 bin columns around it, little more than the cylinder of the cutoff.
   bins.size = bin_size > 0 ? bin_size : bins.cutoff / 3;
@@ -477,8 +484,29 @@ void cutoff_cpu(const PreparedAtoms& atoms, const CutoffMapLaw& law, const RowRa
   bins.atoms.resize(atoms.size());
   std::vector<std::int64_t> fill(bins.start.begin(), bins.start.end() - 1);
   for (std::int64_t n = 0; n < atoms.size(); ++n) bins.atoms[fill[bin_of(n)]++] = n;  // atom order kept per bin
+}
 
-  const CpuJob job{&atoms, nullptr, &law, &bins, &rows, double_precision, std::max(threads, 1)};
+}  // namespace
+
+void cutoff_cpu(const PreparedAtoms& atoms, const CutoffMapLaw& law, const RowRange& rows, bool double_precision,
+                int threads, double bin_size) {
+  const double cutoff = std::visit([](const auto& l) { return l.cutoff; }, law);
+  AtomBins local;
+  const AtomBins* bins = &local;
+  std::unique_ptr<KeptWork>* kept = rows.keep ? &rows.keep->cutoff_bins : nullptr;
+  const auto* found = kept && *kept ? dynamic_cast<const KeptAtomBins*>(kept->get()) : nullptr;
+  if (found && found->bins.cutoff == cutoff && found->requested_size == bin_size) {
+    bins = &found->bins;
+  } else if (kept) {
+    auto made = std::make_unique<KeptAtomBins>();
+    made->requested_size = bin_size;
+    bin_atoms(atoms, cutoff, bin_size, made->bins);
+    bins = &made->bins;
+    *kept = std::move(made);
+  } else {
+    bin_atoms(atoms, cutoff, bin_size, local);
+  }
+  const CpuJob job{&atoms, nullptr, &law, bins, &rows, double_precision, std::max(threads, 1)};
   HWY_DYNAMIC_DISPATCH(SumRows)(job);
 }
 
