@@ -7,6 +7,7 @@
 #include "command.hpp"
 #include "nbkit/core/machine.hpp"
 #include "nbkit/core/memory.hpp"
+#include "nbkit/core/ranks.hpp"
 
 namespace nbkit::cli {
 
@@ -29,6 +30,10 @@ Action setup_info(CLI::App& app) {
       out["memory_available_bytes"] = m.memory_available_bytes;
       out["cuda_compiled"] = build.cuda_compiled;
       out["cuda_runtime"] = build.cuda_runtime;
+      const Ranks& ranks = Ranks::world();
+      out["mpi"] = {{"compiled", Ranks::mpi_compiled()}, {"library", Ranks::mpi_library()},
+                    {"rank", ranks.rank()}, {"ranks", ranks.size()},
+                    {"node_rank", ranks.node_rank()}, {"node_ranks", ranks.node_size()}};
       out["gpus"] = nlohmann::json::array();
       for (const auto& g : gpus)
         out["gpus"].push_back({{"index", g.index}, {"name", g.name},
@@ -45,6 +50,14 @@ Action setup_info(CLI::App& app) {
     fmt::print("CPU threads:  {}\n", m.cpu_threads);
     fmt::print("memory:       {} available\n", format_bytes(m.memory_available_bytes));
     fmt::print("backends:     reference, cpu{}\n", gpus.empty() ? "" : ", cuda");
+    const Ranks& ranks = Ranks::world();
+    if (!Ranks::mpi_compiled())
+      fmt::print("MPI:          not compiled (one process a run)\n");
+    else if (ranks.distributed())
+      fmt::print("MPI:          {}, rank {} of {} ({} of {} on this machine)\n", Ranks::mpi_library(), ranks.rank(),
+                 ranks.size(), ranks.node_rank(), ranks.node_size());
+    else
+      fmt::print("MPI:          {} (under mpirun, nbkit map shares its rows among the ranks)\n", Ranks::mpi_library());
     if (gpus.empty()) fmt::print("GPUs:         none ({})\n", why_no_gpu);
     for (const auto& g : gpus)
       fmt::print("GPU {}:        {} (compute capability {}.{}, {} SMs, {:.1f} GiB)\n", g.index, g.name,

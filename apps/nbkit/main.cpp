@@ -8,6 +8,7 @@
 #include "command.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbkit/core/ranks.hpp"
 
 namespace {
 
@@ -27,9 +28,28 @@ constexpr std::array<nbkit::cli::Command, 7> kCommands{{
     {"info", "version, build, SIMD target, CPU threads and GPUs", nbkit::cli::setup_info},
 }};
 
+// An error: one line on stderr and the exit status; in a job of several ranks the failing rank's
+// message, then every rank stopped (the others cannot finish the work alone, and an output
+// in the making is removed by rank 0's signal handler: no partial output).
+int fail(const std::string& message, int status) {
+  const nbkit::Ranks& ranks = nbkit::Ranks::world();
+  if (ranks.distributed()) ranks.abort(message, status);
+  fmt::print(stderr, "nbkit: error: {}\n", message);
+  return status;
+}
+
+int run(int argc, char** argv);
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  nbkit::Ranks::Session session(argc, argv);  // MPI, when mpirun (or mpiexec, srun) started us
+  return run(argc, argv);
+}
+
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{"nbkit: fast sums of pairwise particle interactions on CPUs and NVIDIA GPUs.\n"
                "Run 'nbkit COMMAND --help' for a command's options."};
   app.set_version_flag("--version", std::string("nbkit ") + nbkit::build_info().version);
@@ -47,28 +67,36 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     return app.exit(error);
   } catch (const nbkit::Error& error) {
-    fmt::print(stderr, "nbkit: error: {}\n", error.what());
-    return 2;
+    return fail(error.what(), 2);
   }
   try {
-    for (std::size_t i = 0; i < subcommands.size(); ++i)
-      if (subcommands[i]->parsed()) return actions[i]();
+    for (std::size_t i = 0; i < subcommands.size(); ++i) {
+      if (!subcommands[i]->parsed()) continue;
+      // Under mpirun with several ranks: the commands that share their work among them (issue
+      // 22); the others would run as many copies writing the same files.
+      const std::string name = kCommands[i].name;
+      if (nbkit::Ranks::world().distributed() && name != "map" && name != "info")
+        throw nbkit::Error(fmt::format("nbkit {} runs in one process: start it without mpirun (under mpirun, nbkit "
+                                       "map shares a map's rows among the ranks)",
+                                       name));
+      return actions[i]();
+    }
   } catch (const nbkit::Error& error) {
-    fmt::print(stderr, "nbkit: error: {}\n", error.what());
-    return 1;
+    return fail(error.what(), 1);
   } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "nbkit: error: out of memory: the run needs more than this machine can give (a smaller "
-                       "lattice, fewer atoms or bodies, or a machine with more memory)\n");
-    return 1;
+    return fail("out of memory: the run needs more than this machine can give (a smaller lattice, fewer atoms or "
+                "bodies, or a machine with more memory)",
+                1);
   } catch (const std::length_error&) {
-    fmt::print(stderr, "nbkit: error: a size beyond what this machine can hold was asked for; check the counts and "
-                       "sizes on the command line and in the input files\n");
-    return 1;
+    return fail("a size beyond what this machine can hold was asked for; check the counts and sizes on the command "
+                "line and in the input files",
+                1);
   } catch (const std::exception& error) {
     // Input is checked before it reaches the standard library: this is a bug to report.
-    fmt::print(stderr, "nbkit: error: internal error ({}): a bug in nbkit; please report it with the command line\n",
-               error.what());
-    return 3;
+    return fail(fmt::format("internal error ({}): a bug in nbkit; please report it with the command line", error.what()),
+                3);
   }
   return 0;
 }
+
+}  // namespace

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/memory.hpp"
 #include "nbkit/core/progress.hpp"
+#include "nbkit/core/ranks.hpp"
 #include "nbkit/core/resources.hpp"
 #include "nbkit/io/atomic_file.hpp"
 #include "nbkit/io/cell.hpp"
@@ -173,9 +175,10 @@ struct SlabPlan {
 
 // The memory limit: --memory-limit, else 3/4 of what the machine has free now (the rest for
 // the page cache the writes go through and for the system), else none.
+// Under mpirun, per rank: the free memory is shared by the ranks on the machine.
 std::uint64_t memory_limit(const MapArguments& args) {
   if (!args.memory_limit.empty()) return parse_bytes(args.memory_limit, "--memory-limit");
-  return available_memory_bytes() / 4 * 3;
+  return available_memory_bytes() / 4 * 3 / static_cast<std::uint64_t>(Ranks::world().node_size());
 }
 
 // Slabs as large as the limit allows, up to 4 GiB of values: a map that fits is one slab. A
@@ -184,13 +187,16 @@ std::uint64_t memory_limit(const MapArguments& args) {
 // A CPU run computes and formats on every core in turn: one slab in memory.
 // A trajectory's slabs hold `arrays` values a point (the combined map, a frame's, stdev's M2)
 // and are never overlapped.
+// `rows`: the rows this process computes (a rank's share under mpirun; -1: all).
 SlabPlan plan_slabs(const MapArguments& args, const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
-                    const std::string& output, std::uint64_t slice_bytes, int arrays = 0) {
+                    const std::string& output, std::uint64_t slice_bytes, int arrays = 0, std::int64_t rows = -1) {
   SlabPlan plan;
   plan.limit = memory_limit(args);
   plan.overlap = arrays == 0 && options.backend == Backend::cuda;
   if (arrays == 0) arrays = plan.overlap ? 2 : 1;
-  const std::int64_t rows = lattice.rows(), nz = lattice.dims[2];
+  if (rows < 0) rows = lattice.rows();
+  rows = std::max<std::int64_t>(rows, 1);
+  const std::int64_t nz = lattice.dims[2];
   const std::uint64_t method = map_method_memory_bytes(atoms, lattice, options);
   const std::uint64_t writer = io::map_write_memory_bytes(output, lattice, options.threads);
   const std::uint64_t fixed = method + writer + slice_bytes;
@@ -321,6 +327,8 @@ struct ComputedMap {
   double before_first_write = 0, after_last_write = 0;
   std::uint64_t write_bytes = 0;
   std::optional<io::SliceInfo> slice;
+  std::vector<std::int64_t> rows;  // under mpirun: rank r computed rows [rows[r], rows[r+1])
+  std::vector<double> rates;       // each rank's measured rows a second
 };
 
 // The maps of the trajectory's frames combined in memory, with a progress bar.
@@ -479,6 +487,13 @@ nlohmann::json map_report(const MapArguments& args, const Atoms& atoms, const La
     report["output"]["seconds_before_first_write"] = computed.before_first_write;
     report["output"]["seconds_after_last_write"] = computed.after_last_write;
   }
+  if (computed.rows.size() > 2) {
+    nlohmann::json& ranks = report["ranks"];
+    ranks["count"] = computed.rows.size() - 1;
+    for (std::size_t r = 0; r + 1 < computed.rows.size(); ++r)
+      ranks["rows"].push_back({computed.rows[r], computed.rows[r + 1]});
+    ranks["measured_rows_per_second"] = computed.rates;
+  }
   if (stats.backend == Backend::cuda) report["timing_seconds"]["gpu_kernels"] = stats.kernel_seconds;
   for (const auto& [stage, seconds] : stats.stage_seconds) report["timing_seconds"]["msm " + stage] = seconds;
   report["rates"] = {{"evaluations", stats.evaluations}, {"evaluations_per_second", stats.evaluations_per_second()},
@@ -522,21 +537,53 @@ void slab_notice(const SlabPlan& plan, const Lattice& lattice, const std::string
 
 // The map computed slab by slab and written as each slab is done, with its statistics and the
 // --png plane collected on the way: the map is never whole in memory unless it fits.
+// Under mpirun each rank computes and writes its rows [row_begin, row_end) (RankRows).
+struct RankRows {
+  std::vector<std::int64_t> bounds;  // rank r's rows: [bounds[r], bounds[r+1])
+  std::vector<double> rates;         // each rank's measured rows a second (empty: one rank)
+  std::int64_t begin() const { return bounds[static_cast<std::size_t>(Ranks::world().rank())]; }
+  std::int64_t end() const { return bounds[static_cast<std::size_t>(Ranks::world().rank()) + 1]; }
+};
+
+// The lattice's rows among the job's ranks by their measured speed (measure_map_rows_per_second:
+// every rank times the same rows, a hundredth of a rank's share, more for a small map, at most a
+// quarter); one rank: all of them.
+RankRows share_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options) {
+  const Ranks& ranks = Ranks::world();
+  RankRows rows;
+  rows.bounds = {0, lattice.rows()};
+  if (!ranks.distributed()) return rows;
+  const std::int64_t share = std::max<std::int64_t>(1, lattice.rows() / ranks.size());
+  rows.rates = ranks.all_gather(measure_map_rows_per_second(atoms, lattice, options, std::max<std::int64_t>(1, share / 100),
+                                                            std::max<std::int64_t>(1, share / 4)));
+  rows.bounds = split_rows_by_rate(lattice.rows(), rows.rates);
+  return rows;
+}
+
+// A rank failing on purpose as it writes (NBKIT_FAIL_RANK=R): how the tests check that a failing
+// rank ends the whole job with its message and leaves no output.
+void fail_if_asked() {
+  const char* rank = std::getenv("NBKIT_FAIL_RANK");
+  if (rank && std::atoi(rank) == Ranks::world().rank())
+    throw Error(fmt::format("rank {} fails as NBKIT_FAIL_RANK asks (a test of a failing rank)", rank));
+}
+
 void compute_and_write(const MapArguments& args, const Atoms& atoms, const Lattice& lattice, MapOptions options,
                        const std::string& output, const std::vector<std::string>& comments, io::SlicePlane* plane,
-                       ComputedMap& out) {
+                       const RankRows& rows, ComputedMap& out) {
   ProgressBar bar(fmt::format("{} map -> {}", to_string(options.method), output), !args.run.quiet);
   options.progress = [&bar](double fraction) { bar.update(fraction); };
   const auto opened = std::chrono::steady_clock::now();
   auto last_written = opened;
   bool first = true;
-  io::write_map_file(output, lattice, comments, [&](io::MapFileWriter& writer) {
-    stream_map(
-        atoms, lattice, options, out.slabs.slab_rows,
+  io::write_map_file(Ranks::world(), output, lattice, comments, rows.begin(), rows.end(), [&](io::MapFileWriter& writer) {
+    stream_map_rows(
+        atoms, lattice, options, rows.begin(), rows.end(), out.slabs.slab_rows,
         [&](const MapSlab& slab) {
           const auto start = std::chrono::steady_clock::now();
           if (first) out.before_first_write = std::chrono::duration<double>(start - opened).count(), first = false;
           const std::int64_t count = (slab.row_end - slab.row_begin) * lattice.dims[2];
+          fail_if_asked();
           writer.write(slab.values, count);
           out.write_seconds += seconds_since(start);
           if (plane) plane->add(slab);
@@ -551,6 +598,19 @@ void compute_and_write(const MapArguments& args, const Atoms& atoms, const Latti
   out.after_last_write = seconds_since(last_written);
   out.write_bytes = std::max(out.write_bytes, file_bytes(output));
   out.low = out.stats.min_value, out.high = out.stats.max_value;
+  const Ranks& ranks = Ranks::world();
+  if (!ranks.distributed()) return;
+  // The job's figures: the slowest rank's times, every rank's points, the values' span.
+  const bool none = rows.begin() == rows.end();
+  out.low = ranks.all_min(none ? HUGE_VAL : out.low), out.high = ranks.all_max(none ? -HUGE_VAL : out.high);
+  out.stats.min_value = out.low, out.stats.max_value = out.high;
+  out.stats.seconds = ranks.all_max(out.stats.seconds);
+  out.stats.kernel_seconds = ranks.all_max(out.stats.kernel_seconds);
+  out.stats.lattice_points = ranks.all_sum(out.stats.lattice_points);
+  out.stats.evaluations = ranks.all_sum(out.stats.evaluations);
+  out.write_seconds = ranks.all_max(out.write_seconds);
+  out.stats.detail += fmt::format("; {} ranks", ranks.size());
+  if (plane) plane->gather(ranks, rows.bounds);
 }
 
 // A trajectory's combined map a slab at a time, the frames read again for every slab (the
@@ -617,9 +677,20 @@ void combine_and_write(const MapArguments& args, MapInputs& in, const Lattice& l
   notice(out.stats.notice, args.run.quiet);
 }
 
-int run_map(const MapArguments& args) {
+int run_map(const MapArguments& given) {
   const auto start = std::chrono::steady_clock::now();
+  const Ranks& ranks = Ranks::world();
+  MapArguments args = given;
+  if (!ranks.root()) args.run.quiet = true;  // under mpirun rank 0 speaks for the job
   MapOptions options = map_options(args);
+  if (ranks.distributed()) {
+    if (!args.trajectory.empty())
+      throw Error("--trajectory maps are computed by one process so far: run them without mpirun");
+    const NodeShare share = share_node(ranks, options.backend, options.gpus, args.run.threads == 0 ? 0 : options.threads);
+    options.backend = share.backend, options.gpus = share.gpus, options.threads = share.threads;
+    if (!share.notice.empty() && !given.run.quiet)
+      fmt::print(stderr, "nbkit: note (rank {} of {}): {}\n", ranks.rank(), ranks.size(), share.notice);
+  }
   const double kappa = screening_kappa(options);  // validates dielectric, temperature, ionic strength
   const std::string output = args.output.empty() ? default_output(args.input) : args.output;
   io::guess_map_format(output);
@@ -680,14 +751,17 @@ int run_map(const MapArguments& args) {
   } else {
     std::optional<io::SlicePlane> plane;
     if (!args.png.empty()) plane.emplace(lattice, slice, map_unit(options));
-    computed.slabs = plan_slabs(args, in.atoms, lattice, options, output, plane ? plane->bytes() : 0);
+    const RankRows rows = share_rows(in.atoms, lattice, options);
+    computed.rows = rows.bounds, computed.rates = rows.rates;
+    computed.slabs =
+        plan_slabs(args, in.atoms, lattice, options, output, plane ? plane->bytes() : 0, 0, rows.end() - rows.begin());
     notice(backend_notice, args.run.quiet);
     periodic_notices(options, in.atoms, lattice, args.run.quiet);
     slab_notice(computed.slabs, lattice, output, args.memory_limit.empty(), args.run.quiet);
     compute_and_write(args, in.atoms, lattice, options, output, map_comments(args, in.atoms, options, kappa, 0),
-                      plane ? &*plane : nullptr, computed);
+                      plane ? &*plane : nullptr, rows, computed);
     notice(computed.stats.notice, args.run.quiet);
-    if (plane) {
+    if (plane && ranks.root()) {
       const auto png_start = std::chrono::steady_clock::now();
       computed.slice = plane->write_png(args.png, colors);
       computed.write_seconds += seconds_since(png_start);
@@ -696,6 +770,7 @@ int run_map(const MapArguments& args) {
     times.write = computed.write_seconds;
   }
   times.total = seconds_since(start);
+  if (!ranks.root()) return 0;  // rank 0 reports for the job
   write_report(args.run.report, map_report(args, in.atoms, lattice, options, kappa, computed, times, output));
 
   if (!args.run.quiet) {

@@ -153,6 +153,23 @@ struct MapSlab {
 void stream_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, std::int64_t slab_rows,
                 const std::function<void(const MapSlab&)>& consume, MapStats* stats = nullptr, bool overlap = false);
 
+// stream_map for rows [row_begin, row_end) of the lattice only (a rank's share of a map computed
+// by several processes; none is allowed): the slabs hold those rows, the values are stream_map's.
+void stream_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, std::int64_t row_begin,
+                     std::int64_t row_end, std::int64_t slab_rows, const std::function<void(const MapSlab&)>& consume,
+                     MapStats* stats = nullptr, bool overlap = false);
+
+// ---- A map shared among processes (MPI ranks; issue 22) -----------------------------------------
+// Lattice rows a second this process computes the map at: `sample_rows` rows in the middle of
+// the lattice timed after one row that pays the method's set-up (binning, msm's grids, a GPU's
+// start), the sample grown fourfold (up to max_rows) until it takes min_seconds. Every rank
+// measures the same rows, so the rates compare the ranks' hardware.
+double measure_map_rows_per_second(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
+                                   std::int64_t sample_rows, std::int64_t max_rows, double min_seconds = 0.02);
+// The rows [bounds[r], bounds[r+1]) of each rank, consecutive and in rank order, in proportion to
+// the ranks' rates (rows a second): every rank computes the same split from the same rates.
+std::vector<std::int64_t> split_rows_by_rate(std::int64_t rows, const std::vector<double>& rates);
+
 // Bytes a map of this method holds besides its values, estimated for a memory budget: the
 // prepared atoms and bins, and msm's grids (every level while they are summed).
 std::uint64_t map_method_memory_bytes(const Atoms& atoms, const Lattice& lattice, const MapOptions& options);

@@ -22,6 +22,7 @@
 #include "io/scientific.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbkit/core/ranks.hpp"
 #include "nbkit/io/atomic_file.hpp"
 #include "nbkit/io/map_files.hpp"
 
@@ -47,7 +48,21 @@ int writer_team(int threads) { return std::max(1, std::min(threads > 0 ? threads
 // map larger than memory also leaves the page cache to other work. The unaligned tail, a header
 // rewritten at the end, and file systems that refuse O_DIRECT (tmpfs) go through the page cache
 // as usual. Failures name the file the user gave.
-class File {
+// Where a map file's bytes go: the file itself (File), or, in a job of several ranks, rank 0
+// (RootSink: it writes them in rank order) or the rank's own place in the shared file
+// (PlacedSink, MPI-IO).
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual void write(const void* data, std::size_t bytes) = 0;
+  void write(const std::string& text) { write(text.data(), text.size()); }
+  // Rewrites (or writes) bytes at an offset of the file: false where the file cannot seek (a pipe).
+  virtual bool rewrite_at(std::uint64_t offset, const void* data, std::size_t bytes) = 0;
+  virtual void close() = 0;
+  virtual std::uint64_t written() const = 0;
+};
+
+class File final : public Sink {
  public:
   File(const std::string& temporary, const std::string& path) : path_(path) {
     fd_ = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -66,7 +81,8 @@ class File {
   File(const File&) = delete;
   File& operator=(const File&) = delete;
 
-  void write(const void* data, std::size_t bytes) {
+  using Sink::write;
+  void write(const void* data, std::size_t bytes) override {
     const char* p = static_cast<const char*>(data);
     written_ += bytes;
     if (!staging_[0]) return write_all(p, bytes);
@@ -77,22 +93,21 @@ class File {
       if (staged_ == kStaging) hand_over();
     }
   }
-  void write(const std::string& text) { write(text.data(), text.size()); }
   // Rewrites bytes already written (a header whose statistics are known only at the end).
-  bool rewrite_at(std::uint64_t offset, const void* data, std::size_t bytes) {
+  bool rewrite_at(std::uint64_t offset, const void* data, std::size_t bytes) override {
     if (!seekable_) return false;
     finish_direct();
     const ssize_t n = ::pwrite(fd_, data, bytes, static_cast<off_t>(offset));
     if (n != static_cast<ssize_t>(bytes)) throw Error(fmt::format("{}: write failed: {}", path_, std::strerror(errno)));
     return true;
   }
-  void close() {
+  void close() override {
     finish_direct();
     const int fd = fd_;
     fd_ = -1;
     if (::close(fd) != 0) throw Error(fmt::format("{}: write failed: {}", path_, std::strerror(errno)));
   }
-  std::uint64_t written() const { return written_; }
+  std::uint64_t written() const override { return written_; }
 
  private:
   static constexpr std::size_t kAlignment = 4096, kStaging = std::size_t{16} << 20;
@@ -202,43 +217,69 @@ constexpr const char* kDxFooter =
     "component \"connections\" value 2\n"
     "component \"data\" value 3\n";
 
-// Counts the values given and refuses a map whose count does not match its lattice.
+// The part of a map file one writer makes: all of it in one process; in a job of several ranks,
+// the values of the rank's rows, with the header and the footer rank 0's.
+struct Part {
+  std::int64_t first = 0, last = 0;  // values [first, last) of the lattice's, in file order
+  bool header = true, footer = true;
+  bool placed = false;                 // every rank writes at its values' offsets (MPI-IO), not through rank 0
+  bool distributed = false;
+};
+
+// Counts the values given and refuses a map whose count does not match its lattice (or the part
+// of it this writer makes).
 class Writer : public MapFileWriter {
  public:
-  Writer(const std::string& temporary, const std::string& path, const Lattice& lattice)
-      : file_(temporary, path), path_(path), lattice_(lattice) {}
+  Writer(std::unique_ptr<Sink> out, const std::string& path, const Lattice& lattice, const Part& part)
+      : out_(std::move(out)), path_(path), lattice_(lattice), part_(part), written_values_(part.first) {}
   void write(const double* values, std::int64_t count) final {
-    if (count < 0 || written_values_ + count > lattice_.size())
-      throw Error(fmt::format("{}: more values than the {} lattice points", path_, lattice_.size()));
+    if (count < 0 || written_values_ + count > part_.last)
+      throw Error(fmt::format("{}: more values than the {} lattice points{}", path_, lattice_.size(),
+                              part_.distributed ? " of this rank's rows" : ""));
     put(values, count);
     written_values_ += count;
   }
-  std::uint64_t bytes_written() const final { return file_.written(); }
-  void finish() {
-    if (written_values_ != lattice_.size())
-      throw Error(fmt::format("{}: {} of {} values written", path_, written_values_, lattice_.size()));
-    end();
-    file_.close();
+  std::uint64_t bytes_written() const final { return out_->written(); }
+  // This writer's values given: the rest of its part out (a chunk of text begun).
+  void finish_part() {
+    if (written_values_ != part_.last)
+      throw Error(fmt::format("{}: {} of {} values written", path_, written_values_ - part_.first,
+                              part_.last - part_.first));
+    end_part();
   }
+  void finish() {
+    finish_part();
+    end();
+    out_->close();
+  }
+  Sink& sink() { return *out_; }
+  // In a job of several ranks, before rank 0 ends the file: what rank 0 needs from every rank
+  // (collective; MRC's statistics).
+  virtual void collect(const Ranks&) {}
+  virtual void end() = 0;  // the footer, the final header: rank 0's
+  // Where value `value` (in file order) starts in the file, for formats of fixed-size values.
+  virtual std::uint64_t offset_of(std::int64_t) const { throw Error("internal: text has no fixed offsets"); }
 
  protected:
   virtual void put(const double* values, std::int64_t count) = 0;
-  virtual void end() = 0;
-  File file_;
+  virtual void end_part() {}
+  std::unique_ptr<Sink> out_;
   std::string path_;
   Lattice lattice_;
+  Part part_;
   std::int64_t written_values_ = 0;
 };
 
 // OpenDX text, three values a line; `gzip`: each chunk compressed as a gzip member.
 class DxTextWriter final : public Writer {
  public:
-  DxTextWriter(const std::string& temporary, const std::string& path, const Lattice& lattice,
+  DxTextWriter(std::unique_ptr<Sink> out, const std::string& path, const Lattice& lattice, const Part& part,
                const std::vector<std::string>& comments, bool gzip, int threads)
-      : Writer(temporary, path, lattice), gzip_(gzip), team_(writer_team(threads)),
+      : Writer(std::move(out), path, lattice, part), gzip_(gzip), team_(writer_team(threads)),
         text_(static_cast<std::size_t>(team_)), packed_(static_cast<std::size_t>(gzip ? team_ : 0)) {
-    emit(dx_header(lattice, comments, false));
+    if (part.header) emit(dx_header(lattice, comments, false));
   }
+  void end() override { emit(kDxFooter); }
 
  private:
   // Chunks are fixed stretches of the file's values (kChunkValues each), whatever the slabs: a
@@ -278,16 +319,20 @@ class DxTextWriter final : public Writer {
         const std::int64_t end = pieces[static_cast<std::size_t>(batch_first + c)].second;
         const bool complete = (first + end) % kChunkValues == 0 || first + end == total;
         if (!complete) carry_.swap(text_[static_cast<std::size_t>(c)]);  // the last piece of this call only
-        else file_.write(gzip_ ? packed_[static_cast<std::size_t>(c)] : text_[static_cast<std::size_t>(c)]);
+        else out_->write(gzip_ ? packed_[static_cast<std::size_t>(c)] : text_[static_cast<std::size_t>(c)]);
       }
     }
   }
-  void end() override { emit(kDxFooter); }
+  void end_part() override {
+    if (carry_.empty()) return;
+    emit(carry_);
+    carry_.clear();
+  }
   void emit(const std::string& text) {
-    if (!gzip_) return file_.write(text);
+    if (!gzip_) return out_->write(text);
     std::string member;
     gzip_member(text.data(), text.size(), member, path_);
-    file_.write(member);
+    out_->write(member);
   }
 
   bool gzip_;
@@ -300,18 +345,29 @@ class DxTextWriter final : public Writer {
 // values as 8-byte IEEE doubles, little-endian, x slowest, then a newline and the text footer.
 class DxBinaryWriter final : public Writer {
  public:
-  DxBinaryWriter(const std::string& temporary, const std::string& path, const Lattice& lattice,
+  DxBinaryWriter(std::unique_ptr<Sink> out, const std::string& path, const Lattice& lattice, const Part& part,
                  const std::vector<std::string>& comments)
-      : Writer(temporary, path, lattice) {
-    file_.write(dx_header(lattice, comments, true));
+      : Writer(std::move(out), path, lattice, part), header_bytes_(dx_header(lattice, comments, true).size()) {
+    if (part.header) out_->write(dx_header(lattice, comments, true));
+  }
+  // Where a value's bytes start in the file (the header's length is the same on every rank).
+  std::uint64_t offset_of(std::int64_t value) const override {
+    return header_bytes_ + 8 * static_cast<std::uint64_t>(value);
+  }
+  void end() override {
+    const std::string footer = std::string("\n") + kDxFooter;
+    if (part_.placed)
+      out_->rewrite_at(offset_of(lattice_.size()), footer.data(), footer.size());
+    else
+      out_->write(footer);
   }
 
  private:
   void put(const double* values, std::int64_t count) override {
     static_assert(std::endian::native == std::endian::little, "binary OpenDX is written little-endian");
-    file_.write(values, static_cast<std::size_t>(count) * sizeof(double));
+    out_->write(values, static_cast<std::size_t>(count) * sizeof(double));
   }
-  void end() override { file_.write(std::string("\n") + kDxFooter); }
+  std::uint64_t header_bytes_;
 };
 
 // CCP4/MRC, mode 2 (float32), the header prepared by gemmi. The file's axis order is the map's
@@ -322,8 +378,8 @@ class DxBinaryWriter final : public Writer {
 // cannot be rewritten (a pipe) keeps the MRC-2014 "not determined" values.
 class Ccp4Writer final : public Writer {
  public:
-  Ccp4Writer(const std::string& temporary, const std::string& path, const Lattice& lattice, int threads)
-      : Writer(temporary, path, lattice), team_(writer_team(threads)) {
+  Ccp4Writer(std::unique_ptr<Sink> out, const std::string& path, const Lattice& lattice, const Part& part, int threads)
+      : Writer(std::move(out), path, lattice, part), team_(writer_team(threads)) {
     for (auto n : lattice.dims)
       if (n > std::int64_t{0x7fffffff}) throw Error(path + ": lattice too large for a CCP4/MRC file (2^31 points an axis)");
     auto& grid = header_.grid;
@@ -342,10 +398,37 @@ class Ccp4Writer final : public Writer {
     header_.set_header_float(51, static_cast<float>(lattice.origin.y));
     header_.set_header_float(52, static_cast<float>(lattice.origin.z));
     set_statistics(0, -1, -2, -1);  // MRC-2014: DMAX < DMIN, DMEAN < both, RMS < 0: not determined
-    file_.write(header_.ccp4_header.data(), header_.ccp4_header.size() * 4);
+    if (part.header) out_->write(header_.ccp4_header.data(), header_.ccp4_header.size() * 4);
+  }
+  // The values follow the 1024-byte header and gemmi's symmetry record (NSYMBT bytes).
+  std::uint64_t offset_of(std::int64_t value) const override {
+    return header_.ccp4_header.size() * 4 + 4 * static_cast<std::uint64_t>(value);
+  }
+  // Every rank's row sums to rank 0, folded there in row order: the header's statistics are the
+  // same bits as one process's.
+  void collect(const Ranks& ranks) override {
+    std::vector<double> mine;
+    mine.reserve(4 * rank_rows_.size());
+    for (const RowSums& r : rank_rows_) mine.insert(mine.end(), {r.low, r.high, r.sum, r.squares});
+    const std::vector<double> all = ranks.gather(mine);
+    total_ = RowSums{};
+    for (std::size_t i = 0; i + 3 < all.size(); i += 4) fold(RowSums{all[i], all[i + 1], all[i + 2], all[i + 3]});
+  }
+  void end() override {
+    const double n = static_cast<double>(lattice_.size());
+    const double mean = total_.sum / n;
+    set_statistics(total_.low, total_.high, mean, std::sqrt(std::max(0.0, total_.squares / n - mean * mean)));
+    out_->rewrite_at(0, header_.ccp4_header.data(), 256 * 4);
   }
 
  private:
+  struct RowSums {
+    double low = HUGE_VAL, high = -HUGE_VAL, sum = 0, squares = 0;
+  };
+  void fold(const RowSums& s) {
+    total_.low = std::min(total_.low, s.low), total_.high = std::max(total_.high, s.high);
+    total_.sum += s.sum, total_.squares += s.squares;
+  }
   void set_statistics(double low, double high, double mean, double rms) {
     header_.set_header_float(20, static_cast<float>(low));
     header_.set_header_float(21, static_cast<float>(high));
@@ -376,27 +459,18 @@ class Ccp4Writer final : public Writer {
         }
         row_sums_[static_cast<std::size_t>(r)] = s;
       }
-      for (const RowSums& s : row_sums_) {  // in row order: the same sums for any slab size
-        total_.low = std::min(total_.low, s.low), total_.high = std::max(total_.high, s.high);
-        total_.sum += s.sum, total_.squares += s.squares;
-      }
-      file_.write(converted_.data(), converted_.size() * sizeof(float));
+      if (part_.distributed)  // kept for rank 0 (collect)
+        rank_rows_.insert(rank_rows_.end(), row_sums_.begin(), row_sums_.end());
+      else
+        for (const RowSums& s : row_sums_) fold(s);  // in row order: the same sums for any slab size
+      out_->write(converted_.data(), converted_.size() * sizeof(float));
     }
   }
-  void end() override {
-    const double n = static_cast<double>(lattice_.size());
-    const double mean = total_.sum / n;
-    set_statistics(total_.low, total_.high, mean, std::sqrt(std::max(0.0, total_.squares / n - mean * mean)));
-    file_.rewrite_at(0, header_.ccp4_header.data(), 256 * 4);
-  }
 
-  struct RowSums {
-    double low = HUGE_VAL, high = -HUGE_VAL, sum = 0, squares = 0;
-  };
   int team_;
   gemmi::Ccp4<float> header_;
   std::vector<float> converted_;
-  std::vector<RowSums> row_sums_;
+  std::vector<RowSums> row_sums_, rank_rows_;
   RowSums total_;
 };
 
@@ -423,25 +497,163 @@ std::string to_string(MapFormat format) {
   return "?";
 }
 
+namespace {
+
+std::unique_ptr<Writer> make_writer(MapFormat format, std::unique_ptr<Sink> out, const std::string& path,
+                                    const Lattice& lattice, const Part& part, const std::vector<std::string>& comments,
+                                    int threads) {
+  switch (format) {
+    case MapFormat::dx: return std::make_unique<DxTextWriter>(std::move(out), path, lattice, part, comments, false, threads);
+    case MapFormat::dx_gzip:
+      return std::make_unique<DxTextWriter>(std::move(out), path, lattice, part, comments, true, threads);
+    case MapFormat::dx_binary: return std::make_unique<DxBinaryWriter>(std::move(out), path, lattice, part, comments);
+    case MapFormat::ccp4: return std::make_unique<Ccp4Writer>(std::move(out), path, lattice, part, threads);
+  }
+  throw Error("internal: unknown map format");
+}
+
+// ---- A map file written by the ranks of a job (issue 22) ----------------------------------
+
+// A rank's bytes sent to rank 0, which writes them after its own and every earlier rank's: a
+// message of the length, then the bytes; a length of 0 ends the rank's part.
+constexpr int kMapBytesTag = 21;
+
+class RootSink final : public Sink {
+ public:
+  explicit RootSink(const Ranks& ranks) : ranks_(ranks) {}
+  void write(const void* data, std::size_t bytes) override {
+    if (bytes == 0) return;
+    const std::uint64_t length = bytes;
+    ranks_.send(&length, sizeof length, 0, kMapBytesTag);
+    ranks_.send(data, bytes, 0, kMapBytesTag);
+    written_ += bytes;
+  }
+  bool rewrite_at(std::uint64_t, const void*, std::size_t) override { return false; }
+  void close() override {
+    const std::uint64_t end = 0;
+    ranks_.send(&end, sizeof end, 0, kMapBytesTag);
+  }
+  std::uint64_t written() const override { return written_; }
+
+ private:
+  const Ranks& ranks_;
+  std::uint64_t written_ = 0;
+};
+
+// Rank 0: every other rank's bytes, in rank order, after its own.
+void write_other_ranks(const Ranks& ranks, Sink& out) {
+  std::vector<char> buffer;
+  for (int from = 1; from < ranks.size(); ++from)
+    for (;;) {
+      std::uint64_t length = 0;
+      ranks.receive(&length, sizeof length, from, kMapBytesTag);
+      if (length == 0) break;
+      buffer.resize(static_cast<std::size_t>(length));
+      ranks.receive(buffer.data(), buffer.size(), from, kMapBytesTag);
+      out.write(buffer.data(), buffer.size());
+    }
+}
+
+// A rank's values straight into their place in the shared file (MPI-IO), in pieces of 16 MiB.
+class PlacedSink final : public Sink {
+ public:
+  explicit PlacedSink(std::shared_ptr<RankFile> file) : file_(std::move(file)) {}
+  void start_at(std::uint64_t offset) { offset_ = offset - written_; }
+  void write(const void* data, std::size_t bytes) override {
+    file_->write_at(offset_ + written_, data, bytes);
+    written_ += bytes;
+  }
+  bool rewrite_at(std::uint64_t offset, const void* data, std::size_t bytes) override {
+    file_->write_at(offset, data, bytes);
+    return true;
+  }
+  void close() override { file_->close(); }
+  std::uint64_t written() const override { return written_; }
+
+ private:
+  std::shared_ptr<RankFile> file_;
+  std::uint64_t offset_ = 0, written_ = 0;
+};
+
+// Every rank's part of the file: text through rank 0 (its length is known only once formatted),
+// fixed-size values (MRC, binary OpenDX) in place when the target is a regular file.
+void write_rank_part(const Ranks& ranks, MapFormat format, const std::string& temporary, bool placed,
+                     const std::string& path, const Lattice& lattice, const std::vector<std::string>& comments,
+                     std::int64_t first, std::int64_t last, const std::function<void(MapFileWriter&)>& produce,
+                     int threads) {
+  Part part;
+  part.first = first, part.last = last;
+  part.header = part.footer = ranks.root();
+  part.placed = placed;
+  part.distributed = true;
+  std::unique_ptr<Sink> out;
+  PlacedSink* placed_sink = nullptr;
+  if (placed) {
+    auto sink = std::make_unique<PlacedSink>(std::make_shared<RankFile>(ranks, temporary, path));
+    placed_sink = sink.get();
+    out = std::move(sink);
+  } else if (ranks.root()) {
+    out = std::make_unique<File>(temporary, path);
+  } else {
+    out = std::make_unique<RootSink>(ranks);
+  }
+  std::unique_ptr<Writer> writer = make_writer(format, std::move(out), path, lattice, part, comments, threads);
+  // Rank 0 has written the header from offset 0 and goes on with its values; the others start at theirs.
+  if (placed_sink && !ranks.root()) placed_sink->start_at(writer->offset_of(first));
+  produce(*writer);
+  writer->finish_part();
+  if (!placed && ranks.root()) write_other_ranks(ranks, writer->sink());
+  writer->collect(ranks);
+  if (ranks.root()) writer->end();
+  writer->sink().close();  // placed: collective; RootSink: the end of this rank's bytes
+}
+
+}  // namespace
+
 void write_map_file(const std::string& path, MapFormat format, const Lattice& lattice,
                     const std::vector<std::string>& comments, const std::function<void(MapFileWriter&)>& produce,
                     int threads) {
   validate(lattice);
   write_atomically(path, [&](const std::string& temporary) {
-    std::unique_ptr<Writer> writer;
-    switch (format) {
-      case MapFormat::dx:
-        writer = std::make_unique<DxTextWriter>(temporary, path, lattice, comments, false, threads);
-        break;
-      case MapFormat::dx_gzip:
-        writer = std::make_unique<DxTextWriter>(temporary, path, lattice, comments, true, threads);
-        break;
-      case MapFormat::dx_binary: writer = std::make_unique<DxBinaryWriter>(temporary, path, lattice, comments); break;
-      case MapFormat::ccp4: writer = std::make_unique<Ccp4Writer>(temporary, path, lattice, threads); break;
-    }
+    Part part;
+    part.last = lattice.size();
+    std::unique_ptr<Writer> writer =
+        make_writer(format, std::make_unique<File>(temporary, path), path, lattice, part, comments, threads);
     produce(*writer);
     writer->finish();
   });
+}
+
+void write_map_file(const Ranks& ranks, const std::string& path, const Lattice& lattice,
+                    const std::vector<std::string>& comments, std::int64_t row_begin, std::int64_t row_end,
+                    const std::function<void(MapFileWriter&)>& produce, int threads) {
+  validate(lattice);
+  const std::int64_t nz = lattice.dims[2];
+  if (!ranks.distributed()) {
+    if (row_begin != 0 || row_end != lattice.rows())
+      throw Error(fmt::format("internal: one rank writes all {} rows of {}, not [{}, {})", lattice.rows(), path,
+                              row_begin, row_end));
+    return write_map_file(path, lattice, comments, produce, threads);
+  }
+  const MapFormat format = guess_map_format(path);
+  if (ranks.root()) {
+    write_atomically(path, [&](const std::string& temporary) {
+      // Values of a fixed size go straight to their place from every rank where the file can
+      // seek; text, and any stream (a pipe, /dev/stdout), through rank 0.
+      const bool placed = (format == MapFormat::ccp4 || format == MapFormat::dx_binary) && !is_stream_target(temporary);
+      if (placed) File(temporary, path).close();  // made empty here, then opened by every rank
+      std::string plan = std::string(placed ? "1" : "0") + temporary;
+      ranks.broadcast(plan);
+      write_rank_part(ranks, format, temporary, placed, path, lattice, comments, row_begin * nz, row_end * nz, produce,
+                      threads);
+    });
+  } else {
+    std::string plan;
+    ranks.broadcast(plan);
+    write_rank_part(ranks, format, plan.substr(1), plan[0] == '1', path, lattice, comments, row_begin * nz,
+                    row_end * nz, produce, threads);
+  }
+  ranks.barrier();  // every rank returns once the file is in place
 }
 
 void write_map_file(const std::string& path, const Lattice& lattice, const std::vector<std::string>& comments,

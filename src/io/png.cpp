@@ -12,6 +12,7 @@
 #include "io/bitmap_font.hpp"
 #include "io/canvas.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbkit/core/ranks.hpp"
 #include "nbkit/io/atomic_file.hpp"
 
 namespace nbkit::io {
@@ -124,6 +125,28 @@ void SlicePlane::add(const MapSlab& slab) {
       std::copy(values, values + nz, map_.values.begin() + i * nz);
     else if (plane_.axis == 2)
       map_.values[static_cast<std::size_t>(i * ny + j)] = values[index];
+  }
+}
+
+void SlicePlane::gather(const Ranks& ranks, const std::vector<std::int64_t>& bounds) {
+  if (!ranks.distributed()) return;
+  const std::vector<double> all = ranks.gather(map_.values);
+  if (!ranks.root()) return;
+  const std::size_t size = map_.values.size();
+  for (int r = 1; r < ranks.size(); ++r) {
+    MapSlab mine{bounds[static_cast<std::size_t>(r)], bounds[static_cast<std::size_t>(r) + 1], nullptr};
+    // The rank's plane read back as its rows: a plane point (i, j) or (., k) lies in one row.
+    const double* plane = all.data() + static_cast<std::size_t>(r) * size;
+    const std::int64_t ny = lattice_.dims[1], nz = lattice_.dims[2], index = plane_.index;
+    for (std::int64_t row = mine.row_begin; row < mine.row_end; ++row) {
+      const std::int64_t i = row / ny, j = row % ny;
+      if (plane_.axis == 0 && i == index)
+        std::copy(plane + j * nz, plane + (j + 1) * nz, map_.values.begin() + j * nz);
+      else if (plane_.axis == 1 && j == index)
+        std::copy(plane + i * nz, plane + (i + 1) * nz, map_.values.begin() + i * nz);
+      else if (plane_.axis == 2)
+        map_.values[static_cast<std::size_t>(i * ny + j)] = plane[i * ny + j];
+    }
   }
 }
 

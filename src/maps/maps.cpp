@@ -246,8 +246,21 @@ void add_slab_stats(const MapStats& slab, bool first, MapStats& total) {
 void stream_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, std::int64_t slab_rows,
                 const std::function<void(const MapSlab&)>& consume, MapStats* stats, bool overlap) {
   validate(lattice);
+  stream_map_rows(atoms, lattice, options, 0, lattice.rows(), slab_rows, consume, stats, overlap);
+}
+
+void stream_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, std::int64_t row_begin,
+                     std::int64_t row_end, std::int64_t slab_rows, const std::function<void(const MapSlab&)>& consume,
+                     MapStats* stats, bool overlap) {
+  validate(lattice);
   if (slab_rows < 1) throw Error(fmt::format("a slab needs at least one row, got {}", slab_rows));
-  const std::int64_t rows = lattice.rows(), nz = lattice.dims[2];
+  if (row_begin < 0 || row_end > lattice.rows() || row_begin > row_end)
+    throw Error(fmt::format("rows [{}, {}) are outside the lattice's {} rows", row_begin, row_end, lattice.rows()));
+  const std::int64_t rows = row_end - row_begin, nz = lattice.dims[2];
+  if (rows == 0) {  // a rank with no rows of its own (more ranks than rows)
+    if (stats) *stats = MapStats{}, stats->backend = resolve_backend(options.backend);
+    return;
+  }
   slab_rows = std::min(slab_rows, rows);
   const std::int64_t slabs = (rows + slab_rows - 1) / slab_rows;
   const int buffers = overlap && slabs > 1 ? 2 : 1;
@@ -288,7 +301,7 @@ void stream_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& op
   if (buffers == 2) second = std::async(std::launch::async, make_buffer);
   std::future<void> consuming;
   for (current = 0; current < slabs; ++current) {
-    const std::int64_t begin = current * slab_rows, end = std::min(rows, begin + slab_rows);
+    const std::int64_t begin = row_begin + current * slab_rows, end = std::min(row_end, begin + slab_rows);
     if (current == 1 && second.valid()) slab[1] = second.get();
     SlabBuffer& buffer = slab[static_cast<std::size_t>(current % buffers)];
     // The buffer last held slab current - 2, whose consumer finished before slab current - 1's began.
@@ -308,6 +321,53 @@ void stream_map(const Atoms& atoms, const Lattice& lattice, const MapOptions& op
   }
   if (consuming.valid()) consuming.get();
   if (stats) *stats = total;
+}
+
+double measure_map_rows_per_second(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
+                                   std::int64_t sample_rows, std::int64_t max_rows, double min_seconds) {
+  validate(lattice);
+  const std::int64_t rows = lattice.rows(), nz = lattice.dims[2];
+  max_rows = std::clamp<std::int64_t>(max_rows, 1, rows);
+  sample_rows = std::clamp<std::int64_t>(sample_rows, 1, max_rows);
+  // A row first, in the middle, which pays what a run pays once (binning the atoms, msm's grids,
+  // a GPU's start), kept for the sample that follows it: the sample is then timed alone.
+  const std::int64_t middle = rows / 2;
+  MapOptions quiet = options;
+  quiet.progress = nullptr;
+  maps::msm::LongRangeGrid long_range;
+  maps::SlabKeep kept;
+  kept.long_range = &long_range;
+  std::vector<double> values(static_cast<std::size_t>(nz));
+  map_rows(atoms, lattice, quiet, middle, middle + 1, values.data(), nullptr, nullptr, &kept);
+  // A sample too short to time (a small map: microseconds, where a descheduled process reads as
+  // a hundred times slower) grows fourfold until it takes `min_seconds` or reaches max_rows.
+  for (;;) {
+    const std::int64_t begin = std::max<std::int64_t>(0, middle - sample_rows / 2), end = std::min(rows, begin + sample_rows);
+    values.resize(static_cast<std::size_t>((end - begin) * nz));
+    const auto start = std::chrono::steady_clock::now();
+    map_rows(atoms, lattice, quiet, begin, end, values.data(), nullptr, nullptr, &kept);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (seconds >= min_seconds || end - begin >= max_rows || end - begin == rows)
+      return static_cast<double>(end - begin) / std::max(seconds, 1e-9);
+    sample_rows = std::min(4 * sample_rows, max_rows);
+  }
+}
+
+std::vector<std::int64_t> split_rows_by_rate(std::int64_t rows, const std::vector<double>& rates) {
+  if (rates.empty()) throw Error("internal: no ranks to split rows among");
+  double total = 0;
+  for (double rate : rates) {
+    if (!(rate > 0) || !std::isfinite(rate)) throw Error(fmt::format("internal: a rank's measured rate is {}", rate));
+    total += rate;
+  }
+  std::vector<std::int64_t> bounds(rates.size() + 1, 0);
+  double sum = 0;
+  for (std::size_t r = 0; r < rates.size(); ++r) {
+    sum += rates[r];
+    bounds[r + 1] = r + 1 == rates.size() ? rows : std::llround(static_cast<double>(rows) * (sum / total));
+    bounds[r + 1] = std::clamp(bounds[r + 1], bounds[r], rows);
+  }
+  return bounds;
 }
 
 std::uint64_t map_method_memory_bytes(const Atoms& atoms, const Lattice& lattice, const MapOptions& options) {

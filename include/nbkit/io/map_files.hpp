@@ -8,6 +8,10 @@
 
 #include "nbkit/maps.hpp"
 
+namespace nbkit {
+class Ranks;
+}
+
 namespace nbkit::io {
 
 // The formats, chosen by the output's name:
@@ -40,6 +44,18 @@ void write_map_file(const std::string& path, const Lattice& lattice, const std::
 void write_map_file(const std::string& path, MapFormat format, const Lattice& lattice,
                     const std::vector<std::string>& comments, const std::function<void(MapFileWriter&)>& produce,
                     int threads = 0);
+
+// The map file written by the ranks of a job (mpirun; issue 22), each giving the values of its
+// own rows [row_begin, row_end) to its writer: consecutive ranks hold consecutive rows, together
+// the lattice (a rank may hold none). Collective. CCP4/MRC and binary OpenDX go from every rank
+// straight to their place in the file (MPI-IO); OpenDX text, plain or compressed, is formatted
+// (and compressed) by each rank and written by rank 0 in rank order, as is every format written
+// into a pipe. The file's bytes are one process's (a .dx.gz's gzip members also end where a
+// rank's rows do: the same text), and it appears only when every rank has written its part.
+// One rank: write_map_file above.
+void write_map_file(const Ranks& ranks, const std::string& path, const Lattice& lattice,
+                    const std::vector<std::string>& comments, std::int64_t row_begin, std::int64_t row_end,
+                    const std::function<void(MapFileWriter&)>& produce, int threads = 0);
 
 // A whole map in memory, through the same writers (`progress` hears the fraction written).
 void write_map(const std::string& path, const Map& map, const std::vector<std::string>& comments = {},

@@ -9,6 +9,10 @@
 
 #include "nbkit/maps.hpp"
 
+namespace nbkit {
+class Ranks;
+}
+
 namespace nbkit::io {
 
 struct SliceSpec {
@@ -58,6 +62,9 @@ class SlicePlane {
  public:
   SlicePlane(const Lattice& lattice, const SliceSpec& spec, units::PotentialUnit unit);
   void add(const MapSlab& slab);
+  // A job of several ranks, each having added its own rows (bounds[r], bounds[r+1]): rank 0's
+  // plane becomes the whole one, each point taken from the rank that computed it. Collective.
+  void gather(const Ranks& ranks, const std::vector<std::int64_t>& bounds);
   SliceInfo write_png(const std::string& path, ColorScale scale) const;
   std::uint64_t bytes() const { return map_.values.size() * sizeof(double); }
 

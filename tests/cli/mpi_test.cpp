@@ -1,0 +1,171 @@
+// nbkit map under mpirun (issue 22): 1, 2, 3 and 4 ranks write the plain run's file, byte for
+// byte, for every method and format; a lattice with fewer rows than ranks; a failing rank ends
+// the job with its message and leaves no file; the commands that do not share their work refuse
+// to run as several copies. On the CI machine's 2 cores with --oversubscribe, as root where CI
+// runs so (Open MPI's two variables).
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include "cli/cli_support.hpp"
+
+namespace {
+
+using nbkit::test::contains;
+using nbkit::test::data;
+using nbkit::test::Result;
+using nbkit::test::run_nbkit;
+
+#ifdef NBKIT_MPIEXEC
+// mpirun in front of the nbkit binary: shared memory between the ranks of this one machine.
+Result run_ranks(int ranks, const std::string& arguments, const std::string& environment = "") {
+  const std::string launcher = std::string(NBKIT_MPIEXEC) + " --oversubscribe --mca btl self,vader -np " +
+                               std::to_string(ranks) + " ";
+  return run_nbkit(arguments, "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + environment + " " + launcher);
+}
+#endif
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A .dx.gz's text: the ranks cut its gzip members where their rows end, so the bytes differ
+// from one process's and the text must not.
+std::string text_of(const std::string& path) {
+  gzFile in = gzopen(path.c_str(), "rb");
+  std::string text;
+  if (!in) return text;
+  char buffer[1 << 16];
+  int n = 0;
+  while ((n = gzread(in, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
+  gzclose(in);
+  return text;
+}
+
+bool leftovers(const std::string& directory) {
+  for (const auto& entry : std::filesystem::directory_iterator(directory))
+    if (entry.path().filename().string().find(".tmp-") != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+#ifdef NBKIT_MPIEXEC
+
+// Every method, each in one of the four formats (and MRC for all), computed by 1 to 4 ranks:
+// the plain run's bytes. One thread a rank, as the plain run: the figures then come from the
+// same loops in the same order, whatever rank computes a row.
+TEST(Mpi, RanksWriteThePlainRunsFile) {
+  nbkit::test::ScratchDir dir;
+  const std::string base = "map " + data("1a63.pqr") + " --spacing 1.3 --threads 1 --backend cpu ";
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"direct", "dx"}, {"mdh", "dxbin"}, {"cutoff", "dx.gz"}, {"msm", "mrc"}, {"density", "mrc"}, {"occupancy", "dx"},
+      {"cutoff", "mrc"}, {"direct", "mrc"}};
+  for (const auto& [method, format] : runs) {
+    const std::string name = method + "." + format;
+    const Result plain = run_nbkit(base + "--method " + method + " -o " + dir.file("plain-" + name));
+    ASSERT_EQ(plain.status, 0) << plain.output;
+    for (int ranks = 1; ranks <= 4; ++ranks) {
+      const std::string out = dir.file(std::to_string(ranks) + "-" + name);
+      const Result run = run_ranks(ranks, base + "--method " + method + " -o " + out + " --report " + out + ".json");
+      ASSERT_EQ(run.status, 0) << name << " with " << ranks << " ranks:\n" << run.output;
+      if (format == "dx.gz")
+        EXPECT_EQ(text_of(out), text_of(dir.file("plain-" + name))) << name << ", " << ranks << " ranks";
+      else
+        EXPECT_EQ(bytes_of(out), bytes_of(dir.file("plain-" + name))) << name << ", " << ranks << " ranks";
+      const auto report = nlohmann::json::parse(bytes_of(out + ".json"));
+      if (ranks > 1) {
+        ASSERT_TRUE(report.contains("ranks")) << report.dump();
+        EXPECT_EQ(report["ranks"]["count"].get<int>(), ranks);
+        EXPECT_EQ(report["ranks"]["rows"].back()[1].get<std::int64_t>(),
+                  report["lattice"]["dims"][0].get<std::int64_t>() * report["lattice"]["dims"][1].get<std::int64_t>());
+      }
+      // One summary line from rank 0, not one per rank.
+      std::size_t lines = 0;
+      for (std::size_t at = run.output.find("nbkit map:"); at != std::string::npos; at = run.output.find("nbkit map:", at + 1))
+        ++lines;
+      EXPECT_EQ(lines, 1u) << run.output;
+    }
+    EXPECT_FALSE(leftovers(dir.path()));
+  }
+}
+
+// Streamed in slabs within a memory limit on each rank, with a PNG slice gathered from the
+// ranks: the same file and picture as one process streaming alone.
+TEST(Mpi, RanksStreamSlabsAndGatherTheSlice) {
+  nbkit::test::ScratchDir dir;
+  const std::string base = "map " + data("1a63.pqr") + " --spacing 0.7 --threads 1 --backend cpu --method cutoff "
+                           "--memory-limit 4M ";
+  const Result plain = run_nbkit(base + "-o " + dir.file("plain.mrc") + " --png " + dir.file("plain.png"));
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  ASSERT_TRUE(contains(plain.output, "slabs")) << plain.output;
+  for (const char* slice : {"", " --slice x=10", " --slice y=3.1"}) {
+    const Result plain_slice = run_nbkit(base + "-o " + dir.file("p.mrc") + " --png " + dir.file("p.png") + slice);
+    ASSERT_EQ(plain_slice.status, 0) << plain_slice.output;
+    const Result run = run_ranks(3, base + "-o " + dir.file("r.mrc") + " --png " + dir.file("r.png") + slice);
+    ASSERT_EQ(run.status, 0) << run.output;
+    EXPECT_EQ(bytes_of(dir.file("r.mrc")), bytes_of(dir.file("plain.mrc"))) << slice;
+    EXPECT_EQ(bytes_of(dir.file("r.png")), bytes_of(dir.file("p.png"))) << slice;
+  }
+}
+
+// An odd lattice of 3 rows (1 x 3 x 7 points) among 4 ranks: one rank computes nothing, and the
+// file is still the plain run's.
+TEST(Mpi, MoreRanksThanRows) {
+  nbkit::test::ScratchDir dir;
+  const std::string base = "map " + data("1a63.pqr") + " --threads 1 --backend cpu --origin 0,0,0 --dims 1,3,7 ";
+  for (const char* format : {"dx", "mrc", "dxbin"}) {
+    const std::string name = std::string("m.") + format;
+    const Result plain = run_nbkit(base + "-o " + dir.file("plain-" + name));
+    ASSERT_EQ(plain.status, 0) << plain.output;
+    const Result run = run_ranks(4, base + "-o " + dir.file(name) + " --report " + dir.file(name + ".json"));
+    ASSERT_EQ(run.status, 0) << run.output;
+    EXPECT_EQ(bytes_of(dir.file(name)), bytes_of(dir.file("plain-" + name))) << format;
+    const auto report = nlohmann::json::parse(bytes_of(dir.file(name + ".json")));
+    int empty = 0;
+    for (const auto& rows : report["ranks"]["rows"]) empty += rows[0] == rows[1];
+    EXPECT_GE(empty, 1) << report["ranks"].dump();
+  }
+}
+
+// A rank that fails as it writes ends the job: its message on stderr, a failing status, and no
+// map (nor a temporary) left where it was going, in both ways of writing (MRC in place, DX
+// through rank 0), whichever rank fails.
+TEST(Mpi, AFailingRankEndsTheJobWithoutOutput) {
+  nbkit::test::ScratchDir dir;
+  const std::string base = "map " + data("1a63.pqr") + " --spacing 1.3 --threads 1 --backend cpu ";
+  for (const char* format : {"mrc", "dx"})
+    for (const char* failing : {"0", "2"}) {
+      const std::string out = dir.file(std::string("failed.") + format);
+      const Result run = run_ranks(3, base + "-o " + out, std::string("NBKIT_FAIL_RANK=") + failing);
+      EXPECT_NE(run.status, 0) << run.output;
+      EXPECT_TRUE(contains(run.output, std::string("rank ") + failing + " fails as NBKIT_FAIL_RANK asks")) << run.output;
+      EXPECT_TRUE(contains(run.output, std::string("(rank ") + failing + " of 3)")) << run.output;
+      EXPECT_FALSE(std::filesystem::exists(out)) << format << ", rank " << failing;
+      EXPECT_FALSE(leftovers(dir.path())) << format << ", rank " << failing << ": a temporary was left";
+    }
+}
+
+// The commands that run in one process refuse mpirun's copies; nbkit info names each rank.
+TEST(Mpi, OtherCommandsRefuseSeveralRanks) {
+  nbkit::test::ScratchDir dir;
+  const Result nbody = run_ranks(2, "nbody --plummer 64 --softening 0.05 --steps 2 -o " + dir.file("n.csv"));
+  EXPECT_NE(nbody.status, 0);
+  EXPECT_TRUE(contains(nbody.output, "nbkit nbody runs in one process")) << nbody.output;
+  const Result trajectory = run_ranks(2, "map " + data("1a63.pqr") + " --trajectory " + data("1a63-wobble.dcd") + " -o " +
+                                             dir.file("t.dx"));
+  EXPECT_NE(trajectory.status, 0);
+  EXPECT_TRUE(contains(trajectory.output, "--trajectory maps are computed by one process")) << trajectory.output;
+  const Result info = run_ranks(2, "info");
+  ASSERT_EQ(info.status, 0) << info.output;
+  EXPECT_TRUE(contains(info.output, "rank 0 of 2")) << info.output;
+  EXPECT_TRUE(contains(info.output, "rank 1 of 2")) << info.output;
+}
+
+#else
+
+TEST(Mpi, RanksWriteThePlainRunsFile) { GTEST_SKIP() << "this build has no MPI (libopenmpi-dev)"; }
+
+#endif
