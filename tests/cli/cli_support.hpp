@@ -35,6 +35,12 @@ inline std::string data(const std::string& name) { return data_file(name); }
 
 inline void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
+// A file's bytes (empty when it cannot be read).
+inline std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 inline bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }

@@ -16,15 +16,11 @@
 
 namespace {
 
+using nbkit::test::bytes_of;
 using nbkit::test::contains;
 using nbkit::test::data;
 using nbkit::test::Result;
 using nbkit::test::run_nbkit;
-
-std::string bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 }  // namespace
 

@@ -60,7 +60,7 @@ TEST(LammpsMolecular, ReadsTheFullStyleAndThePeptideStyles) {
   EXPECT_EQ(t.box->length(2), 32.0);
 }
 
-std::string error_of(const std::string& text) {
+std::string lammps_error_of(const std::string& text) {
   try {
     chain(text);
   } catch (const Error& e) {
@@ -69,7 +69,7 @@ std::string error_of(const std::string& text) {
   return "(no error)";
 }
 
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
+std::string lammps_replaced(std::string text, const std::string& from, const std::string& to) {
   const auto at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   return text.replace(at, from.size(), to);
@@ -104,23 +104,23 @@ TEST(LammpsMolecular, SpecialBondsScaleThePairsOneAndTwoBondsApart) {
 }
 
 TEST(LammpsMolecular, RefusesWithFileAndLine) {
-  EXPECT_NE(error_of(replaced(kChain, "3 1 3 4\n", "3 1 3 9\n")).find("chain.data:56: Bonds: atom ID 9 is not in Atoms"),
+  EXPECT_NE(lammps_error_of(lammps_replaced(kChain, "3 1 3 4\n", "3 1 3 9\n")).find("chain.data:56: Bonds: atom ID 9 is not in Atoms"),
             std::string::npos);
-  EXPECT_NE(error_of(replaced(kChain, "2 1 2 3 4\n", "2 2 2 3 4\n")).find("chain.data:61: angle type 2 outside 1..1"),
+  EXPECT_NE(lammps_error_of(lammps_replaced(kChain, "2 1 2 3 4\n", "2 2 2 3 4\n")).find("chain.data:61: angle type 2 outside 1..1"),
             std::string::npos);
-  EXPECT_NE(error_of(replaced(kChain, "1 1 2 1 3 4\n", "1 1 2 1 3\n")).find("Impropers: expected 'id type' and 4 atom IDs"),
+  EXPECT_NE(lammps_error_of(lammps_replaced(kChain, "1 1 2 1 3 4\n", "1 1 2 1 3\n")).find("Impropers: expected 'id type' and 4 atom IDs"),
             std::string::npos);
-  EXPECT_NE(error_of(replaced(kChain, "1 0.2 3 180 0.5", "1 0.2 3 180")).find("Dihedral Coeffs: 3 coefficients per type"),
+  EXPECT_NE(lammps_error_of(lammps_replaced(kChain, "1 0.2 3 180 0.5", "1 0.2 3 180")).find("Dihedral Coeffs: 3 coefficients per type"),
             std::string::npos);
-  EXPECT_NE(error_of(replaced(kChain, "1 0.2 3 180 0.5", "1 0.2 3.5 180 0.5")).find("charmm expects"), std::string::npos);
-  EXPECT_NE(error_of(replaced(kChain, "1 50.0 0.0", "1 50.0 35.0")).find("chi0 35"), std::string::npos);
-  EXPECT_NE(error_of(replaced(kChain, "Angle Coeffs\n\n1 40.0 110.0 20.0 2.5\n\n", "")).find("no Angle Coeffs section"),
+  EXPECT_NE(lammps_error_of(lammps_replaced(kChain, "1 0.2 3 180 0.5", "1 0.2 3.5 180 0.5")).find("charmm expects"), std::string::npos);
+  EXPECT_NE(lammps_error_of(lammps_replaced(kChain, "1 50.0 0.0", "1 50.0 35.0")).find("chi0 35"), std::string::npos);
+  EXPECT_NE(lammps_error_of(lammps_replaced(kChain, "Angle Coeffs\n\n1 40.0 110.0 20.0 2.5\n\n", "")).find("no Angle Coeffs section"),
             std::string::npos);
-  EXPECT_NE(error_of(replaced(kChain, "Bond Coeffs", "Bond Coeffs # morse")).find("Bond Coeffs # morse"), std::string::npos);
-  EXPECT_NE(error_of(replaced(kChain, "1 1 1 2 3 4\n", "1 1 1 2 3 3\n")).find("appears twice in one term"),
+  EXPECT_NE(lammps_error_of(lammps_replaced(kChain, "Bond Coeffs", "Bond Coeffs # morse")).find("Bond Coeffs # morse"), std::string::npos);
+  EXPECT_NE(lammps_error_of(lammps_replaced(kChain, "1 1 1 2 3 4\n", "1 1 1 2 3 3\n")).find("appears twice in one term"),
             std::string::npos);
   // Bonds in a file whose atoms have no molecule column (atom style charge).
-  EXPECT_NE(error_of(replaced(kChain, "Atoms\n", "Atoms # charge\n")).find("Atoms (charge): expected 6 or 9 columns"),
+  EXPECT_NE(lammps_error_of(lammps_replaced(kChain, "Atoms\n", "Atoms # charge\n")).find("Atoms (charge): expected 6 or 9 columns"),
             std::string::npos);
 }
 

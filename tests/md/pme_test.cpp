@@ -41,15 +41,15 @@ TEST(Pme, BsplinesAreCardinalAndSumToOne) {
   }
 }
 
-struct Charges {
+struct PmeCharges {
   std::vector<Vec3> x;
   std::vector<double> q;
 };
 
-Charges random_neutral(int n, const PeriodicBox& box, unsigned seed) {
+PmeCharges random_neutral(int n, const PeriodicBox& box, unsigned seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0, 1);
-  Charges c;
+  PmeCharges c;
   double sum = 0;
   for (int i = 0; i < n; ++i) {
     c.x.push_back({box.lo[0] + box.length(0) * u(rng), box.lo[1] + box.length(1) * u(rng),
@@ -63,7 +63,7 @@ Charges random_neutral(int n, const PeriodicBox& box, unsigned seed) {
 
 // Relative errors of PME's reciprocal energy and forces (RMS over the force's RMS) against the
 // Ewald sum's, for meshes of `per_angstrom` points per A.
-std::pair<double, double> pme_error(const Charges& c, const PeriodicBox& box, double alpha, int order, double per_angstrom) {
+std::pair<double, double> pme_error(const PmeCharges& c, const PeriodicBox& box, double alpha, int order, double per_angstrom) {
   md::EwaldParameters p{alpha, {20, 20, 20}, {}};  // |m| < 20: terms below exp(-(pi 20 / (alpha L))^2) ~ 1e-40
   const auto ewald = md::ewald_coulomb(c.x, c.q, box, 1.0, 0.5 * std::min({box.length(0), box.length(1), box.length(2)}), p);
   std::array<int, 3> grid;
@@ -86,7 +86,7 @@ std::pair<double, double> pme_error(const Charges& c, const PeriodicBox& box, do
 // than the one below. The table is printed for docs/methods.md.
 TEST(Pme, ReciprocalSumConvergesToEwaldsWithMeshAndOrder) {
   const PeriodicBox box{{-3.0, 1.0, 0.5}, {17.0, 22.5, 19.0}};  // 20 x 21.5 x 18.5 A, not at the origin
-  const Charges c = random_neutral(60, box, 11);
+  const PmeCharges c = random_neutral(60, box, 11);
   const double alpha = 0.35;
   double previous_force = 1;
   for (int order : {4, 5, 6}) {
@@ -104,7 +104,7 @@ TEST(Pme, ReciprocalSumConvergesToEwaldsWithMeshAndOrder) {
 
 TEST(Pme, VirialIsMinusTheDerivativeOfUniformScaling) {
   const PeriodicBox box = PeriodicBox::from_edges({15.0, 16.0, 17.0});
-  const Charges c = random_neutral(30, box, 12);
+  const PmeCharges c = random_neutral(30, box, 12);
   md::PmeCpu pme({24, 25, 27}, 5, 0.4, 1);
   auto energy_at = [&](double lambda) {
     std::vector<Vec3> x = c.x;
@@ -119,7 +119,7 @@ TEST(Pme, VirialIsMinusTheDerivativeOfUniformScaling) {
 
 TEST(Pme, SameBitsEveryRunAndRefusals) {
   const PeriodicBox box = PeriodicBox::from_edges({12.0, 12.0, 12.0});
-  const Charges c = random_neutral(25, box, 13);
+  const PmeCharges c = random_neutral(25, box, 13);
   md::PmeCpu pme({16, 16, 16}, 5, 0.4, 2);
   const auto a = pme.evaluate(c.x, c.q, box, 1.0), b = pme.evaluate(c.x, c.q, box, 1.0);
   EXPECT_EQ(a.energy, b.energy);
