@@ -75,9 +75,9 @@ int run(int argc, char** argv) {
       // Under mpirun with several ranks: the commands that share their work among them (issue
       // 22); the others would run as many copies writing the same files.
       const std::string name = kCommands[i].name;
-      if (nbkit::Ranks::world().distributed() && name != "map" && name != "info")
+      if (nbkit::Ranks::world().distributed() && name != "map" && name != "nbody" && name != "info")
         throw nbkit::Error(fmt::format("nbkit {} runs in one process: start it without mpirun (under mpirun, nbkit "
-                                       "map shares a map's rows among the ranks)",
+                                       "map shares a map's rows among the ranks, nbkit nbody its bodies)",
                                        name));
       return actions[i]();
     }

@@ -12,6 +12,7 @@
 
 #include "command.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbkit/core/ranks.hpp"
 #include "nbkit/core/progress.hpp"
 #include "nbkit/core/resources.hpp"
 #include "nbkit/io/atomic_file.hpp"
@@ -149,7 +150,18 @@ nbody::ForceOptions force_options(const NbodyArguments& args, double softening) 
   options.precision = parse_precision(args.run.precision);
   options.threads = threads_option(args.run.threads, args.run.quiet);
   std::string backend_notice;
-  options.backend = resolve_backend(args.run.backend_requested(), &backend_notice);
+  Backend requested = args.run.backend_requested();
+  const Ranks& ranks = Ranks::world();
+  if (ranks.distributed()) {
+    // The GPUs' sums do not yet give one process's bits for a rank's share (ForceEngine::
+    // compute_range): under mpirun --backend auto means the CPU, and says so.
+    if (requested == Backend::automatic) {
+      requested = Backend::cpu;
+      backend_notice = "under mpirun the N-body sums run on the CPU of every rank (GPU shares are not written yet)";
+    }
+    options.threads = share_node(ranks, Backend::cpu, {}, args.run.threads == 0 ? 0 : options.threads).threads;
+  }
+  options.backend = resolve_backend(requested, backend_notice.empty() ? &backend_notice : nullptr);
   notice(backend_notice, args.run.quiet);
   if (options.backend == Backend::cuda) options.gpus = args.run.gpu_list();
   return options;
@@ -215,7 +227,10 @@ NbodyArguments with_snapshot_forces(NbodyArguments args, const io::SnapshotInfo&
   return args;
 }
 
-int run_nbody(const NbodyArguments& given_args) {
+int run_nbody(const NbodyArguments& given) {
+  const Ranks& ranks = Ranks::world();
+  NbodyArguments given_args = given;
+  if (!ranks.root()) given_args.run.quiet = true;  // under mpirun rank 0 speaks and writes for the job
   InitialConditions ic = initial_conditions(given_args);
   const NbodyArguments args = with_snapshot_forces(given_args, ic.state, ic.restarting);
   io::SnapshotInfo& state = ic.state;
@@ -234,7 +249,7 @@ int run_nbody(const NbodyArguments& given_args) {
     throw Error("--snapshot-every: this build of nbkit has no HDF5 (apt-get install libhdf5-dev, then rebuild)");
   if (ic.new_sphere) ic.bodies = nbody::plummer(static_cast<std::size_t>(args.plummer), args.seed);
   nbody::Simulation simulation(std::move(ic.bodies), dt, force_options(args, state.softening), state.step,
-                               ic.restarting ? std::optional<double>(state.initial_energy) : std::nullopt);
+                               ic.restarting ? std::optional<double>(state.initial_energy) : std::nullopt, &ranks);
   notice(simulation.forces().notice(), args.run.quiet);
   if (!io::snapshots_available()) notice("this build has no HDF5: no snapshots are written", args.run.quiet);
   if (!args.run.report.empty()) {  // before the run, not after it
@@ -248,18 +263,22 @@ int run_nbody(const NbodyArguments& given_args) {
   nbody::RunSummary summary;
   {
     // The log grows row by row (a run killed after hours keeps it); snapshots are atomic.
-    io::LineLog log(log_path);
-    log.write(fmt::format("# nbkit nbody: Henon units (G = M = 1, E = -1/4); {} bodies, seed {}, softening {}, dt {}, "
+    std::optional<io::LineLog> log_file;
+    if (ranks.root()) log_file.emplace(log_path);
+    auto write_log = [&log_file](const std::string& text) {
+      if (log_file) log_file->write(text);
+    };
+    write_log(fmt::format("# nbkit nbody: Henon units (G = M = 1, E = -1/4); {} bodies, seed {}, softening {}, dt {}, "
                           "leapfrog KDK{}\n",
                           simulation.bodies().size(), state.seed, state.softening, dt,
                           ic.restarting ? ", continued from " + args.restart : std::string()));
-    log.write("time,kinetic,potential,total,relative_energy_error,px,py,pz,lx,ly,lz,virial_ratio\n");
+    write_log("time,kinetic,potential,total,relative_energy_error,px,py,pz,lx,ly,lz,virial_ratio\n");
     ProgressBar bar("nbody", !args.run.quiet);
     nbody::Reporters reporters;
     reporters.diagnostics_every = args.every;
     reporters.diagnostics = [&](const nbody::Diagnostics& d, std::int64_t) {
       const double error = d.total / simulation.initial_energy() - 1;
-      log.write(fmt::format("{:.9g},{:.17g},{:.17g},{:.17g},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.9g}\n",
+      write_log(fmt::format("{:.9g},{:.17g},{:.17g},{:.17g},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.6e},{:.9g}\n",
                             d.time, d.kinetic, d.potential, d.total, error, d.momentum[0], d.momentum[1],
                             d.momentum[2], d.angular_momentum[0], d.angular_momentum[1], d.angular_momentum[2],
                             d.virial_ratio));
@@ -267,7 +286,7 @@ int run_nbody(const NbodyArguments& given_args) {
     };
     reporters.snapshot_every = args.snapshot_every;
     reporters.snapshot_at_start = !ic.restarting;
-    if (io::snapshots_available())
+    if (io::snapshots_available() && ranks.root())
       reporters.snapshot = [&](const nbody::Bodies& bodies, std::int64_t step) {
         state.step = step;
         state.time = static_cast<double>(step) * dt;
@@ -283,6 +302,7 @@ int run_nbody(const NbodyArguments& given_args) {
     reporters.progress = [&bar](double f) { bar.update(f); };
     summary = simulation.run_to(steps, reporters);
   }
+  if (!ranks.root()) return 0;
   if (args.png) {
     io::write_density_png((std::filesystem::path(args.output) / "density.png").string(), simulation.bodies(), 2.0,
                           static_cast<double>(steps) * dt);

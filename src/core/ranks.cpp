@@ -169,6 +169,24 @@ void Ranks::broadcast(std::string& text, int root) const {
 #endif
 }
 
+void Ranks::all_gather_ranges(double* data, const std::vector<std::int64_t>& bounds) const {
+  if (!distributed()) return;
+  if (bounds.size() != static_cast<std::size_t>(size_) + 1) throw Error("internal: a range for every rank is needed");
+#ifdef NBKIT_HAVE_MPI
+  std::vector<int> counts(static_cast<std::size_t>(size_)), displacements(static_cast<std::size_t>(size_));
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (bounds[r + 1] - bounds[r] > 0x7fffffff || bounds[r] > 0x7fffffff)
+      throw Error("MPI: more than 2^31 values a rank to gather");
+    counts[r] = static_cast<int>(bounds[r + 1] - bounds[r]), displacements[r] = static_cast<int>(bounds[r]);
+  }
+  check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), displacements.data(), MPI_DOUBLE,
+                       MPI_COMM_WORLD),
+        "MPI_Allgatherv");
+#else
+  (void)data;
+#endif
+}
+
 std::vector<double> Ranks::gather(const std::vector<double>& values, int root) const {
   if (!distributed()) return values;
 #ifdef NBKIT_HAVE_MPI

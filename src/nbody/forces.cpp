@@ -14,12 +14,12 @@
 
 namespace nbkit::nbody {
 
-void accelerations_reference(const Bodies& b, double softening, Accelerations& out) {
+void accelerations_reference(const Bodies& b, double softening, Accelerations& out, Targets targets) {
   const std::size_t n = b.size();
   out.resize(n);
   out.has_potential = true;
   const double eps2 = softening * softening;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = targets.first; i < std::min(n, targets.last); ++i) {
     double ax = 0, ay = 0, az = 0, phi = 0;
     for (std::size_t j = 0; j < n; ++j) {
       if (j == i) continue;
@@ -116,14 +116,18 @@ void check_bodies(const Bodies& b, int threads) {
   throw Error(fmt::format("body {}: mass {} is not a positive finite number", k + 1, b.mass[k]));
 }
 
-void check_results(const Accelerations& a, bool with_potential, int threads) {
+// Bodies [first, last) (all: the default).
+void check_results(const Accelerations& a, bool with_potential, int threads, std::size_t first = 0,
+                   std::size_t last = static_cast<std::size_t>(-1)) {
   const bool potential = with_potential && a.has_potential;
-  const std::int64_t i = first_bad(a.ax.size(), threads, [&a, potential](std::size_t k) {
+  last = std::min(last, a.ax.size());
+  const std::int64_t i = first_bad(last - first, threads, [&a, potential, first](std::size_t r) {
+    const std::size_t k = first + r;
     return !std::isfinite(a.ax[k]) || !std::isfinite(a.ay[k]) || !std::isfinite(a.az[k]) ||
            (potential && !std::isfinite(a.potential[k]));
   });
   if (i < 0) return;
-  const auto k = static_cast<std::size_t>(i);
+  const auto k = first + static_cast<std::size_t>(i);
   throw Error(fmt::format("the acceleration of body {} is not finite ({}, {}, {}): the sums overflowed", k + 1, a.ax[k],
                           a.ay[k], a.az[k]));
 }
@@ -155,6 +159,27 @@ void ForceEngine::compute(const Bodies& bodies, Accelerations& out, bool with_po
       break;
   }
   check_results(out, with_potential, o.threads);
+}
+
+void ForceEngine::compute_range(const Bodies& bodies, std::size_t first, std::size_t last, Accelerations& out) {
+  const ForceOptions& o = impl_->options;
+  if (first > last || last > bodies.size())
+    throw Error(fmt::format("internal: bodies [{}, {}) of {}", first, last, bodies.size()));
+  if (o.method == GravityMethod::tree)
+    throw Error("the tree sums every body's forces from one tree: it is not shared among processes (yet); run the tree "
+                "without mpirun");
+  if (o.backend == Backend::cuda)
+    throw Error("the GPU's all-pairs sums are not shared among processes yet (their split of the bodies j depends on "
+                "how many bodies i a GPU has, so a rank's share would not give one process's bits): run with "
+                "--backend cpu under mpirun, or the GPUs without it");
+  check_bodies(bodies, o.threads);
+  out.resize(bodies.size());
+  if (o.backend == Backend::reference)
+    accelerations_reference(bodies, o.softening, out, {first, last});
+  else
+    accelerations_cpu(bodies, o.softening, o.precision == Precision::double_, o.threads, out, o.progress, {first, last});
+  out.has_potential = true;
+  check_results(out, true, o.threads, first, last);
 }
 
 void ForceEngine::compute_on_device(const DeviceBodies& bodies) {

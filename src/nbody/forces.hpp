@@ -9,14 +9,21 @@
 
 namespace nbkit::nbody {
 
-// float64 plain loops over all pairs j != i: the oracle.
-void accelerations_reference(const Bodies& bodies, double softening, Accelerations& out);
+// The bodies i a force loop sums for, [first, last) (a rank's share under mpirun), each against
+// every body j. A body's sums do not depend on the range: the same bits whatever the split.
+struct Targets {
+  std::size_t first = 0, last = static_cast<std::size_t>(-1);  // last clipped to the body count
+};
+
+// float64 plain loops over all pairs j != i: the oracle. Only the targets' entries of `out`
+// (sized to all bodies) are written.
+void accelerations_reference(const Bodies& bodies, double softening, Accelerations& out, Targets targets = {});
 
 // All cores, SIMD over j (Google Highway, run-time dispatch), float32 (float64 sums of
 // chunks) or float64. `progress` (may be empty) hears the fraction of bodies i done, from
 // one thread, at most ~100 times.
 void accelerations_cpu(const Bodies& bodies, double softening, bool double_precision, int threads,
-                       Accelerations& out, const std::function<void(double)>& progress = {});
+                       Accelerations& out, const std::function<void(double)>& progress = {}, Targets targets = {});
 const char* nbody_cpu_target();
 
 struct Octree;

@@ -30,6 +30,7 @@ struct CpuForceJob {
   int threads;
   Accelerations* out;
   const std::function<void(double)>* progress;
+  std::size_t first, last;  // the bodies i summed for
 };
 }  // namespace nbkit::nbody
 #endif
@@ -67,16 +68,19 @@ void compute(const CpuForceJob& job) {
     m[j] = real ? static_cast<Real>(b.mass[j]) : Real(0);
   }
   const V eps2 = hn::Set(d, static_cast<Real>(job.softening * job.softening));
-  const std::int64_t blocks = static_cast<std::int64_t>((n + kI - 1) / kI);
+  // Blocks of kI bodies i from job.first: each body's sums are its own (the lanes of a block
+  // never mix), so where the blocks start changes no bit.
+  const std::size_t first = job.first, last = job.last;
+  const std::int64_t blocks = static_cast<std::int64_t>((last - first + kI - 1) / kI);
   // A million bodies take minutes on a few cores: the blocks done are reported.
   ParallelProgress progress(blocks >= 256 ? job.progress : nullptr, blocks);
 #pragma omp parallel for schedule(dynamic, 4) num_threads(static_cast<int>(std::min<std::int64_t>(job.threads, blocks)))
   for (std::int64_t block = 0; block < blocks; ++block) {
     if (progress.cancelled()) continue;  // a progress callback asked to stop
-    const std::size_t i0 = static_cast<std::size_t>(block) * kI;
+    const std::size_t i0 = first + static_cast<std::size_t>(block) * kI;
     V xi[kI], yi[kI], zi[kI];
     for (std::size_t t = 0; t < kI; ++t) {
-      const std::size_t i = std::min(i0 + t, n - 1);  // a short last block repeats a body, not stored
+      const std::size_t i = std::min(i0 + t, last - 1);  // a short last block repeats a body, not stored
       xi[t] = hn::Set(d, x[i]), yi[t] = hn::Set(d, y[i]), zi[t] = hn::Set(d, z[i]);
     }
     double sum[4][kI] = {};
@@ -95,7 +99,7 @@ void compute(const CpuForceJob& job) {
         sum[3][t] += static_cast<double>(hn::GetLane(hn::SumOfLanes(d, phi[t])));
       }
     }
-    for (std::size_t t = 0; t < kI && i0 + t < n; ++t) {
+    for (std::size_t t = 0; t < kI && i0 + t < last; ++t) {
       out.ax[i0 + t] = sum[0][t], out.ay[i0 + t] = sum[1][t], out.az[i0 + t] = sum[2][t];
       out.potential[i0 + t] = -sum[3][t];
     }
@@ -120,10 +124,12 @@ HWY_EXPORT(ComputeForces);
 HWY_EXPORT(TargetName);
 
 void accelerations_cpu(const Bodies& bodies, double softening, bool double_precision, int threads,
-                       Accelerations& out, const std::function<void(double)>& progress) {
+                       Accelerations& out, const std::function<void(double)>& progress, Targets targets) {
   out.resize(bodies.size());
-  if (bodies.size() == 0) return;
-  const CpuForceJob job{&bodies, softening, double_precision, std::max(threads, 1), &out, &progress};
+  const std::size_t last = std::min(bodies.size(), targets.last);
+  if (targets.first >= last) return;
+  const CpuForceJob job{&bodies, softening, double_precision, std::max(threads, 1), &out, &progress, targets.first,
+                        last};
   HWY_DYNAMIC_DISPATCH(ComputeForces)(job);
 }
 

@@ -35,7 +35,7 @@ double RunSummary::bodies_per_second() const {
 }
 
 Simulation::Simulation(Bodies bodies, double dt, ForceOptions options, std::int64_t first_step,
-                       std::optional<double> initial_energy)
+                       std::optional<double> initial_energy, const Ranks* ranks)
     : bodies_(std::move(bodies)),
       dt_(dt),
       forces_(with_run_progress(std::move(options), &progress_, &progress_base_, &progress_span_)),
@@ -45,6 +45,42 @@ Simulation::Simulation(Bodies bodies, double dt, ForceOptions options, std::int6
   if (first_step < 0) throw Error(fmt::format("the first step must not be negative, got {}", first_step));
   if (initial_energy && !std::isfinite(*initial_energy))
     throw Error(fmt::format("the initial energy {} is not finite", *initial_energy));
+  if (ranks && ranks->distributed()) {
+    ranks_ = ranks;
+    // Equal shares: the all-pairs sum costs the same for every body.
+    const std::int64_t n = static_cast<std::int64_t>(bodies_.size()), r = ranks->size();
+    for (std::int64_t k = 0; k <= r; ++k) bounds_.push_back(n * k / r);
+  }
+}
+
+void Simulation::evaluate(bool with_potential) {
+  if (!ranks_) return forces_.compute(bodies_, acc_, with_potential);
+  const auto rank = static_cast<std::size_t>(ranks_->rank());
+  forces_.compute_range(bodies_, static_cast<std::size_t>(bounds_[rank]), static_cast<std::size_t>(bounds_[rank + 1]),
+                        acc_);
+}
+
+void Simulation::step(bool with_potential) {
+  if (!ranks_) return leapfrog_step(bodies_, acc_, dt_, forces_, with_potential);
+  // leapfrog_step's arithmetic on this rank's bodies, then every rank's positions everywhere.
+  const auto rank = static_cast<std::size_t>(ranks_->rank());
+  const auto first = static_cast<std::size_t>(bounds_[rank]), last = static_cast<std::size_t>(bounds_[rank + 1]);
+  Bodies& b = bodies_;
+  const double half = 0.5 * dt_;
+  for (std::size_t i = first; i < last; ++i) {
+    b.vx[i] += half * acc_.ax[i], b.vy[i] += half * acc_.ay[i], b.vz[i] += half * acc_.az[i];
+    b.x[i] += dt_ * b.vx[i], b.y[i] += dt_ * b.vy[i], b.z[i] += dt_ * b.vz[i];
+  }
+  for (std::vector<double>* v : {&b.x, &b.y, &b.z}) ranks_->all_gather_ranges(v->data(), bounds_);
+  evaluate(with_potential);
+  for (std::size_t i = first; i < last; ++i)
+    b.vx[i] += half * acc_.ax[i], b.vy[i] += half * acc_.ay[i], b.vz[i] += half * acc_.az[i];
+}
+
+void Simulation::gather_velocities_and_potentials() {
+  if (!ranks_) return;
+  for (std::vector<double>* v : {&bodies_.vx, &bodies_.vy, &bodies_.vz, &acc_.potential})
+    ranks_->all_gather_ranges(v->data(), bounds_);
 }
 
 void Simulation::check_finite(const Diagnostics& d) const {
@@ -68,7 +104,8 @@ RunSummary Simulation::run_to(std::int64_t last_step, const Reporters& r) {
   progress_span_ = 1 / evaluations;
   progress_base_ = 0;
   if (!evaluated_) {
-    forces_.compute(bodies_, acc_, true);
+    evaluate(true);
+    gather_velocities_and_potentials();
     first_ = last_ = diagnose(bodies_, acc_, static_cast<double>(step_) * dt_);
     initial_energy_ = given_energy_.value_or(first_.total);
     check_finite(first_);
@@ -81,15 +118,17 @@ RunSummary Simulation::run_to(std::int64_t last_step, const Reporters& r) {
     // Potentials only where a row needs them; the accelerations are the same bits either way.
     const bool row = k % r.diagnostics_every == 0 || k == last_step;
     progress_base_ = static_cast<double>(k - first - 1 + offset) / evaluations;
-    leapfrog_step(bodies_, acc_, dt_, forces_, row);
+    step(row);
     step_ = k;
+    const bool snapshot = r.snapshot && ((r.snapshot_every > 0 && k % r.snapshot_every == 0) || k == last_step);
+    if (row || snapshot) gather_velocities_and_potentials();  // every rank then holds every body
     if (row) {
       last_ = diagnose(bodies_, acc_, static_cast<double>(k) * dt_);
       check_finite(last_);
       worst_ = std::max(worst_, std::fabs(last_.total / initial_energy_ - 1));
       if (r.diagnostics) r.diagnostics(last_, k);
     }
-    if (r.snapshot && ((r.snapshot_every > 0 && k % r.snapshot_every == 0) || k == last_step)) r.snapshot(bodies_, k);
+    if (snapshot) r.snapshot(bodies_, k);
     if (progress_) progress_(static_cast<double>(k - first + offset) / evaluations);
   }
   progress_ = nullptr;

@@ -9,9 +9,11 @@
 #include <zlib.h>
 
 #include "cli/cli_support.hpp"
+#include "nbkit/io/snapshot.hpp"
 
 namespace {
 
+using nbkit::test::bytes_of;
 using nbkit::test::contains;
 using nbkit::test::data;
 using nbkit::test::Result;
@@ -26,11 +28,6 @@ Result run_ranks(int ranks, const std::string& arguments, const std::string& env
 }
 #endif
 
-std::string bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // A .dx.gz's text: the ranks cut its gzip members where their rows end, so the bytes differ
 // from one process's and the text must not.
 std::string text_of(const std::string& path) {
@@ -44,10 +41,12 @@ std::string text_of(const std::string& path) {
   return text;
 }
 
-bool leftovers(const std::string& directory) {
+// The temporaries left in `directory` (none, or their names).
+std::string leftovers(const std::string& directory) {
+  std::string names;
   for (const auto& entry : std::filesystem::directory_iterator(directory))
-    if (entry.path().filename().string().find(".tmp-") != std::string::npos) return true;
-  return false;
+    if (entry.path().filename().string().find(".tmp-") != std::string::npos) names += entry.path().filename().string() + " ";
+  return names;
 }
 
 }  // namespace
@@ -88,7 +87,7 @@ TEST(Mpi, RanksWriteThePlainRunsFile) {
         ++lines;
       EXPECT_EQ(lines, 1u) << run.output;
     }
-    EXPECT_FALSE(leftovers(dir.path()));
+    EXPECT_EQ(leftovers(dir.path()), "");
   }
 }
 
@@ -144,16 +143,20 @@ TEST(Mpi, AFailingRankEndsTheJobWithoutOutput) {
       EXPECT_TRUE(contains(run.output, std::string("rank ") + failing + " fails as NBKIT_FAIL_RANK asks")) << run.output;
       EXPECT_TRUE(contains(run.output, std::string("(rank ") + failing + " of 3)")) << run.output;
       EXPECT_FALSE(std::filesystem::exists(out)) << format << ", rank " << failing;
-      EXPECT_FALSE(leftovers(dir.path())) << format << ", rank " << failing << ": a temporary was left";
+      EXPECT_EQ(leftovers(dir.path()), "") << format << ", rank " << failing << ": a temporary was left";
     }
 }
 
 // The commands that run in one process refuse mpirun's copies; nbkit info names each rank.
 TEST(Mpi, OtherCommandsRefuseSeveralRanks) {
   nbkit::test::ScratchDir dir;
-  const Result nbody = run_ranks(2, "nbody --plummer 64 --softening 0.05 --steps 2 -o " + dir.file("n.csv"));
-  EXPECT_NE(nbody.status, 0);
-  EXPECT_TRUE(contains(nbody.output, "nbkit nbody runs in one process")) << nbody.output;
+  nbkit::test::write_text(dir.file("run.toml"), "");  // refused before it is read
+  const Result md = run_ranks(2, "md " + dir.file("run.toml"));
+  EXPECT_NE(md.status, 0);
+  EXPECT_TRUE(contains(md.output, "nbkit md runs in one process")) << md.output;
+  const Result tree = run_ranks(2, "nbody --plummer 64 --softening 0.05 --steps 2 --method tree -o " + dir.file("t"));
+  EXPECT_NE(tree.status, 0);
+  EXPECT_TRUE(contains(tree.output, "not shared among processes")) << tree.output;
   const Result trajectory = run_ranks(2, "map " + data("1a63.pqr") + " --trajectory " + data("1a63-wobble.dcd") + " -o " +
                                              dir.file("t.dx"));
   EXPECT_NE(trajectory.status, 0);
@@ -162,6 +165,35 @@ TEST(Mpi, OtherCommandsRefuseSeveralRanks) {
   ASSERT_EQ(info.status, 0) << info.output;
   EXPECT_TRUE(contains(info.output, "rank 0 of 2")) << info.output;
   EXPECT_TRUE(contains(info.output, "rank 1 of 2")) << info.output;
+}
+
+// N-body bodies shared among 1 to 4 ranks (an odd count, 203 bodies, so the shares differ): the
+// plain run's diagnostics, every digit, and its snapshots' bodies, bit for bit; a run restarted
+// from a snapshot on another rank count ends where the plain run does.
+TEST(Mpi, NbodyRanksGiveThePlainRunsBits) {
+  nbkit::test::ScratchDir dir;
+  const std::string base = "nbody --plummer 203 --seed 5 --softening 0.05 --dt 0.01 --steps 12 --every 3 --threads 1 "
+                           "--backend cpu --snapshot-every 6 -o ";
+  const Result plain = run_nbkit(base + dir.file("plain"));
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  const std::string plain_log = bytes_of(dir.file("plain/diagnostics.csv"));
+  ASSERT_FALSE(plain_log.empty());
+  const auto same_bodies = [](const std::string& a, const std::string& b) {
+    const nbkit::nbody::Bodies x = nbkit::io::read_snapshot(a), y = nbkit::io::read_snapshot(b);
+    return x.x == y.x && x.y == y.y && x.z == y.z && x.vx == y.vx && x.vy == y.vy && x.vz == y.vz && x.mass == y.mass;
+  };
+  for (int ranks = 1; ranks <= 4; ++ranks) {
+    const std::string out = dir.file("r" + std::to_string(ranks));
+    const Result run = run_ranks(ranks, base + out);
+    ASSERT_EQ(run.status, 0) << ranks << " ranks:\n" << run.output;
+    EXPECT_EQ(bytes_of(out + "/diagnostics.csv"), plain_log) << ranks << " ranks";
+    for (const char* snapshot : {"/snapshot_00000006.hdf5", "/snapshot_00000012.hdf5"})
+      EXPECT_TRUE(same_bodies(out + snapshot, dir.file("plain") + snapshot)) << ranks << " ranks, " << snapshot;
+  }
+  const Result restarted = run_ranks(3, "nbody --restart " + dir.file("plain/snapshot_00000006.hdf5") +
+                                            " --steps 12 --every 3 --threads 1 --backend cpu -o " + dir.file("again"));
+  ASSERT_EQ(restarted.status, 0) << restarted.output;
+  EXPECT_TRUE(same_bodies(dir.file("again/snapshot_00000012.hdf5"), dir.file("plain/snapshot_00000012.hdf5")));
 }
 
 #else

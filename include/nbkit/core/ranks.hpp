@@ -41,6 +41,9 @@ class Ranks {
   bool any(bool value) const;
   // `text` as `root` has it, on every rank.
   void broadcast(std::string& text, int root = 0) const;
+  // In place: rank r's entries data[bounds[r], bounds[r+1]) sent to every rank, so that every
+  // rank holds all bounds.back() values.
+  void all_gather_ranges(double* data, const std::vector<std::int64_t>& bounds) const;
   // Every rank's `values` concatenated in rank order, on `root` only (empty elsewhere).
   std::vector<double> gather(const std::vector<double>& values, int root = 0) const;
 

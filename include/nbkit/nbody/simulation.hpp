@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 
+#include "nbkit/core/ranks.hpp"
 #include "nbkit/nbody.hpp"
 
 namespace nbkit::nbody {
@@ -37,8 +38,15 @@ class Simulation {
   // errors are measured against (a restart's snapshot has it; default: the energy at the
   // first evaluation). The force engine checks its options here; the first forces are
   // evaluated by the first run, within its progress.
+  // `ranks` (an mpirun job's, Ranks::world()): the bodies shared among the processes, each
+  // kicking, drifting and summing the forces of its own consecutive share against every body,
+  // the positions gathered every step (all-gathered: each rank needs every body's), velocities
+  // and potentials at diagnostics and snapshot steps, where every rank then holds every body
+  // and computes the same row. The same bits as one process for any rank count (all pairs on
+  // the reference and cpu backends: ForceEngine::compute_range). Every rank must construct it
+  // with the same bodies; the reporters are called on every rank.
   Simulation(Bodies bodies, double dt, ForceOptions options, std::int64_t first_step = 0,
-             std::optional<double> initial_energy = std::nullopt);
+             std::optional<double> initial_energy = std::nullopt, const Ranks* ranks = nullptr);
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
 
@@ -57,6 +65,11 @@ class Simulation {
 
  private:
   void check_finite(const Diagnostics& d) const;
+  void evaluate(bool with_potential);   // this rank's forces (all of them in one process)
+  void step(bool with_potential);       // one leapfrog step of this rank's bodies
+  void gather_velocities_and_potentials();
+  const Ranks* ranks_ = nullptr;        // null or one rank: one process
+  std::vector<std::int64_t> bounds_;    // rank r's bodies [bounds_[r], bounds_[r+1])
   Bodies bodies_;
   double dt_;
   std::function<void(double)> progress_;  // the run's, while one goes
