@@ -9,6 +9,7 @@
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/ranks.hpp"
+#include "nbkit/io/atomic_file.hpp"
 
 namespace {
 
@@ -33,7 +34,10 @@ constexpr std::array<nbkit::cli::Command, 7> kCommands{{
 // in the making is removed by rank 0's signal handler: no partial output).
 int fail(const std::string& message, int status) {
   const nbkit::Ranks& ranks = nbkit::Ranks::world();
-  if (ranks.distributed()) ranks.abort(message, status);
+  if (ranks.distributed()) {
+    nbkit::io::remove_registered_paths();  // the job's temporaries: MPI_Abort's kill may come unseen
+    ranks.abort(message, status);
+  }
   fmt::print(stderr, "nbkit: error: {}\n", message);
   return status;
 }

@@ -37,13 +37,17 @@ struct Slot {
 std::array<Slot, kSlots> g_slots;
 constexpr std::array<int, 4> kSignals = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 
-extern "C" void remove_registered_and_reraise(int signal) {
+void remove_registered() {
   for (int pass = 0; pass < 2; ++pass)  // files first, then their directories
     for (Slot& slot : g_slots)
       if (slot.state.load(std::memory_order_acquire) == 2 && slot.directory == (pass == 1)) {
         if (slot.directory) ::rmdir(slot.path);
         else ::unlink(slot.path);
       }
+}
+
+extern "C" void remove_registered_and_reraise(int signal) {
+  remove_registered();
   // The default action now: the process ends as the signal says (exit status, core...).
   struct sigaction action {};
   action.sa_handler = SIG_DFL;
@@ -117,6 +121,8 @@ std::optional<Identity> identity(const std::string& path) {
 }
 
 }  // namespace
+
+void remove_registered_paths() { remove_registered(); }
 
 RemoveOnSignal::RemoveOnSignal(const std::string& path, bool directory) : slot_(register_path(path, directory)) {}
 RemoveOnSignal::~RemoveOnSignal() { unregister_path(slot_); }

@@ -17,6 +17,7 @@
 #include <gemmi/ccp4.hpp>
 #include <gemmi/symmetry.hpp>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "io/scientific.hpp"
@@ -636,20 +637,30 @@ void write_map_file(const Ranks& ranks, const std::string& path, const Lattice& 
     return write_map_file(path, lattice, comments, produce, threads);
   }
   const MapFormat format = guess_map_format(path);
+  // Every rank knows the temporary's name, and removes it if it is stopped or fails (main's
+  // error path; the job's file system is shared), before rank 0 makes it: a job that fails
+  // leaves nothing behind, whichever rank fails and whether or not rank 0 sees a signal.
   if (ranks.root()) {
     write_atomically(path, [&](const std::string& temporary) {
       // Values of a fixed size go straight to their place from every rank where the file can
       // seek; text, and any stream (a pipe, /dev/stdout), through rank 0.
       const bool placed = (format == MapFormat::ccp4 || format == MapFormat::dx_binary) && !is_stream_target(temporary);
-      if (placed) File(temporary, path).close();  // made empty here, then opened by every rank
+      // Made empty here (then opened by every rank, or rank 0's writer) before any rank can fail
+      // and remove it: a removal never precedes the making.
+      if (!is_stream_target(temporary)) File(temporary, path).close();
       std::string plan = std::string(placed ? "1" : "0") + temporary;
       ranks.broadcast(plan);
+      ranks.barrier();
       write_rank_part(ranks, format, temporary, placed, path, lattice, comments, row_begin * nz, row_end * nz, produce,
                       threads);
     });
   } else {
     std::string plan;
     ranks.broadcast(plan);
+    const bool stream = is_stream_target(plan.substr(1));
+    std::optional<RemoveOnSignal> job_temporary;
+    if (!stream) job_temporary.emplace(plan.substr(1));
+    ranks.barrier();
     write_rank_part(ranks, format, plan.substr(1), plan[0] == '1', path, lattice, comments, row_begin * nz,
                     row_end * nz, produce, threads);
   }

@@ -43,6 +43,10 @@ void check_distinct_files(const std::vector<NamedFile>& inputs, const std::vecto
 // A path removed if the process is stopped by a signal while it is registered (the DCD and
 // CSV streams of long runs register nothing: they are valid at every moment; pdb2pqr's work
 // files do). Registration ends with the object.
+// Removes every path registered now, as a signal would (a job of several ranks ending by
+// MPI_Abort, which no handler sees: main's error path calls this first).
+void remove_registered_paths();
+
 class RemoveOnSignal {
  public:
   explicit RemoveOnSignal(const std::string& path, bool directory = false);
