@@ -382,6 +382,7 @@ TEST(MolecularTerms, MsmMatchesTheEwaldSumToItsAccuracyAndIsItsOwnGradient) {
 // out here (S, and S' for the virial), beyond rc analytically. Simpson's error at this step is
 // ~1e-15 of the integral; 1e-10 relative leaves room for the sums' rounding only.
 TEST(MolecularTerms, DispersionCorrectionIsTheTailOfTheLennardJonesIntegral) {
+  if (test::kSanitized) GTEST_SKIP() << "numerical integrals (40 s under the sanitizers): the release run has them";
   std::vector<Vec3> x;
   const Topology t = chains(9, 21, x, 20.0);
   const PeriodicBox box = PeriodicBox::from_edges({20.0, 21.0, 22.0});

@@ -13,6 +13,7 @@
 #include "nbkit/nbody.hpp"
 #include "nbkit/nbody/simulation.hpp"
 #include "nbody_test_support.hpp"
+#include "test_support.hpp"
 
 namespace nbkit::nbody {
 namespace {
@@ -94,6 +95,7 @@ TEST(NbodyTree, ThetaZeroOpensEveryCellAndSumsAllPairs) {
 // and a median under 2e-4 (measured at 20,000 bodies: medians 0.8-0.9e-4, 99th percentiles
 // 3.3-5.3e-4, largest 1.2-3.4e-3). Quadrupoles gain over monopoles, smaller theta gains.
 TEST(NbodyTree, ErrorPercentilesOnPlummerHernquistAndAMerger) {
+  if (test::kSanitized) GTEST_SKIP() << "error statistics over 20,000-body sets (35 s under the sanitizers): the release run has them";
   struct Case {
     const char* name;
     Bodies bodies;
@@ -211,6 +213,7 @@ TEST(NbodyTree, RefusesWhatItCannotDo) {
 // step; at theta 0.5 with quadrupoles the leapfrog's own error dominates (measured: all pairs
 // 5.2e-5, tree 4.2e-5), so the bound is all pairs' times 3.
 TEST(NbodyTree, EnergyOverACrossingTime) {
+  if (test::kSanitized) GTEST_SKIP() << "a crossing time of steps (30 s under the sanitizers): the release run has it";
   const Bodies b = plummer(2048, 21);
   ForceOptions pairs = tree_options(0.5, true);
   pairs.method = GravityMethod::all_pairs;
