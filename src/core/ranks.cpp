@@ -66,6 +66,8 @@ Ranks::Session::Session(int& argc, char**& argv) {
   check(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
   mpi_active = true;
   if (provided < MPI_THREAD_SERIALIZED) {
+    std::fprintf(stderr, "nbkit: error: this MPI library gives no MPI_THREAD_SERIALIZED (a map's writer thread "
+                         "calls MPI): build nbkit with another MPI\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   int rank = 0, size = 1, node_rank = 0, node_size = 1;

@@ -56,8 +56,8 @@ class Ranks {
   [[noreturn]] void abort(const std::string& message, int status) const;
 
   // Started by main(): MPI initialised when a launcher started the process (and the build has
-  // MPI), finalised when the object goes. `threads_called`: more than one thread calls MPI (one
-  // at a time).
+  // MPI), with MPI_THREAD_SERIALIZED (a GPU map's writer thread calls MPI while the main thread
+  // waits), finalised when the object goes.
   class Session {
    public:
     Session(int& argc, char**& argv);
