@@ -615,8 +615,12 @@ void compute_and_write(const MapArguments& args, const Atoms& atoms, const Latti
 
 // A trajectory's combined map a slab at a time, the frames read again for every slab (the
 // library's stream_frame_maps says why), each slab written as it is finished.
+// Under mpirun each rank combines its own rows, reading every frame (frames split among the
+// ranks would need the pairwise merge of their combinations, whose additions differ from one
+// process's sequence in the last bits).
 void combine_and_write(const MapArguments& args, MapInputs& in, const Lattice& lattice, MapOptions options,
-                       const std::string& output, double kappa, io::SlicePlane* plane, ComputedMap& out) {
+                       const std::string& output, double kappa, io::SlicePlane* plane, const RankRows& rows,
+                       ComputedMap& out) {
   ProgressBar bar(fmt::format("{} map of the frames -> {}", to_string(options.method), output), !args.run.quiet);
   options.progress = nullptr;
   const long long expected = in.frames->expected();
@@ -625,10 +629,10 @@ void combine_and_write(const MapArguments& args, MapInputs& in, const Lattice& l
   double low = HUGE_VAL, high = -HUGE_VAL;
   const std::vector<std::string> comments = map_comments(args, in.atoms, options, kappa, -1);
   io::write_map_file(
-      output, lattice, comments,
+      Ranks::world(), output, lattice, comments, rows.begin(), rows.end(),
       [&](io::MapFileWriter& writer) {
-        stream_frame_maps(
-            in.atoms, lattice, options, parse_combine(args.combine), out.slabs.slab_rows,
+        stream_frame_maps_rows(
+            in.atoms, lattice, options, parse_combine(args.combine), rows.begin(), rows.end(), out.slabs.slab_rows,
             [&] {  // the frames from the first again (the first slab's are loaded already)
               if (first_frame) return;
               in.frames = std::make_unique<TrajectoryFrames>(
@@ -674,6 +678,18 @@ void combine_and_write(const MapArguments& args, MapInputs& in, const Lattice& l
   out.stats.lattice_points = static_cast<double>(lattice.size()) * out.trajectory.frames;
   out.stats.evaluations = 0;
   out.stats.detail += fmt::format("; frames combined on the host, read {} times (once a slab)", slabs);
+  const Ranks& ranks = Ranks::world();
+  if (ranks.distributed()) {  // the job's figures, as compute_and_write gathers them
+    const bool none = rows.begin() == rows.end();
+    out.low = ranks.all_min(none ? HUGE_VAL : out.low), out.high = ranks.all_max(none ? -HUGE_VAL : out.high);
+    out.stats.seconds = ranks.all_max(out.stats.seconds);
+    out.trajectory.seconds = out.stats.seconds;
+    out.trajectory.frames = static_cast<int>(ranks.all_max(out.trajectory.frames));
+    out.stats.lattice_points = static_cast<double>(lattice.size()) * out.trajectory.frames;
+    out.write_seconds = ranks.all_max(out.write_seconds);
+    out.stats.detail += fmt::format("; {} ranks, each reading every frame", ranks.size());
+    if (plane) plane->gather(ranks, rows.bounds);
+  }
   notice(out.stats.notice, args.run.quiet);
 }
 
@@ -684,8 +700,6 @@ int run_map(const MapArguments& given) {
   if (!ranks.root()) args.run.quiet = true;  // under mpirun rank 0 speaks for the job
   MapOptions options = map_options(args);
   if (ranks.distributed()) {
-    if (!args.trajectory.empty())
-      throw Error("--trajectory maps are computed by one process so far: run them without mpirun");
     const NodeShare share = share_node(ranks, options.backend, options.gpus, args.run.threads == 0 ? 0 : options.threads);
     options.backend = share.backend, options.gpus = share.gpus, options.threads = share.threads;
     if (!share.notice.empty() && !given.run.quiet)
@@ -714,20 +728,24 @@ int run_map(const MapArguments& given) {
   ComputedMap computed;
   // A trajectory whose combined map does not fit the memory limit is combined a slab at a time.
   const int trajectory_arrays = in.frames ? (stdev ? 3 : 2) : 0;
+  // Under mpirun each rank combines its rows a slab at a time.
   const bool trajectory_in_slabs =
-      in.frames && static_cast<std::uint64_t>(lattice.size()) * 8 * trajectory_arrays +
-                           io::map_write_memory_bytes(output, lattice, options.threads) >
-                       memory_limit(args) &&
-                   memory_limit(args) > 0;
+      in.frames && (ranks.distributed() || (static_cast<std::uint64_t>(lattice.size()) * 8 * trajectory_arrays +
+                                                    io::map_write_memory_bytes(output, lattice, options.threads) >
+                                                memory_limit(args) &&
+                                            memory_limit(args) > 0));
   if (trajectory_in_slabs) {
     std::optional<io::SlicePlane> plane;
     if (!args.png.empty()) plane.emplace(lattice, slice, map_unit(options));
-    computed.slabs = plan_slabs(args, in.atoms, lattice, options, output, plane ? plane->bytes() : 0, trajectory_arrays);
+    const RankRows rows = share_rows(in.atoms, lattice, options);
+    computed.rows = rows.bounds, computed.rates = rows.rates;
+    computed.slabs = plan_slabs(args, in.atoms, lattice, options, output, plane ? plane->bytes() : 0, trajectory_arrays,
+                                rows.end() - rows.begin());
     notice(backend_notice, args.run.quiet);
     periodic_notices(options, in.atoms, lattice, args.run.quiet);
     slab_notice(computed.slabs, lattice, output, args.memory_limit.empty(), args.run.quiet, trajectory_arrays);
-    combine_and_write(args, in, lattice, options, output, kappa, plane ? &*plane : nullptr, computed);
-    if (plane) {
+    combine_and_write(args, in, lattice, options, output, kappa, plane ? &*plane : nullptr, rows, computed);
+    if (plane && ranks.root()) {
       const auto png_start = std::chrono::steady_clock::now();
       computed.slice = plane->write_png(args.png, colors);
       computed.write_seconds += seconds_since(png_start);

@@ -44,5 +44,14 @@ void stream_frame_maps(Atoms atoms, const Lattice& lattice, const MapOptions& op
                        const std::function<bool(Atoms&)>& next_frame, const std::function<void(const MapSlab&)>& consume,
                        const std::function<void(std::int64_t, int)>& on_frame = {},
                        TrajectoryMapStats* stats = nullptr);
+// The same for rows [row_begin, row_end) of the lattice only (a rank's share under mpirun: every
+// rank reads every frame and combines its own rows, so the values are one process's, bit for
+// bit). No rows: nothing is read or handed on.
+void stream_frame_maps_rows(Atoms atoms, const Lattice& lattice, const MapOptions& options, Combine combine,
+                            std::int64_t row_begin, std::int64_t row_end, std::int64_t slab_rows,
+                            const std::function<void()>& rewind, const std::function<bool(Atoms&)>& next_frame,
+                            const std::function<void(const MapSlab&)>& consume,
+                            const std::function<void(std::int64_t, int)>& on_frame = {},
+                            TrajectoryMapStats* stats = nullptr);
 
 }  // namespace nbkit

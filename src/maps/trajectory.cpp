@@ -110,11 +110,23 @@ void stream_frame_maps(Atoms atoms, const Lattice& lattice, const MapOptions& op
                        std::int64_t slab_rows, const std::function<void()>& rewind,
                        const std::function<bool(Atoms&)>& next_frame, const std::function<void(const MapSlab&)>& consume,
                        const std::function<void(std::int64_t, int)>& on_frame, TrajectoryMapStats* stats) {
+  validate(lattice);
+  stream_frame_maps_rows(std::move(atoms), lattice, options, combine, 0, lattice.rows(), slab_rows, rewind, next_frame,
+                         consume, on_frame, stats);
+}
+
+void stream_frame_maps_rows(Atoms atoms, const Lattice& lattice, const MapOptions& options, Combine combine,
+                            std::int64_t row_begin, std::int64_t row_end, std::int64_t slab_rows,
+                            const std::function<void()>& rewind, const std::function<bool(Atoms&)>& next_frame,
+                            const std::function<void(const MapSlab&)>& consume,
+                            const std::function<void(std::int64_t, int)>& on_frame, TrajectoryMapStats* stats) {
   const auto start = std::chrono::steady_clock::now();
   validate(lattice);
   if (slab_rows < 1) throw Error(fmt::format("a slab needs at least one row, got {}", slab_rows));
-  const std::int64_t rows = lattice.rows(), nz = lattice.dims[2];
-  slab_rows = std::min(slab_rows, rows);
+  if (row_begin < 0 || row_end > lattice.rows() || row_begin > row_end)
+    throw Error(fmt::format("rows [{}, {}) are outside the lattice's {} rows", row_begin, row_end, lattice.rows()));
+  const std::int64_t rows = row_end, nz = lattice.dims[2];
+  slab_rows = std::max<std::int64_t>(1, std::min(slab_rows, row_end - row_begin));
   const std::size_t values = static_cast<std::size_t>(slab_rows * nz);
   const int arrays = combine == Combine::stdev ? 3 : 2;
   check_memory(static_cast<std::uint64_t>(arrays) * values * sizeof(double),
@@ -122,7 +134,7 @@ void stream_frame_maps(Atoms atoms, const Lattice& lattice, const MapOptions& op
   std::vector<double> result(values), frame(values), m2(combine == Combine::stdev ? values : 0);
   MapStats map_stats;
   int frames = 0;
-  for (std::int64_t begin = 0, slab = 1; begin < rows; begin += slab_rows, ++slab) {
+  for (std::int64_t begin = row_begin, slab = 1; begin < rows; begin += slab_rows, ++slab) {
     const std::int64_t end = std::min(rows, begin + slab_rows);
     const std::size_t points = static_cast<std::size_t>((end - begin) * nz);
     rewind();
