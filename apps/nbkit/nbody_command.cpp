@@ -151,19 +151,17 @@ nbody::ForceOptions force_options(const NbodyArguments& args, double softening) 
   options.threads = threads_option(args.run.threads, args.run.quiet);
   std::string backend_notice;
   Backend requested = args.run.backend_requested();
+  std::vector<int> gpus = args.run.gpu_list();
   const Ranks& ranks = Ranks::world();
-  if (ranks.distributed()) {
-    // The GPUs' sums do not yet give one process's bits for a rank's share (ForceEngine::
-    // compute_range): under mpirun --backend auto means the CPU, and says so.
-    if (requested == Backend::automatic) {
-      requested = Backend::cpu;
-      backend_notice = "under mpirun the N-body sums run on the CPU of every rank (GPU shares are not written yet)";
-    }
-    options.threads = share_node(ranks, Backend::cpu, {}, args.run.threads == 0 ? 0 : options.threads).threads;
+  if (ranks.distributed()) {  // the machine's GPUs and cores shared among its ranks
+    const NodeShare share = share_node(ranks, requested, gpus, args.run.threads == 0 ? 0 : options.threads);
+    requested = share.backend, gpus = share.gpus, options.threads = share.threads;
+    if (!share.notice.empty() && args.run.given.count("--quiet") == 0)  // every rank says its own
+      fmt::print(stderr, "nbkit: note (rank {} of {}): {}\n", ranks.rank(), ranks.size(), share.notice);
   }
-  options.backend = resolve_backend(requested, backend_notice.empty() ? &backend_notice : nullptr);
+  options.backend = resolve_backend(requested, &backend_notice);
   notice(backend_notice, args.run.quiet);
-  if (options.backend == Backend::cuda) options.gpus = args.run.gpu_list();
+  if (options.backend == Backend::cuda) options.gpus = gpus;
   return options;
 }
 

@@ -124,10 +124,9 @@ class ForceEngine {
   // and finite, and when a result is not finite (never returns NaN).
   void compute(const Bodies& bodies, Accelerations& out, bool with_potential = true);
   // The accelerations and potentials of bodies [first, last) only, each against every body (a
-  // rank's share under mpirun), the same bits as compute()'s for them; the other entries of
-  // `out` (sized to all bodies) are left as they were. All pairs on the reference and cpu
-  // backends (the GPU's sums split the bodies j by how many bodies i there are, so a share
-  // would not give the same bits: refused, as the tree is).
+  // rank's share under mpirun), the same bits as compute()'s for them (on the GPUs: as one GPU
+  // of the same model computing every body); the other entries of `out` (sized to all bodies)
+  // are left as they were. All pairs (the tree is refused: one process's).
   void compute_range(const Bodies& bodies, std::size_t first, std::size_t last, Accelerations& out);
   // The same for bodies in a GPU's memory (backend cuda, one GPU: the arrays' own). Throws
   // nbkit::Error naming the first body whose position is not finite or whose mass is not positive

@@ -168,13 +168,11 @@ void ForceEngine::compute_range(const Bodies& bodies, std::size_t first, std::si
   if (o.method == GravityMethod::tree)
     throw Error("the tree sums every body's forces from one tree: it is not shared among processes (yet); run the tree "
                 "without mpirun");
-  if (o.backend == Backend::cuda)
-    throw Error("the GPU's all-pairs sums are not shared among processes yet (their split of the bodies j depends on "
-                "how many bodies i a GPU has, so a rank's share would not give one process's bits): run with "
-                "--backend cpu under mpirun, or the GPUs without it");
   check_bodies(bodies, o.threads);
   out.resize(bodies.size());
-  if (o.backend == Backend::reference)
+  if (o.backend == Backend::cuda)  // the bodies j split as one GPU with every body i would: its bits
+    impl_->gpu->compute(bodies, out, true, {first, last}, true);
+  else if (o.backend == Backend::reference)
     accelerations_reference(bodies, o.softening, out, {first, last});
   else
     accelerations_cpu(bodies, o.softening, o.precision == Precision::double_, o.threads, out, o.progress, {first, last});

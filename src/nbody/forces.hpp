@@ -50,7 +50,12 @@ class GpuForces {
   ~GpuForces();
   GpuForces(const GpuForces&) = delete;
   GpuForces& operator=(const GpuForces&) = delete;
-  void compute(const Bodies& bodies, Accelerations& out, bool with_potential);
+  // `targets`: the bodies i summed (a rank's share; the devices split them). Bodies j are split
+  // among a device's blocks by how many bodies i it has, which decides how the float64 sums
+  // group; `split_as_one_gpu` chooses that split as one GPU holding every body i would, so that
+  // any share, on any number of ranks or devices of this model, gives that GPU's bits.
+  void compute(const Bodies& bodies, Accelerations& out, bool with_potential, Targets targets = {},
+               bool split_as_one_gpu = false);
   void compute_on_device(const DeviceBodies& bodies);  // one device: the arrays'
   double last_kernel_seconds() const;
   std::string description() const;

@@ -307,12 +307,13 @@ namespace {
 // the chosen splits and the fixed-order sum of the splits into device.out (component-major).
 // On device.stream, between device.start and (recorded by the caller) device.stop.
 void launch_gravity(GpuForces::State& s, GpuForces::State::Device& device, int n, bool with_potential,
-                    const void* staged, bool from_host) {
+                    const void* staged, bool from_host, bool split_as_one_gpu = false) {
   const bool dbl = s.double_precision;
   const std::size_t count = static_cast<std::size_t>(n);
   const cudaStream_t stream = *device.stream;
   const int j_per_split =
-      choose_splits(device.i_count, n, dbl ? device.resident_blocks64 : device.resident_blocks32) * kTile;
+      choose_splits(split_as_one_gpu ? n : device.i_count, n, dbl ? device.resident_blocks64 : device.resident_blocks32) *
+      kTile;
   const int used_splits = (n + j_per_split - 1) / j_per_split;
   const std::size_t partial_size = static_cast<std::size_t>(used_splits) * kComponents * device.i_count;
   if (device.partial.size() < partial_size) device.partial = cuda::DeviceBuffer<double>(partial_size);
@@ -345,9 +346,11 @@ void launch_gravity(GpuForces::State& s, GpuForces::State::Device& device, int n
 
 }  // namespace
 
-void GpuForces::compute(const Bodies& bodies, Accelerations& out, bool with_potential) {
+void GpuForces::compute(const Bodies& bodies, Accelerations& out, bool with_potential, Targets targets,
+                        bool split_as_one_gpu) {
   State& s = *state_;
   const std::size_t count = bodies.size();
+  const std::size_t first = std::min(targets.first, count), last = std::min(targets.last, count);
   out.resize(count);
   out.has_potential = with_potential;
   if (count == 0) return;
@@ -367,16 +370,17 @@ void GpuForces::compute(const Bodies& bodies, Accelerations& out, bool with_pote
   if (s.results.size() < count * kComponents) s.results = cuda::PinnedBuffer<double>(count * kComponents);
   const int components = with_potential ? 4 : 3;
   const std::size_t device_count = s.devices.size();
+  const std::size_t share = last > first ? last - first : 0;
   for (std::size_t d = 0; d < device_count; ++d) {
     State::Device& device = *s.devices[d];
-    device.i_begin = static_cast<int>(count * d / device_count);
-    device.i_count = static_cast<int>(count * (d + 1) / device_count) - device.i_begin;
+    device.i_begin = static_cast<int>(first + share * d / device_count);
+    device.i_count = static_cast<int>(first + share * (d + 1) / device_count) - device.i_begin;
     if (device.i_count == 0) continue;
     NBKIT_CUDA_CHECK(cudaSetDevice(device.index));
     const cudaStream_t stream = *device.stream;
     launch_gravity(s, device, n, with_potential, dbl ? static_cast<const void*>(s.staged64.data())
                                                      : static_cast<const void*>(s.staged32.data()),
-                   true);
+                   true, split_as_one_gpu);
     device.stop->record(stream);
     NBKIT_CUDA_CHECK(cudaMemcpyAsync(s.results.data() + static_cast<std::size_t>(kComponents) * device.i_begin,
                                      device.out.data(), sizeof(double) * components * device.i_count,

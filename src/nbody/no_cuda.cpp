@@ -10,7 +10,7 @@ GpuForces::GpuForces(const std::vector<int>&, double, bool) {
   throw_no_cuda_build();
 }
 GpuForces::~GpuForces() = default;
-void GpuForces::compute(const Bodies&, Accelerations&, bool) {}
+void GpuForces::compute(const Bodies&, Accelerations&, bool, Targets, bool) {}
 void GpuForces::compute_on_device(const DeviceBodies&) {}
 double GpuForces::last_kernel_seconds() const { return 0; }
 std::string GpuForces::description() const { return "no GPU"; }

@@ -215,6 +215,24 @@ TEST(Mpi, NbodyRanksGiveThePlainRunsBits) {
   EXPECT_TRUE(same_bodies(dir.file("again/snapshot_00000012.hdf5"), dir.file("plain/snapshot_00000012.hdf5")));
 }
 
+// On a GPU: 2 and 3 ranks sharing GPU 0 (--gpus 0,0,0 deals it to each) give one GPU's bits,
+// each rank's bodies j split as that GPU splits them for every body.
+TEST(Mpi, NbodyRanksOnTheGpuGiveOneGpusBits) {
+  const Result info = run_nbkit("info --json");
+  if (nlohmann::json::parse(info.output)["gpus"].empty()) GTEST_SKIP() << "no GPU here";
+  nbkit::test::ScratchDir dir;
+  const std::string base = "nbody --plummer 5003 --seed 7 --softening 0.02 --dt 0.005 --steps 6 --every 2 "
+                           "--backend cuda ";
+  const Result plain = run_nbkit(base + "--gpus 0, -o " + dir.file("plain"));
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  for (int ranks : {2, 3}) {
+    const std::string out = dir.file("r" + std::to_string(ranks));
+    const Result run = run_ranks(ranks, base + "--gpus 0,0,0 -o " + out);
+    ASSERT_EQ(run.status, 0) << run.output;
+    EXPECT_EQ(bytes_of(out + "/diagnostics.csv"), bytes_of(dir.file("plain/diagnostics.csv"))) << ranks << " ranks";
+  }
+}
+
 #else
 
 TEST(Mpi, RanksWriteThePlainRunsFile) { GTEST_SKIP() << "this build has no MPI (libopenmpi-dev)"; }
