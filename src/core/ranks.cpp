@@ -1,14 +1,10 @@
 // The job's ranks: MPI when a launcher started the process (issue 22), else one rank.
 #include "nbkit/core/ranks.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <numeric>
 
 #include "nbkit/core/error.hpp"
@@ -259,11 +255,11 @@ void Ranks::abort(const std::string& message, int status) const {
 
 // ---- RankFile -------------------------------------------------------------------------------
 
+// Only a job of several ranks opens one (write_map_file's placed formats); one process writes
+// through io's own File.
 struct RankFile::State {
-  const Ranks* ranks = nullptr;
   std::string name;
   bool open = false;
-  int fd = -1;
 #ifdef NBKIT_HAVE_MPI
   MPI_File file = MPI_FILE_NULL;
 #endif
@@ -271,74 +267,52 @@ struct RankFile::State {
 
 RankFile::RankFile(const Ranks& ranks, const std::string& path, const std::string& name_for_errors)
     : state_(std::make_unique<State>()) {
-  state_->ranks = &ranks;
   state_->name = name_for_errors;
+  if (!ranks.distributed()) throw Error("internal: a file shared by ranks in a job of one");
 #ifdef NBKIT_HAVE_MPI
-  if (ranks.distributed()) {
-    // Rank 0 made the file (write_atomically's temporary); the others open it as it is.
-    const int code = MPI_File_open(MPI_COMM_WORLD, path.c_str(), MPI_MODE_WRONLY, MPI_INFO_NULL, &state_->file);
-    if (code != MPI_SUCCESS) {
-      char text[MPI_MAX_ERROR_STRING];
-      int length = 0;
-      MPI_Error_string(code, text, &length);
-      throw Error(fmt::format("{}: cannot open for writing on every rank (MPI-IO): {}", name_for_errors,
-                              std::string(text, static_cast<std::size_t>(length))));
-    }
-    state_->open = true;
-    return;
+  // Rank 0 made the file (write_atomically's temporary); the others open it as it is.
+  const int code = MPI_File_open(MPI_COMM_WORLD, path.c_str(), MPI_MODE_WRONLY, MPI_INFO_NULL, &state_->file);
+  if (code != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    throw Error(fmt::format("{}: cannot open for writing on every rank (MPI-IO): {}", name_for_errors,
+                            std::string(text, static_cast<std::size_t>(length))));
   }
-#endif
-  state_->fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (state_->fd < 0) throw Error(fmt::format("{}: cannot open for writing: {}", name_for_errors, std::strerror(errno)));
   state_->open = true;
+#else
+  (void)path;
+#endif
 }
 
-RankFile::~RankFile() {
-  if (!state_->open) return;
-#ifdef NBKIT_HAVE_MPI
-  // Only reached after an exception, which ends the job (Ranks::abort): no collective here.
-  if (state_->file != MPI_FILE_NULL) return;
-#endif
-  if (state_->fd >= 0) ::close(state_->fd);
-}
+// Left open only after an exception, which ends the job (Ranks::abort): no collective here.
+RankFile::~RankFile() = default;
 
 void RankFile::write_at(std::uint64_t offset, const void* data, std::size_t bytes) {
-  const char* p = static_cast<const char*>(data);
 #ifdef NBKIT_HAVE_MPI
-  if (state_->file != MPI_FILE_NULL) {
-    while (bytes > 0) {
-      const std::size_t n = std::min(bytes, kMessagePiece);
-      MPI_Status status;
-      const int code = MPI_File_write_at(state_->file, static_cast<MPI_Offset>(offset), p, static_cast<int>(n), MPI_BYTE,
-                                         &status);
-      int written = 0;
-      MPI_Get_count(&status, MPI_BYTE, &written);
-      if (code != MPI_SUCCESS || written != static_cast<int>(n))
-        throw Error(fmt::format("{}: write failed at byte {} (MPI-IO; the disk full?)", state_->name, offset));
-      p += n, bytes -= n, offset += n;
-    }
-    return;
-  }
-#endif
+  const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
-    const ssize_t n = ::pwrite(state_->fd, p, std::min(bytes, kMessagePiece), static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error(fmt::format("{}: write failed: {}", state_->name, std::strerror(n < 0 ? errno : ENOSPC)));
-    p += n, bytes -= static_cast<std::size_t>(n), offset += static_cast<std::uint64_t>(n);
+    const std::size_t n = std::min(bytes, kMessagePiece);
+    MPI_Status status;
+    const int code =
+        MPI_File_write_at(state_->file, static_cast<MPI_Offset>(offset), p, static_cast<int>(n), MPI_BYTE, &status);
+    int written = 0;
+    MPI_Get_count(&status, MPI_BYTE, &written);
+    if (code != MPI_SUCCESS || written != static_cast<int>(n))
+      throw Error(fmt::format("{}: write failed at byte {} (MPI-IO; the disk full?)", state_->name, offset));
+    p += n, bytes -= n, offset += n;
   }
+#else
+  (void)offset, (void)data, (void)bytes;
+#endif
 }
 
 void RankFile::close() {
   if (!state_->open) return;
   state_->open = false;
 #ifdef NBKIT_HAVE_MPI
-  if (state_->file != MPI_FILE_NULL) {
-    if (MPI_File_close(&state_->file) != MPI_SUCCESS) throw Error(state_->name + ": write failed (closing, MPI-IO)");
-    return;
-  }
+  if (MPI_File_close(&state_->file) != MPI_SUCCESS) throw Error(state_->name + ": write failed (closing, MPI-IO)");
 #endif
-  if (::close(state_->fd) != 0) throw Error(fmt::format("{}: write failed: {}", state_->name, std::strerror(errno)));
-  state_->fd = -1;
 }
 
 }  // namespace nbkit

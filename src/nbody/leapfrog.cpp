@@ -1,5 +1,5 @@
 // The kick-drift-kick leapfrog (nbody.hpp): positions and velocities around a force engine.
-#include "nbkit/nbody.hpp"
+#include "nbody/leapfrog.hpp"
 
 namespace nbkit::nbody {
 
@@ -8,16 +8,24 @@ void leapfrog_step(Bodies& b, Accelerations& acc, double dt, const ForceOptions&
   leapfrog_step(b, acc, dt, forces, true);
 }
 
-void leapfrog_step(Bodies& b, Accelerations& acc, double dt, ForceEngine& forces, bool with_potential) {
-  const std::size_t n = b.size();
+void kick_and_drift(Bodies& b, const Accelerations& acc, double dt, std::size_t first, std::size_t last) {
   const double half = 0.5 * dt;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = first; i < last; ++i) {
     b.vx[i] += half * acc.ax[i], b.vy[i] += half * acc.ay[i], b.vz[i] += half * acc.az[i];
     b.x[i] += dt * b.vx[i], b.y[i] += dt * b.vy[i], b.z[i] += dt * b.vz[i];
   }
-  forces.compute(b, acc, with_potential);
-  for (std::size_t i = 0; i < n; ++i)
+}
+
+void kick(Bodies& b, const Accelerations& acc, double dt, std::size_t first, std::size_t last) {
+  const double half = 0.5 * dt;
+  for (std::size_t i = first; i < last; ++i)
     b.vx[i] += half * acc.ax[i], b.vy[i] += half * acc.ay[i], b.vz[i] += half * acc.az[i];
+}
+
+void leapfrog_step(Bodies& b, Accelerations& acc, double dt, ForceEngine& forces, bool with_potential) {
+  kick_and_drift(b, acc, dt, 0, b.size());
+  forces.compute(b, acc, with_potential);
+  kick(b, acc, dt, 0, b.size());
 }
 
 }  // namespace nbkit::nbody

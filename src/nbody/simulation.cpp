@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "nbkit/core/error.hpp"
+#include "nbody/leapfrog.hpp"
 
 namespace nbkit::nbody {
 
@@ -62,19 +63,13 @@ void Simulation::evaluate(bool with_potential) {
 
 void Simulation::step(bool with_potential) {
   if (!ranks_) return leapfrog_step(bodies_, acc_, dt_, forces_, with_potential);
-  // leapfrog_step's arithmetic on this rank's bodies, then every rank's positions everywhere.
+  // leapfrog_step's halves on this rank's bodies, every rank's positions gathered between them.
   const auto rank = static_cast<std::size_t>(ranks_->rank());
   const auto first = static_cast<std::size_t>(bounds_[rank]), last = static_cast<std::size_t>(bounds_[rank + 1]);
-  Bodies& b = bodies_;
-  const double half = 0.5 * dt_;
-  for (std::size_t i = first; i < last; ++i) {
-    b.vx[i] += half * acc_.ax[i], b.vy[i] += half * acc_.ay[i], b.vz[i] += half * acc_.az[i];
-    b.x[i] += dt_ * b.vx[i], b.y[i] += dt_ * b.vy[i], b.z[i] += dt_ * b.vz[i];
-  }
-  for (std::vector<double>* v : {&b.x, &b.y, &b.z}) ranks_->all_gather_ranges(v->data(), bounds_);
+  kick_and_drift(bodies_, acc_, dt_, first, last);
+  for (std::vector<double>* v : {&bodies_.x, &bodies_.y, &bodies_.z}) ranks_->all_gather_ranges(v->data(), bounds_);
   evaluate(with_potential);
-  for (std::size_t i = first; i < last; ++i)
-    b.vx[i] += half * acc_.ax[i], b.vy[i] += half * acc_.ay[i], b.vz[i] += half * acc_.az[i];
+  kick(bodies_, acc_, dt_, first, last);
 }
 
 void Simulation::gather_velocities_and_potentials() {

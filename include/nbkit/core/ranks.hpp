@@ -92,7 +92,7 @@ NodeShare share_node(const Ranks& ranks, Backend backend, const std::vector<int>
 
 // A file written by every rank at its own offsets (MPI-IO: MPI_File_open on every rank,
 // MPI_File_write_at), for formats whose layout puts each rank's values at a known place (MRC,
-// binary OpenDX). Opening and closing are collective. One rank: plain POSIX writes.
+// binary OpenDX). Opening and closing are collective. Jobs of several ranks only.
 class RankFile {
  public:
   RankFile(const Ranks& ranks, const std::string& path, const std::string& name_for_errors);
