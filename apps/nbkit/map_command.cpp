@@ -158,8 +158,10 @@ void check_trajectory_resources(const MapArguments& args, const Lattice& lattice
   const std::uint64_t points = static_cast<std::uint64_t>(lattice.size());
   ResourcePlan plan("nbkit map");
   plan.memory(8 * points, "the map");
-  if (!combined_on_device) plan.memory(8 * points, "a frame's map");
-  if (parse_combine(args.combine) == Combine::stdev) plan.memory(8 * points, "the running M2 of stdev");
+  if (!combined_on_device) {
+    plan.memory(8 * points, "a frame's map");
+    plan.memory(combine_bytes_per_point(parse_combine(args.combine)) * points, "the frames' accumulators");
+  }
   plan.memory(io::map_write_memory_bytes(output, lattice), "the writer's buffers");
   plan.disk(output, io::map_file_bytes(output, lattice), "the map");
   plan.check();
@@ -615,9 +617,9 @@ void compute_and_write(const MapArguments& args, const Atoms& atoms, const Latti
 
 // A trajectory's combined map a slab at a time, the frames read again for every slab (the
 // library's stream_frame_maps says why), each slab written as it is finished.
-// Under mpirun each rank combines its own rows, reading every frame (frames split among the
-// ranks would need the pairwise merge of their combinations, whose additions differ from one
-// process's sequence in the last bits).
+// Under mpirun the frames are dealt among the ranks by their measured speed and every rank
+// computes its frames' maps of the whole slab; their exact sums merged, each rank finishes and
+// writes its own rows (stream_frame_maps_across): one process's bits, for any rank count.
 void combine_and_write(const MapArguments& args, MapInputs& in, const Lattice& lattice, MapOptions options,
                        const std::string& output, double kappa, io::SlicePlane* plane, const RankRows& rows,
                        ComputedMap& out) {
@@ -627,46 +629,59 @@ void combine_and_write(const MapArguments& args, MapInputs& in, const Lattice& l
   const std::int64_t slabs = out.slabs.slabs;
   bool first_frame = true;
   double low = HUGE_VAL, high = -HUGE_VAL;
-  const std::vector<std::string> comments = map_comments(args, in.atoms, options, kappa, -1);
+  // The header is written before the frames are read: their count where the file says it (DCD,
+  // models), as the in-memory path writes it; XTC and TRR say "the frames".
+  const std::vector<std::string> comments =
+      map_comments(args, in.atoms, options, kappa, expected > 0 ? static_cast<int>(expected) : -1);
   io::write_map_file(
       Ranks::world(), output, lattice, comments, rows.begin(), rows.end(),
       [&](io::MapFileWriter& writer) {
-        stream_frame_maps_rows(
-            in.atoms, lattice, options, parse_combine(args.combine), rows.begin(), rows.end(), out.slabs.slab_rows,
-            [&] {  // the frames from the first again (the first slab's are loaded already)
-              if (first_frame) return;
-              in.frames = std::make_unique<TrajectoryFrames>(
-                  args.trajectory, FrameRange{args.first, args.last, args.stride}, in.input_atoms, args.input);
-              first_frame = true;
-            },
-            [&](Atoms& target) {
-              if (first_frame) {
-                first_frame = false;
-                in.frames->load(target, in.selected);
-                return true;
-              }
-              if (!in.frames->advance()) return false;
-              in.frames->load(target, in.selected);
-              return true;
-            },
-            [&](const MapSlab& slab) {
-              const auto start = std::chrono::steady_clock::now();
-              const std::int64_t count = (slab.row_end - slab.row_begin) * lattice.dims[2];
-              writer.write(slab.values, count);
-              out.write_seconds += seconds_since(start);
-              const auto [slab_low, slab_high] = std::minmax_element(slab.values, slab.values + count);
-              low = std::min(low, *slab_low), high = std::max(high, *slab_high);
-              if (plane) plane->add(slab);
-            },
-            [&](std::int64_t slab, int frame) {
-              if (expected > 0)
-                bar.update((static_cast<double>(slab - 1) + static_cast<double>(frame) / static_cast<double>(expected)) /
-                           static_cast<double>(slabs));
-              else
-                bar.update(static_cast<double>(slab - 1) / static_cast<double>(slabs),
-                           fmt::format("slab {} of {}, {} frames", slab, slabs, frame));
-            },
-            &out.trajectory);
+        const auto rewind = [&] {  // the frames from the first again (the first slab's are loaded already)
+          if (first_frame) return;
+          in.frames = std::make_unique<TrajectoryFrames>(args.trajectory, FrameRange{args.first, args.last, args.stride},
+                                                         in.input_atoms, args.input);
+          first_frame = true;
+        };
+        const auto next_frame = [&](Atoms& target) {
+          if (first_frame) {
+            first_frame = false;
+            in.frames->load(target, in.selected);
+            return true;
+          }
+          if (!in.frames->advance()) return false;
+          in.frames->load(target, in.selected);
+          return true;
+        };
+        const auto skip_frame = [&] {  // another rank's frame
+          if (first_frame) return !(first_frame = false);
+          return in.frames->advance();
+        };
+        const auto consume = [&](const MapSlab& slab) {
+          const auto start = std::chrono::steady_clock::now();
+          const std::int64_t count = (slab.row_end - slab.row_begin) * lattice.dims[2];
+          fail_if_asked();
+          writer.write(slab.values, count);
+          out.write_seconds += seconds_since(start);
+          const auto [slab_low, slab_high] = std::minmax_element(slab.values, slab.values + count);
+          low = std::min(low, *slab_low), high = std::max(high, *slab_high);
+          if (plane) plane->add(slab);
+        };
+        const auto on_frame = [&](std::int64_t slab, int frame) {
+          if (expected > 0)
+            bar.update((static_cast<double>(slab - 1) + static_cast<double>(frame) / static_cast<double>(expected)) /
+                       static_cast<double>(slabs));
+          else
+            bar.update(static_cast<double>(slab - 1) / static_cast<double>(slabs),
+                       fmt::format("slab {} of {}, {} frames", slab, slabs, frame));
+        };
+        const Combine combine = parse_combine(args.combine);
+        if (Ranks::world().distributed())
+          stream_frame_maps_across(Ranks::world(), in.atoms, lattice, options, combine, out.slabs.slab_rows,
+                                   rows.bounds, rows.rates, rewind, next_frame, skip_frame, consume, on_frame,
+                                   &out.trajectory);
+        else
+          stream_frame_maps(in.atoms, lattice, options, combine, out.slabs.slab_rows, rewind, next_frame, consume,
+                            on_frame, &out.trajectory);
         bar.finish();
         out.write_bytes = writer.bytes_written();
       },
@@ -687,7 +702,7 @@ void combine_and_write(const MapArguments& args, MapInputs& in, const Lattice& l
     out.trajectory.frames = static_cast<int>(ranks.all_max(out.trajectory.frames));
     out.stats.lattice_points = static_cast<double>(lattice.size()) * out.trajectory.frames;
     out.write_seconds = ranks.all_max(out.write_seconds);
-    out.stats.detail += fmt::format("; {} ranks, each reading every frame", ranks.size());
+    out.stats.detail += fmt::format("; frames dealt among {} ranks by speed, their exact sums merged", ranks.size());
     if (plane) plane->gather(ranks, rows.bounds);
   }
   notice(out.stats.notice, args.run.quiet);
@@ -727,8 +742,10 @@ int run_map(const MapArguments& given) {
       stdev || is_density_method(options.method) ? io::ColorScale::sequential : io::ColorScale::diverging;
   ComputedMap computed;
   // A trajectory whose combined map does not fit the memory limit is combined a slab at a time.
-  const int trajectory_arrays = in.frames ? (stdev ? 3 : 2) : 0;
-  // Under mpirun each rank combines its rows a slab at a time.
+  // (8-byte values a point: a frame's map, the finished values and the accumulators.)
+  const int trajectory_arrays =
+      in.frames ? 2 + static_cast<int>(combine_bytes_per_point(parse_combine(args.combine)) / 8) : 0;
+  // Under mpirun each rank combines its frames a slab at a time.
   const bool trajectory_in_slabs =
       in.frames && (ranks.distributed() || (static_cast<std::uint64_t>(lattice.size()) * 8 * trajectory_arrays +
                                                     io::map_write_memory_bytes(output, lattice, options.threads) >
@@ -739,8 +756,12 @@ int run_map(const MapArguments& given) {
     if (!args.png.empty()) plane.emplace(lattice, slice, map_unit(options));
     const RankRows rows = share_rows(in.atoms, lattice, options);
     computed.rows = rows.bounds, computed.rates = rows.rates;
-    computed.slabs = plan_slabs(args, in.atoms, lattice, options, output, plane ? plane->bytes() : 0, trajectory_arrays,
-                                rows.end() - rows.begin());
+    // Every rank combines its frames' maps of whole slabs; the slabs are the same on every rank.
+    computed.slabs = plan_slabs(args, in.atoms, lattice, options, output, plane ? plane->bytes() : 0, trajectory_arrays);
+    if (ranks.distributed()) {
+      computed.slabs.slab_rows = static_cast<std::int64_t>(ranks.all_min(static_cast<double>(computed.slabs.slab_rows)));
+      computed.slabs.slabs = (lattice.rows() + computed.slabs.slab_rows - 1) / computed.slabs.slab_rows;
+    }
     notice(backend_notice, args.run.quiet);
     periodic_notices(options, in.atoms, lattice, args.run.quiet);
     slab_notice(computed.slabs, lattice, output, args.memory_limit.empty(), args.run.quiet, trajectory_arrays);

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
@@ -212,6 +213,53 @@ std::vector<double> Ranks::gather(const std::vector<double>& values, int root) c
 
 // Large messages go in pieces of at most 1 GiB (MPI counts are ints).
 constexpr std::size_t kMessagePiece = std::size_t{1} << 30;
+
+#ifdef NBKIT_HAVE_MPI
+namespace {
+// MPI's user operations take no context: the record combine of the reduce_pieces under way
+// (collectives run one at a time on a rank).
+Ranks::RecordCombine current_combine = nullptr;
+void combine_records(void* in, void* inout, int* count, MPI_Datatype*) {
+  current_combine(in, inout, static_cast<std::size_t>(*count));
+}
+}  // namespace
+#endif
+
+void Ranks::reduce_pieces(void* data, std::size_t record_bytes, const std::vector<std::int64_t>& bounds,
+                          RecordCombine combine) const {
+  if (!distributed()) return;
+  if (bounds.size() != static_cast<std::size_t>(size_) + 1) throw Error("internal: a range for every rank is needed");
+#ifdef NBKIT_HAVE_MPI
+  MPI_Datatype record;
+  check(MPI_Type_contiguous(static_cast<int>(record_bytes), MPI_BYTE, &record), "MPI_Type_contiguous");
+  check(MPI_Type_commit(&record), "MPI_Type_commit");
+  MPI_Op op;
+  current_combine = combine;
+  check(MPI_Op_create(combine_records, 1, &op), "MPI_Op_create");
+  // One reduction to each rank's piece, in pieces of at most 1 GiB: the volume of a
+  // reduce-scatter, with counts that fit MPI's ints.
+  const std::int64_t per_message = std::max<std::int64_t>(1, static_cast<std::int64_t>(kMessagePiece / record_bytes));
+  char* bytes = static_cast<char*>(data);
+  try {
+    for (int r = 0; r < size_; ++r) {
+      for (std::int64_t at = bounds[static_cast<std::size_t>(r)]; at < bounds[static_cast<std::size_t>(r) + 1];
+           at += per_message) {
+        const int n = static_cast<int>(std::min(per_message, bounds[static_cast<std::size_t>(r) + 1] - at));
+        char* where = bytes + static_cast<std::size_t>(at) * record_bytes;
+        check(MPI_Reduce(rank_ == r ? MPI_IN_PLACE : where, where, n, record, op, r, MPI_COMM_WORLD), "MPI_Reduce");
+      }
+    }
+  } catch (...) {
+    MPI_Op_free(&op);
+    MPI_Type_free(&record);
+    throw;
+  }
+  MPI_Op_free(&op);
+  MPI_Type_free(&record);
+#else
+  (void)data, (void)record_bytes, (void)combine;
+#endif
+}
 
 void Ranks::send(const void* data, std::size_t bytes, int to, int tag) const {
 #ifdef NBKIT_HAVE_MPI

@@ -45,9 +45,9 @@ class GpuFrameCombiner final : public DeviceSlabSink {
   // Before the map of frame `frame` (1, 2, ...) is computed.
   void begin_frame(int frame);
   void consume(int device, std::int64_t first, std::int64_t last, const double* device_slab, void* stream) override;
-  // The accumulators, lattice order: the running mean (avg, stdev), min or max into `values`,
-  // Welford's M2 into `m2` (stdev only). Every row must have been computed by some device.
-  void download(std::vector<double>& values, std::vector<double>& m2);
+  // The combined map, lattice order (finished on the host from the devices' accumulators, as
+  // FrameMoments finishes its own). Every row must have been computed by some device.
+  void download(std::vector<double>& values);
 
  private:
   struct State;

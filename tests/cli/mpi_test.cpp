@@ -147,27 +147,43 @@ TEST(Mpi, AFailingRankEndsTheJobWithoutOutput) {
     }
 }
 
-// A trajectory's combined map by 1 to 4 ranks, each combining its rows over every frame: the
-// plain run's file and slice, for the mean and the spread.
+// A trajectory's combined map by 1 to 4 ranks, the frames dealt among them and their exact sums
+// merged: the plain run's file and slice, for the mean and the spread at 1 to 4 ranks, min and
+// max at 3; three frames among four ranks (one rank with none); slabs within a small memory limit
+// on 3 ranks; and a rank failing as it writes, which leaves nothing.
 TEST(Mpi, TrajectoryMapsGiveThePlainRunsFile) {
   nbkit::test::ScratchDir dir;
   const std::string base = "map " + data("1a63.pqr") + " --trajectory " + data("1a63-wobble.dcd") +
                            " --spacing 1.5 --threads 1 --backend cpu --method cutoff ";
-  for (const char* combine : {"avg", "stdev"}) {
-    const std::string name = std::string(combine) + ".mrc";
-    const Result plain = run_nbkit(base + "--combine " + combine + " -o " + dir.file("plain-" + name) + " --png " +
+  const auto same_as_plain = [&](const std::string& options, const std::string& name, const std::vector<int>& counts,
+                                 int frames) {
+    const Result plain = run_nbkit(base + options + " -o " + dir.file("plain-" + name) + " --png " +
                                    dir.file("plain-" + name + ".png"));
     ASSERT_EQ(plain.status, 0) << plain.output;
-    for (int ranks = 1; ranks <= 4; ++ranks) {
+    for (int ranks : counts) {
       const std::string out = dir.file(std::to_string(ranks) + "-" + name);
-      const Result run = run_ranks(ranks, base + "--combine " + combine + " -o " + out + " --png " + out + ".png" +
-                                              " --report " + out + ".json");
+      const Result run =
+          run_ranks(ranks, base + options + " -o " + out + " --png " + out + ".png" + " --report " + out + ".json");
       ASSERT_EQ(run.status, 0) << run.output;
-      EXPECT_EQ(bytes_of(out), bytes_of(dir.file("plain-" + name))) << combine << ", " << ranks << " ranks";
-      EXPECT_EQ(bytes_of(out + ".png"), bytes_of(dir.file("plain-" + name + ".png"))) << combine << ", " << ranks;
-      EXPECT_EQ(nlohmann::json::parse(bytes_of(out + ".json"))["trajectory"]["frames"].get<int>(), 20) << run.output;
+      EXPECT_TRUE(bytes_of(out) == bytes_of(dir.file("plain-" + name))) << options << ", " << ranks << " ranks";
+      EXPECT_TRUE(bytes_of(out + ".png") == bytes_of(dir.file("plain-" + name + ".png"))) << options << ", " << ranks;
+      const auto report = nlohmann::json::parse(bytes_of(out + ".json"));
+      EXPECT_EQ(report["trajectory"]["frames"].get<int>(), frames) << run.output;
     }
-  }
+  };
+  same_as_plain("--combine avg", "avg.mrc", {1, 2, 3, 4}, 20);
+  same_as_plain("--combine stdev", "stdev.mrc", {1, 2, 3, 4}, 20);
+  same_as_plain("--combine min", "min.dx", {3}, 20);
+  same_as_plain("--combine max", "max.mrc", {2}, 20);
+  same_as_plain("--combine stdev --last 2", "three.mrc", {4}, 3);
+  same_as_plain("--combine stdev --memory-limit 2M", "slabs.mrc", {3}, 20);
+
+  const std::string out = dir.file("failed.mrc");
+  const Result failed = run_ranks(3, base + "--combine avg -o " + out, "NBKIT_FAIL_RANK=1");
+  EXPECT_NE(failed.status, 0) << failed.output;
+  EXPECT_TRUE(contains(failed.output, "(rank 1 of 3)")) << failed.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_EQ(leftovers(dir.path()), "");
 }
 
 // The commands that run in one process refuse mpirun's copies; nbkit info names each rank.

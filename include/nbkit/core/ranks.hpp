@@ -46,6 +46,14 @@ class Ranks {
   void all_gather_ranges(double* data, const std::vector<std::int64_t>& bounds) const;
   // Every rank's `values` concatenated in rank order, on `root` only (empty elsewhere).
   std::vector<double> gather(const std::vector<double>& values, int root = 0) const;
+  // In place, record by record over every rank's `data` (records of `record_bytes` bytes):
+  // combine(in, inout, n) folds n records of `in` into those of `inout`, and rank r is left with
+  // the job's results for records [bounds[r], bounds[r+1]) (its other records are then
+  // unspecified). MPI chooses the order in which ranks are combined, so `combine` must be exact
+  // (integer sums, min, max): then the results have the same bits for every rank count.
+  using RecordCombine = void (*)(const void* in, void* inout, std::size_t records);
+  void reduce_pieces(void* data, std::size_t record_bytes, const std::vector<std::int64_t>& bounds,
+                     RecordCombine combine) const;
 
   // Point to point: `bytes` bytes to or from one rank, in order per pair and tag.
   void send(const void* data, std::size_t bytes, int to, int tag) const;

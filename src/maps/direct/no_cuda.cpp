@@ -45,7 +45,7 @@ GpuFrameCombiner::GpuFrameCombiner(const Lattice&, Combine) {
 GpuFrameCombiner::~GpuFrameCombiner() = default;
 void GpuFrameCombiner::begin_frame(int) {}
 void GpuFrameCombiner::consume(int, std::int64_t, std::int64_t, const double*, void*) {}
-void GpuFrameCombiner::download(std::vector<double>&, std::vector<double>&) {}
+void GpuFrameCombiner::download(std::vector<double>&) {}
 
 namespace msm {
 void lattice_cutoff_cuda(int, const std::vector<StencilRow>&, const std::vector<double>&, const std::vector<LevelGrids>&,
