@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -563,11 +564,16 @@ RankRows share_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions
 }
 
 // A rank failing on purpose as it writes (NBKIT_FAIL_RANK=R): how the tests check that a failing
-// rank ends the whole job with its message and leaves no output.
+// rank ends the whole job with its message and leaves no output. NBKIT_FAIL_HOW=kill: the rank
+// is killed instead (SIGKILL, as the kernel's out-of-memory killer or a scheduler does), with no
+// chance to say or clean anything; mpirun then stops the others, whose signal handlers remove
+// the job's temporary.
 void fail_if_asked() {
   const char* rank = std::getenv("NBKIT_FAIL_RANK");
-  if (rank && std::atoi(rank) == Ranks::world().rank())
-    throw Error(fmt::format("rank {} fails as NBKIT_FAIL_RANK asks (a test of a failing rank)", rank));
+  if (!rank || std::atoi(rank) != Ranks::world().rank()) return;
+  const char* how = std::getenv("NBKIT_FAIL_HOW");
+  if (how && std::string(how) == "kill") std::raise(SIGKILL);
+  throw Error(fmt::format("rank {} fails as NBKIT_FAIL_RANK asks (a test of a failing rank)", rank));
 }
 
 void compute_and_write(const MapArguments& args, const Atoms& atoms, const Lattice& lattice, MapOptions options,

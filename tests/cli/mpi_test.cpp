@@ -145,6 +145,16 @@ TEST(Mpi, AFailingRankEndsTheJobWithoutOutput) {
       EXPECT_FALSE(std::filesystem::exists(out)) << format << ", rank " << failing;
       EXPECT_EQ(leftovers(dir.path()), "") << format << ", rank " << failing << ": a temporary was left";
     }
+  // A rank killed (SIGKILL: the out-of-memory killer, a scheduler) says nothing and cleans
+  // nothing; mpirun reports it and stops the others, whose handlers remove the temporary.
+  for (const char* failing : {"0", "1"}) {
+    const std::string out = dir.file(std::string("killed-") + failing + ".mrc");
+    const Result run = run_ranks(3, base + "-o " + out, std::string("NBKIT_FAIL_HOW=kill NBKIT_FAIL_RANK=") + failing);
+    EXPECT_NE(run.status, 0) << run.output;
+    EXPECT_TRUE(contains(run.output, "signal 9") || contains(run.output, "Killed")) << run.output;
+    EXPECT_FALSE(std::filesystem::exists(out)) << "rank " << failing;
+    EXPECT_EQ(leftovers(dir.path()), "") << "rank " << failing << " killed: a temporary was left";
+  }
 }
 
 // A trajectory's combined map by 1 to 4 ranks, the frames dealt among them and their exact sums
