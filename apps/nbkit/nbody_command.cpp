@@ -177,6 +177,11 @@ nlohmann::json nbody_report(const NbodyArguments& args, const nbody::Simulation&
                       {"largest_relative_error", simulation.largest_energy_error()}};
   report["virial_ratio"] = {{"first", first.virial_ratio}, {"last", last.virial_ratio}};
   report["timing_seconds"] = {{"run", summary.seconds}};
+  if (Ranks::world().distributed())
+    report["ranks"] = {{"count", Ranks::world().size()},
+                       {"wait_seconds", summary.wait_seconds},
+                       {"exchange_seconds", summary.exchange_seconds},
+                       {"exchange_fraction", summary.seconds > 0 ? summary.exchange_seconds / summary.seconds : 0.0}};
   const nbody::ForceOptions& o = simulation.forces().options();
   report["method"] = nbody::to_string(o.method);
   if (o.method == nbody::GravityMethod::tree)
@@ -200,6 +205,10 @@ void print_summary(const nbody::Simulation& simulation, const nbody::RunSummary&
              simulation.forces().description());
   fmt::print("  energy {:.9g} -> {:.9g}, largest |dE/E| {:.2e}, virial ratio {:.3f} -> {:.3f}; log {}\n", first.total,
              last.total, simulation.largest_energy_error(), first.virial_ratio, last.virial_ratio, log_path);
+  if (Ranks::world().distributed())
+    fmt::print("  {} ranks: {:.3f} s ({:.1f}% of the run) exchanging the bodies, {:.3f} s waiting for the slowest rank\n",
+               Ranks::world().size(), summary.exchange_seconds,
+               summary.seconds > 0 ? 100 * summary.exchange_seconds / summary.seconds : 0.0, summary.wait_seconds);
 }
 
 // A restart continues with the snapshot's forces unless told otherwise (then it says so: the
@@ -300,6 +309,9 @@ int run_nbody(const NbodyArguments& given) {
     reporters.progress = [&bar](double f) { bar.update(f); };
     summary = simulation.run_to(steps, reporters);
   }
+  // The job's waiting and exchange times: the largest rank's (every rank takes part).
+  summary.wait_seconds = ranks.all_max(summary.wait_seconds);
+  summary.exchange_seconds = ranks.all_max(summary.exchange_seconds);
   if (!ranks.root()) return 0;
   if (args.png) {
     io::write_density_png((std::filesystem::path(args.output) / "density.png").string(), simulation.bodies(), 2.0,

@@ -28,6 +28,11 @@ struct Reporters {
 struct RunSummary {
   std::int64_t bodies = 0, first_step = 0, last_step = 0;
   double seconds = 0;
+  // Under mpirun: this rank's time waiting for the others before each step's all-gather of
+  // the positions (the ranks' imbalance), and in the all-gathers themselves (positions every
+  // step, velocities and potentials at rows and snapshots): what passing the positions round a
+  // ring, overlapped with the sums, could hide at most.
+  double wait_seconds = 0, exchange_seconds = 0;
   double interactions_per_second() const;  // N^2 per force evaluation, the first one counted
   double bodies_per_second() const;        // N per force evaluation: the tree code's measure
 };
@@ -69,6 +74,7 @@ class Simulation {
   void step(bool with_potential);       // one leapfrog step of this rank's bodies
   void gather_velocities_and_potentials();
   const Ranks* ranks_ = nullptr;        // null or one rank: one process
+  double wait_seconds_ = 0, exchange_seconds_ = 0;  // this run_to's (RunSummary)
   std::vector<std::int64_t> bounds_;    // rank r's bodies [bounds_[r], bounds_[r+1])
   Bodies bodies_;
   double dt_;
