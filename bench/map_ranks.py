@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""nbkit across processes (issue 22): one map, and one N-body run, by one process and by R MPI
-ranks on this machine, the efficiency t(1) / (R t(R)) and whether the files are the same bytes.
+"""nbkit across processes (issue 22): one map, a trajectory's map, and one N-body run, by one
+process and by R MPI ranks on this machine, the efficiency t(1) / (R t(R)) and whether the files
+are the same bytes; a map by a rank on a GPU and a rank on the CPU together.
 
 Usage: map_ranks.py NBKIT [--ranks R] [--mpirun mpirun] [--dir DIR] [--json FILE]
 
@@ -11,20 +12,50 @@ written in place by every rank (MPI-IO). The plain run uses one GPU (--gpus 0) w
 has GPUs; under mpirun each rank takes its own GPU (share_node), so R ranks use R GPUs: the
 efficiency is that of the ranks against one GPU, the measured-speed split included. N-body: the
 CPU's all-pairs sums (the GPU's are one process's so far), all the cores in one process against
-R ranks sharing them. Each run's whole wall time (reading, computing, writing). Standard library
-only (the GPU machine has no numpy).
+R ranks sharing them, and on GPUs one GPU against R ranks each with its own, with the time the
+ranks spend exchanging positions (the measure that chooses an all-gather over a ring). The
+trajectory: a DCD of random walks of the atoms, its avg map by direct summation, the frames dealt
+among the ranks. Each run's whole wall time (reading, computing, writing). Standard library only.
 """
 import argparse
 import filecmp
 import json
 import os
+import random
 import shutil
+import struct
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from map_huge import write_atoms  # noqa: E402
+
+
+def write_walk_dcd(path, pqr, frames, step=0.3, seed=7):
+    """A CHARMM-flavour DCD (little-endian, no cell) of `frames` frames of the PQR's atoms, each
+    frame every atom moved by a random step of up to `step` A along each axis."""
+    xs, ys, zs = [], [], []
+    with open(pqr) as f:
+        for line in f:
+            if line.startswith(("ATOM", "HETATM")):
+                xs.append(float(line[30:38])), ys.append(float(line[38:46])), zs.append(float(line[46:54]))
+    n, rng = len(xs), random.Random(seed)
+
+    def record(f, payload):
+        f.write(struct.pack("<i", len(payload)) + payload + struct.pack("<i", len(payload)))
+
+    with open(path, "wb") as f:
+        control = struct.pack("<9i", frames, 0, 1, frames, 0, 0, 0, 0, 0) + struct.pack("<f", 1.0) + struct.pack(
+            "<10i", 0, 0, 0, 0, 0, 0, 0, 0, 0, 24)
+        record(f, b"CORD" + control)
+        record(f, struct.pack("<i", 1) + b"random walk for bench/map_ranks.py".ljust(80))
+        record(f, struct.pack("<i", n))
+        for _ in range(frames):
+            for axis in (xs, ys, zs):
+                for i in range(n):
+                    axis[i] += rng.uniform(-step, step)
+                record(f, struct.pack(f"<{n}f", *axis))
 
 
 def timed(command, env=None):
@@ -80,6 +111,40 @@ def main():
         print(f"{name}: 1 process {t1:.2f} s, {a.ranks} ranks {tr:.2f} s: speedup {t1 / tr:.2f}, "
               f"efficiency {t1 / (a.ranks * tr):.2f}, same bytes: {same}; rows {r['ranks']['rows']}")
         os.remove(plain_out), os.remove(ranks_out)
+    # A trajectory's avg map: the frames dealt among the ranks (each rank its GPU).
+    traj_atoms, frames, traj_dims = (2000, 8, 24) if a.small else (100_000, 48, 128)
+    traj_pqr = os.path.join(a.dir, f"atoms-{traj_atoms}.pqr")
+    dcd = os.path.join(a.dir, f"walk-{traj_atoms}-{frames}.dcd")
+    if not os.path.exists(dcd):
+        write_atoms(traj_pqr, traj_atoms, 200.0)
+        write_walk_dcd(dcd, traj_pqr, frames)
+    arguments = [traj_pqr, "--trajectory", dcd, "--combine", "avg", "--origin", "0,0,0", "--dims",
+                 f"{traj_dims},{traj_dims},{traj_dims}", "--spacing", str(200.0 / traj_dims), "--method", "direct"]
+    plain_out, ranks_out = os.path.join(a.dir, "plain-avg.mrc"), os.path.join(a.dir, "ranks-avg.mrc")
+    t1, _ = timed([a.nbkit, "map", *arguments, *one_gpu, "-q", "-o", plain_out])
+    tr, _ = timed([*launcher, a.nbkit, "map", *arguments, "-q", "-o", ranks_out], env)
+    same = filecmp.cmp(plain_out, ranks_out, shallow=False)
+    name = f"trajectory avg, direct, {traj_atoms} atoms, {frames} frames, {traj_dims}^3"
+    results["trajectory"] = {"name": name, "seconds_one_process": t1, "seconds_ranks": tr, "speedup": t1 / tr,
+                             "efficiency": t1 / (a.ranks * tr), "same_bytes": same}
+    print(f"{name}: 1 process {t1:.2f} s, {a.ranks} ranks {tr:.2f} s: speedup {t1 / tr:.2f}, "
+          f"efficiency {t1 / (a.ranks * tr):.2f}, same bytes: {same}")
+    # A rank on GPU 0 and a rank on the CPU (--gpus 0, leaves the second rank without one).
+    if gpus > 0:
+        name, arguments = next(iter(maps.items()))
+        mixed_out, report = os.path.join(a.dir, "mixed.mrc"), os.path.join(a.dir, "mixed.json")
+        t1, _ = timed([a.nbkit, "map", *arguments, "--gpus", "0,", "-q", "-o", plain_out])
+        tm, _ = timed([a.mpirun, "--oversubscribe", "--bind-to", "none", "-np", "2", a.nbkit, "map", *arguments,
+                       "--gpus", "0,", "-q", "-o", mixed_out, "--report", report], env)
+        with open(report) as f:
+            r = json.load(f)
+        rates = r["ranks"]["measured_rows_per_second"]
+        results["mixed_gpu_cpu"] = {"name": name, "seconds_one_gpu": t1, "seconds_gpu_and_cpu_ranks": tm,
+                                    "rows": r["ranks"]["rows"], "measured_rows_per_second": rates,
+                                    "ideal_seconds": t1 * rates[0] / sum(rates),
+                                    "same_bytes": filecmp.cmp(plain_out, mixed_out, shallow=False)}
+        print(f"{name}, a GPU rank and a CPU rank: {tm:.2f} s against {t1:.2f} s on the GPU alone (rates {rates}; "
+              f"same bytes: {results['mixed_gpu_cpu']['same_bytes']})")
     cores = os.cpu_count() or 2
     if a.skip_nbody:
         if a.json:
@@ -95,6 +160,27 @@ def main():
                         "efficiency": t1 / tr, "same_diagnostics": same}
     print(f"nbody {bodies} bodies, 4 steps, {cores} cores: 1 process {t1:.2f} s, {a.ranks} ranks sharing the cores "
           f"{tr:.2f} s (efficiency {t1 / tr:.2f}), same diagnostics: {same}")
+    if gpus > 0:  # one GPU against R ranks with a GPU each (sharing GPU 0 when there is one)
+        gpu_bodies, steps = (20_000, 10) if a.small else (1_000_000, 10)
+        gpu_nbody = ["nbody", "--plummer", str(gpu_bodies), "--softening", "0.01", "--steps", str(steps), "--every",
+                     str(steps), "--backend", "cuda"]
+        shared = [] if gpus >= a.ranks else ["--gpus", ",".join(["0"] * a.ranks)]
+        report = os.path.join(a.dir, "nbody-gpu.json")
+        t1, _ = timed([a.nbkit, *gpu_nbody, "--gpus", "0,", "-q", "-o", os.path.join(a.dir, "nbody-gpu-plain")])
+        tr, _ = timed([*launcher, a.nbkit, *gpu_nbody, *shared, "-q", "-o", os.path.join(a.dir, "nbody-gpu-ranks"),
+                       "--report", report], env)
+        with open(report) as f:
+            r = json.load(f)
+        same = filecmp.cmp(os.path.join(a.dir, "nbody-gpu-plain", "diagnostics.csv"),
+                           os.path.join(a.dir, "nbody-gpu-ranks", "diagnostics.csv"), shallow=False)
+        results["nbody_gpu"] = {"bodies": gpu_bodies, "steps": steps, "gpus_used": min(gpus, a.ranks),
+                                "seconds_one_gpu": t1, "seconds_ranks": tr, "efficiency": t1 / (a.ranks * tr),
+                                "run_seconds": r["timing_seconds"]["run"], "ranks": r["ranks"],
+                                "same_diagnostics": same}
+        print(f"nbody {gpu_bodies} bodies on GPUs, {steps} steps: 1 GPU {t1:.2f} s, {a.ranks} ranks "
+              f"({min(gpus, a.ranks)} GPUs) {tr:.2f} s; the run {r['timing_seconds']['run']:.2f} s of which "
+              f"{r['ranks']['exchange_seconds']:.3f} s exchanging positions and {r['ranks']['wait_seconds']:.3f} s "
+              f"waiting; same diagnostics: {same}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=2)
