@@ -339,21 +339,33 @@ double measure_map_rows_per_second(const Atoms& atoms, const Lattice& lattice, c
   kept.long_range = &long_range;
   std::vector<double> values(static_cast<std::size_t>(nz));
   map_rows(atoms, lattice, quiet, middle, middle + 1, values.data(), nullptr, nullptr, &kept);
-  // A sample too short to time (a small map: microseconds, where a descheduled process reads as
-  // a hundred times slower) grows fourfold until it takes `min_seconds` or reaches max_rows.
-  for (;;) {
-    const std::int64_t begin = std::max<std::int64_t>(0, middle - sample_rows / 2), end = std::min(rows, begin + sample_rows);
+  // The time of [begin, end), twice, the faster kept: the first pass at a new size pays for it
+  // once (a GPU's buffers grown: an H100 rank measured 7x slower than its twin on a first pass).
+  const auto time_rows = [&](std::int64_t begin, std::int64_t end) {
     values.resize(static_cast<std::size_t>((end - begin) * nz));
-    // Twice, the faster kept: the first pass at a new size pays for it once (a GPU's buffers
-    // grown: an H100 rank measured 7x slower than its twin on a first pass).
     double seconds = HUGE_VAL;
     for (int pass = 0; pass < 2; ++pass) {
       const auto start = std::chrono::steady_clock::now();
       map_rows(atoms, lattice, quiet, begin, end, values.data(), nullptr, nullptr, &kept);
       seconds = std::min(seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
-    if (seconds >= min_seconds || end - begin >= max_rows || end - begin == rows)
+    return seconds;
+  };
+  // One row: the call's fixed cost and a row.
+  const double one_row = time_rows(middle, middle + 1);
+  // A sample too short to time (a small map: microseconds, where a descheduled process reads as
+  // a hundred times slower) grows fourfold until its rows beyond the one take `min_seconds`.
+  for (;;) {
+    const std::int64_t begin = std::max<std::int64_t>(0, middle - sample_rows / 2), end = std::min(rows, begin + sample_rows);
+    const double seconds = time_rows(begin, end);
+    const bool last = end - begin >= max_rows || end - begin == rows;
+    if (seconds - one_row >= min_seconds || last) {
+      // The margin when it is measurable (the sample clearly longer than the one row), else the
+      // plain rate (a sample no longer than one row: noise).
+      if (end - begin > 1 && seconds > 1.25 * one_row)
+        return static_cast<double>(end - begin - 1) / (seconds - one_row);
       return static_cast<double>(end - begin) / std::max(seconds, 1e-9);
+    }
     sample_rows = std::min(4 * sample_rows, max_rows);
   }
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -203,6 +204,33 @@ TEST(StreamFrameMaps, SameBitsAsTheWholeCombination) {
       EXPECT_EQ(stats.frames, 5);
       EXPECT_EQ(rewinds, 7);  // 63 rows in slabs of 10
     }
+}
+
+}  // namespace nbkit
+
+namespace nbkit {
+
+// How mpirun shares a map's rows: the split follows the rates exactly (consecutive, in rank
+// order, every row once, a rank with no rows where its rate is tiny), and the measured rate is a
+// finite positive number for every method on the CPU, small lattices included (one row).
+TEST(RankShares, RowsSplitByRateAndRatesMeasured) {
+  EXPECT_EQ(split_rows_by_rate(100, {1.0, 1.0}), (std::vector<std::int64_t>{0, 50, 100}));
+  EXPECT_EQ(split_rows_by_rate(100, {3.0, 1.0}), (std::vector<std::int64_t>{0, 75, 100}));
+  EXPECT_EQ(split_rows_by_rate(3, {1.0, 1.0, 1.0, 1.0}).back(), 3);
+  const std::vector<std::int64_t> lopsided = split_rows_by_rate(1000, {1e6, 1.0});
+  EXPECT_EQ(lopsided.back(), 1000);
+  EXPECT_LE(lopsided[2] - lopsided[1], 1);
+  EXPECT_THROW(split_rows_by_rate(10, {1.0, 0.0}), Error);
+  EXPECT_THROW(split_rows_by_rate(10, {}), Error);
+
+  const Atoms atoms = test::random_atoms(300, {0, 0, 0}, {12, 12, 12}, 4);
+  for (const MapMethod method : {MapMethod::direct, MapMethod::cutoff, MapMethod::msm}) {
+    for (const Lattice& lattice : {lattice_around(atoms, 1.0, 2.0), Lattice{{0, 0, 0}, 1.0, {1, 1, 9}}}) {  // one row too
+      const double rate = measure_map_rows_per_second(atoms, lattice, test::with(method, Backend::cpu), 2, 64, 0.002);
+      EXPECT_GT(rate, 0) << to_string(method);
+      EXPECT_TRUE(std::isfinite(rate)) << to_string(method);
+    }
+  }
 }
 
 }  // namespace nbkit
