@@ -549,16 +549,19 @@ struct RankRows {
 };
 
 // The lattice's rows among the job's ranks by their measured speed (measure_map_rows_per_second:
-// every rank times the same rows, a hundredth of a rank's share, more for a small map, at most a
-// quarter); one rank: all of them.
+// every rank times rows in the middle of the lattice, as many as its speed needs, at most a
+// quarter of its share); one rank: all of them.
 RankRows share_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options) {
   const Ranks& ranks = Ranks::world();
   RankRows rows;
   rows.bounds = {0, lattice.rows()};
   if (!ranks.distributed()) return rows;
   const std::int64_t share = std::max<std::int64_t>(1, lattice.rows() / ranks.size());
-  rows.rates = ranks.all_gather(measure_map_rows_per_second(atoms, lattice, options, std::max<std::int64_t>(1, share / 100),
-                                                            std::max<std::int64_t>(1, share / 4)));
+  // From 4 rows, grown until the rows beyond one take 0.1 s: each rank's sample fits its speed (a
+  // CPU rank beside an H100 stops at a few rows, not the 1.7 s a fixed sample of 450 rows took).
+  rows.rates = ranks.all_gather(
+      measure_map_rows_per_second(atoms, lattice, options, std::min<std::int64_t>(4, share),
+                                  std::max<std::int64_t>(1, share / 4), 0.1));
   rows.bounds = split_rows_by_rate(lattice.rows(), rows.rates);
   return rows;
 }
