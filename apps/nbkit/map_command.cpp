@@ -661,9 +661,9 @@ void combine_and_write(const MapArguments& args, MapInputs& in, const Lattice& l
           in.frames->load(target, in.selected);
           return true;
         };
-        const auto skip_frame = [&] {  // another rank's frame
+        const auto skip_frame = [&] {  // another rank's frame: passed over unread (DCD)
           if (first_frame) return !(first_frame = false);
-          return in.frames->advance();
+          return in.frames->advance(false);
         };
         const auto consume = [&](const MapSlab& slab) {
           const auto start = std::chrono::steady_clock::now();

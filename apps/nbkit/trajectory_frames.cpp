@@ -44,13 +44,16 @@ TrajectoryFrames::TrajectoryFrames(const std::string& path, const FrameRange& ra
   if (!advance()) throw Error(fmt::format("{}: no frame at --first {}", path, range.first));
 }
 
-bool TrajectoryFrames::advance() {
-  while (next()) {
-    ++index_;
-    if (range_.last >= 0 && index_ > range_.last) return false;
-    if (index_ >= range_.first && (index_ - range_.first) % range_.stride == 0) return true;
+bool TrajectoryFrames::advance(bool load) {
+  for (;;) {
+    // The frame after index_: is it one the range takes?
+    const long long k = index_ + 1;
+    if (range_.last >= 0 && k > range_.last) return false;
+    const bool wanted = k >= range_.first && (k - range_.first) % range_.stride == 0;
+    if (!next(wanted && load)) return false;
+    index_ = k;
+    if (wanted) return true;
   }
-  return false;
 }
 
 void TrajectoryFrames::load(Atoms& target, const std::vector<std::int32_t>& only) const {
@@ -66,10 +69,11 @@ long long TrajectoryFrames::expected() const {
   return std::max<long long>(1, (end - range_.first) / range_.stride + 1);
 }
 
-bool TrajectoryFrames::next() {
-  if (dcd_) return dcd_->next(frame_);
-  if (gromacs_) return gromacs_->next(frame_);
+bool TrajectoryFrames::next(bool load) {
+  if (dcd_) return load ? dcd_->next(frame_) : dcd_->skip();
+  if (gromacs_) return gromacs_->next(frame_);  // XTC frames vary in size: read to pass them
   if (index_ + 1 >= static_cast<long long>(models_.size())) return false;
+  if (!load) return true;
   const Atoms& m = models_[static_cast<std::size_t>(index_ + 1)];
   frame_.x.assign(m.x.begin(), m.x.end());
   frame_.y.assign(m.y.begin(), m.y.end());

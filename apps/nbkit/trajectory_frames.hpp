@@ -21,8 +21,11 @@ class TrajectoryFrames {
   // Throws nbkit::Error for a bad range, a file of another atom count than `atoms` (of the
   // structure `structure`), or no frame at `first`; the first frame in range is then loaded.
   TrajectoryFrames(const std::string& path, const FrameRange& range, std::size_t atoms, const std::string& structure);
-  // To the next frame in range; false at the end.
-  bool advance();
+  // To the next frame in range; false at the end. Frames out of range (--stride) are passed
+  // over without reading them where the format allows (DCD). With `load` false the frame in range
+  // is passed over too (a frame another rank computes): frame() and load() then still hold the
+  // frame before it.
+  bool advance(bool load = true);
   const io::DcdFrame& frame() const { return frame_; }  // with the cell where the file has one
   long long index() const { return index_; }             // 0-based, in the file
   // The positions into `target`: every atom's, or those of the atoms `only` lists (0-based).
@@ -30,7 +33,7 @@ class TrajectoryFrames {
   long long expected() const;  // frames in range (for progress bars); -1: unknown (XTC, TRR)
 
  private:
-  bool next();
+  bool next(bool load);
   std::string path_;
   FrameRange range_;
   std::unique_ptr<io::DcdReader> dcd_;

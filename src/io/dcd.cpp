@@ -153,6 +153,17 @@ bool DcdReader::next(DcdFrame& frame) {
   return true;
 }
 
+bool DcdReader::skip() {
+  if (unfinished_tail_ && read_ >= frames_) return false;
+  if (in_.peek() == std::char_traits<char>::eof()) return false;
+  if (static_cast<std::int64_t>(in_.tellg()) + frame_bytes_ > file_bytes_)
+    throw Error(fmt::format("{}: frame {}: the file ends inside the frame (truncated)", path_, read_ + 1));
+  in_.seekg(frame_bytes_, std::ios::cur);
+  if (!in_) throw Error(fmt::format("{}: frame {}: cannot seek past it", path_, read_ + 1));
+  ++read_;
+  return true;
+}
+
 namespace {
 
 constexpr std::int64_t kHeaderBytes = 4 + 84 + 4 + 4 + 84 + 4 + 4 + 4 + 4;  // CORD, titles, atom count

@@ -473,6 +473,14 @@ TEST(Cli, TrajectoryAverageOfADcd) {
   double largest = 0;
   for (double v : sd.values) largest = std::max(largest, v);
   EXPECT_GT(largest, 0.0);
+  // The strided frames (passed over by a seek, not read) are frames 1, 3 and 5: the map of a
+  // trajectory holding just those is the same.
+  nbkit::io::write_dcd(dir.file("odd.dcd"), {frames[1], frames[3], frames[5]});
+  ASSERT_EQ(run_nbkit("map " + data("1a63.pqr") + " --trajectory " + dir.file("odd.dcd") +
+                      " --combine stdev --spacing 2 --backend cpu -q -o " + dir.file("odd.dx"))
+                .status,
+            0);
+  EXPECT_EQ(nbkit::io::read_dx(dir.file("odd.dx")).values, sd.values);
   // A multi-model PQR as the trajectory: two identical models average to the single map.
   write_text(dir.file("one.pqr"), "ATOM 1 N HIS 1 1.0 2.0 3.0 0.5 1.0\nATOM 2 C HIS 1 2.0 2.0 3.0 -0.25 1.0\n");
   write_text(dir.file("two.pqr"), "MODEL 1\nATOM 1 N HIS 1 1.0 2.0 3.0 0.5 1.0\nATOM 2 C HIS 1 2.0 2.0 3.0 -0.25 1.0\n"

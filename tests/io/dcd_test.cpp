@@ -67,6 +67,43 @@ TEST(Dcd, RoundTripWithAndWithoutUnitCells) {
   }
 }
 
+// Skipping frames (a seek) lands on the frames reading would: every other frame, with and
+// without cells; the end is the end; a truncated last frame is refused when skipped too, and a
+// killed writer's unfinished tail is not a frame.
+TEST(Dcd, SkippedFramesLandWhereReadingWould) {
+  test::ScratchDir dir;
+  for (const bool cell : {false, true}) {
+    const auto frames = random_frames(5, 23, cell, 9);
+    write_dcd(dir.file("t.dcd"), frames, 1.0);
+    DcdReader reader(dir.file("t.dcd"));
+    DcdFrame f;
+    for (std::size_t k = 0; k < 5; ++k) {
+      if (k % 2 == 0) {
+        ASSERT_TRUE(reader.skip()) << k;
+      } else {
+        ASSERT_TRUE(reader.next(f)) << k;
+        EXPECT_EQ(f.x, frames[k].x) << k;
+        EXPECT_EQ(f.z, frames[k].z) << k;
+      }
+      EXPECT_EQ(reader.frames_read(), static_cast<std::int64_t>(k) + 1);
+    }
+    EXPECT_FALSE(reader.skip());
+    EXPECT_FALSE(reader.next(f));
+  }
+  write_dcd(dir.file("t.dcd"), random_frames(3, 20, false, 5));
+  const std::string bytes = read_bytes(dir.file("t.dcd"));
+  std::ofstream(dir.file("cut.dcd"), std::ios::binary) << bytes.substr(0, bytes.size() - 30);
+  DcdReader cut(dir.file("cut.dcd"));
+  EXPECT_TRUE(cut.skip());
+  EXPECT_TRUE(cut.skip());
+  try {
+    cut.skip();
+    FAIL() << "a truncated frame was skipped";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("frame 3: the file ends inside the frame"), std::string::npos) << error.what();
+  }
+}
+
 TEST(Dcd, BigEndianFilesReadTheSame) {
   test::ScratchDir dir;
   const auto frames = random_frames(3, 11, true, 4);

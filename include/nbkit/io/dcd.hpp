@@ -26,7 +26,12 @@ class DcdReader {
   // The next frame; false at the end of the file. Throws nbkit::Error naming the file and
   // the frame (1-based) when a frame is truncated or its records are malformed.
   bool next(DcdFrame& frame);
-  std::int64_t frames_read() const { return read_; }
+  // Passes over the next frame without reading it (DCD frames have a fixed size: a seek), for a
+  // reader that needs only some frames (--stride, a rank's share under mpirun); false at the end
+  // of the file. Throws as next() does when the file ends inside the frame; the skipped frame's
+  // contents are not checked.
+  bool skip();
+  std::int64_t frames_read() const { return read_; }  // read or skipped
 
  private:
   std::int32_t read_int();
