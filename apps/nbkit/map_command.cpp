@@ -245,14 +245,39 @@ struct MapInputs {
   std::size_t input_atoms = 0;               // atoms in the input file (the trajectory's count)
 };
 
+// The atoms of the input, read (and charged by pdb2pqr, and selected) by rank 0 alone under
+// mpirun and broadcast to the others: one reader of the file and one pdb2pqr run for the job
+// (a thousand ranks reading one structure file at once is a file system's worst load), 40 bytes
+// an atom sent.
+void read_structure(const MapArguments& args, MapInputs& in);
+
 MapInputs read_inputs(const MapArguments& args) {
+  MapInputs in;
+  const Ranks& ranks = Ranks::world();
+  if (ranks.root()) read_structure(args, in);
+  if (ranks.distributed()) {
+    for (std::vector<double>* v : {&in.atoms.x, &in.atoms.y, &in.atoms.z, &in.atoms.charge, &in.atoms.radius})
+      ranks.broadcast(*v);
+    ranks.broadcast(in.selected);
+    std::vector<double> count{static_cast<double>(in.input_atoms)};
+    ranks.broadcast(count);
+    in.input_atoms = static_cast<std::size_t>(count[0]);
+  }
+  if (!args.trajectory.empty()) {
+    in.frames = std::make_unique<TrajectoryFrames>(args.trajectory, FrameRange{args.first, args.last, args.stride},
+                                                   in.input_atoms, args.input);
+    in.frames->load(in.atoms, in.selected);
+  }
+  return in;
+}
+
+void read_structure(const MapArguments& args, MapInputs& in) {
   io::ChargeOptions charge_options;
   charge_options.force_field = args.charges;
   charge_options.allow_missing = args.allow_missing;
   charge_options.save_pqr = args.save_pqr;
   std::string charges_notice;
   charge_options.notice = &charges_notice;
-  MapInputs in;
   in.atoms = io::read_atoms(args.input, charge_options);
   notice(charges_notice, args.run.quiet);
   const std::size_t all_atoms = in.atoms.size();
@@ -271,13 +296,7 @@ MapInputs read_inputs(const MapArguments& args) {
       chosen.push_back({in.atoms.x[i], in.atoms.y[i], in.atoms.z[i]}, in.atoms.charge[i], in.atoms.radius[i]);
     in.atoms = std::move(chosen);
   }
-  if (!args.trajectory.empty()) {
-    in.input_atoms = all_atoms;
-    in.frames = std::make_unique<TrajectoryFrames>(args.trajectory, FrameRange{args.first, args.last, args.stride},
-                                                   all_atoms, args.input);
-    in.frames->load(in.atoms, in.selected);
-  }
-  return in;
+  in.input_atoms = all_atoms;
 }
 
 // --periodic: the box of the input's CRYST1 record or --box, for the methods that have one.

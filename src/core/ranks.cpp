@@ -168,6 +168,38 @@ void Ranks::broadcast(std::string& text, int root) const {
 #endif
 }
 
+void Ranks::broadcast(std::vector<double>& values, int root) const {
+  if (!distributed()) return;
+  values.resize(broadcast_size(values.size(), root));
+  broadcast_bytes(values.data(), values.size() * sizeof(double), root);
+}
+
+void Ranks::broadcast(std::vector<std::int32_t>& values, int root) const {
+  if (!distributed()) return;
+  values.resize(broadcast_size(values.size(), root));
+  broadcast_bytes(values.data(), values.size() * sizeof(std::int32_t), root);
+}
+
+std::size_t Ranks::broadcast_size(std::size_t size, int root) const {
+  unsigned long long n = size;
+  broadcast_bytes(&n, sizeof n, root);
+  return static_cast<std::size_t>(n);
+}
+
+void Ranks::broadcast_bytes(void* data, std::size_t bytes, int root) const {
+#ifdef NBKIT_HAVE_MPI
+  char* p = static_cast<char*>(data);
+  constexpr std::size_t piece = std::size_t{1} << 30;  // MPI counts are ints
+  do {
+    const std::size_t n = std::min(bytes, piece);
+    check(MPI_Bcast(p, static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+    p += n, bytes -= n;
+  } while (bytes > 0);
+#else
+  (void)data, (void)bytes, (void)root;
+#endif
+}
+
 void Ranks::all_gather_ranges(double* data, const std::vector<std::int64_t>& bounds) const {
   if (!distributed()) return;
   if (bounds.size() != static_cast<std::size_t>(size_) + 1) throw Error("internal: a range for every rank is needed");

@@ -187,6 +187,8 @@ TEST(Mpi, TrajectoryMapsGiveThePlainRunsFile) {
   same_as_plain("--combine max", "max.mrc", {2}, 20);
   same_as_plain("--combine stdev --last 2", "three.mrc", {4}, 3);
   same_as_plain("--combine stdev --memory-limit 2M", "slabs.mrc", {3}, 20);
+  // The structure read and selected on rank 0 alone and broadcast: the selection's atoms.
+  same_as_plain("--combine avg --select \"not element H\"", "heavy.mrc", {3}, 20);
 
   const std::string out = dir.file("failed.mrc");
   const Result failed = run_ranks(3, base + "--combine avg -o " + out, "NBKIT_FAIL_RANK=1");

@@ -39,8 +39,10 @@ class Ranks {
   double all_sum(double value) const;
   // True on every rank when any rank passes true.
   bool any(bool value) const;
-  // `text` as `root` has it, on every rank.
+  // `text` (`values`) as `root` has it, on every rank (resized there).
   void broadcast(std::string& text, int root = 0) const;
+  void broadcast(std::vector<double>& values, int root = 0) const;
+  void broadcast(std::vector<std::int32_t>& values, int root = 0) const;
   // In place: rank r's entries data[bounds[r], bounds[r+1]) sent to every rank, so that every
   // rank holds all bounds.back() values.
   void all_gather_ranges(double* data, const std::vector<std::int64_t>& bounds) const;
@@ -81,6 +83,8 @@ class Ranks {
 
  private:
   Ranks() = default;
+  void broadcast_bytes(void* data, std::size_t bytes, int root) const;  // collective, in 1 GiB pieces
+  std::size_t broadcast_size(std::size_t size, int root) const;
   int rank_ = 0, size_ = 1, node_rank_ = 0, node_size_ = 1;
   friend class RanksAccess;
 };
