@@ -47,27 +47,43 @@ NBKIT_HOST_DEVICE void multiply_words(std::uint64_t a, std::uint64_t b, std::uin
 #endif
 }
 
-// |X| as two words and its sign; false when x is not finite or |x| >= 2^24.
+// |X| as two words and its sign; false when x is not finite or |x| >= 2^24. Integer operations
+// on the double's bits (no libm call: rint and floor cost 20 ns a point on the host).
 NBKIT_HOST_DEVICE bool to_exact(double x, std::uint64_t& magnitude_high, std::uint64_t& magnitude_low,
                                 bool& negative) {
   if (!(fabs(x) < kExactLimit)) return false;
-  // x * 2^80 is exact (a power of two); rint rounds to nearest, ties to even, on host and device.
-  const double m = fabs(rint(x * kExactScale));  // an integer below 2^104
-  const double high = floor(m * 0x1p-64);        // exact: below 2^40
-  // m - high * 2^64 keeps m's bits below 2^64, so it is exact and below 2^64.
-  magnitude_high = static_cast<std::uint64_t>(high);
-  magnitude_low = static_cast<std::uint64_t>(m - high * 0x1p64);
   negative = x < 0;
+  double m = fabs(x) * kExactScale;  // exact: a power of two; below 2^104
+  // Below 2^52 a double may have a fraction: adding and taking away 2^52 rounds it to an integer
+  // in the FPU's mode, to nearest with ties to even, on host and device alike (IEEE 754; no
+  // -ffast-math anywhere that would fold the two). From 2^52 up every double is an integer.
+  if (m < 0x1p52) m = (m + 0x1p52) - 0x1p52;
+  if (m < 0x1p64) {
+    magnitude_high = 0;
+    magnitude_low = static_cast<std::uint64_t>(m);  // exact: an integer below 2^64
+    return true;
+  }
+  // m = mantissa * 2^shift with the 53-bit mantissa and 12 <= shift <= 51 (2^64 <= m < 2^104).
+#if defined(__CUDA_ARCH__)
+  const auto bits = static_cast<std::uint64_t>(__double_as_longlong(m));
+#else
+  std::uint64_t bits;
+  __builtin_memcpy(&bits, &m, sizeof bits);
+#endif
+  const int shift = static_cast<int>((bits >> 52) & 0x7ff) - 1075;
+  const std::uint64_t mantissa = (bits & ((std::uint64_t{1} << 52) - 1)) | (std::uint64_t{1} << 52);
+  magnitude_high = mantissa >> (64 - shift);
+  magnitude_low = mantissa << shift;
   return true;
 }
 
 NBKIT_HOST_DEVICE void add_exact(ExactSum& sum, std::uint64_t magnitude_high, std::uint64_t magnitude_low,
                                  bool negative) {
-  std::uint64_t low = magnitude_low, high = magnitude_high;
-  if (negative) {  // two's complement of the 128-bit magnitude
-    low = ~low + 1;
-    high = ~high + (low == 0 ? 1 : 0);
-  }
+  // Two's complement of the 128-bit magnitude when negative, without a branch: with s all ones,
+  // (v ^ s) - s = -v, the borrow out of the low word taken from the high one.
+  const std::uint64_t s = std::uint64_t{0} - static_cast<std::uint64_t>(negative);
+  const std::uint64_t low = (magnitude_low ^ s) - s;
+  const std::uint64_t high = (magnitude_high ^ s) - s - (negative && magnitude_low != 0 ? 1 : 0);
   const std::uint64_t before = sum.low;
   sum.low += low;
   sum.high += high + (sum.low < before ? 1 : 0);

@@ -79,10 +79,18 @@ void FrameMoments::add(const double* frame) {
   } else {
     ExactSum* s = sums_.data();
     ExactSquares* q = squares_.empty() ? nullptr : squares_.data();
+    // Two loops, so that avg's has no test for the squares. A point that cannot be held is
+    // left out and named below; the accumulators are then not used.
     std::int64_t first_bad = n;
+    if (q) {
 #pragma omp parallel for schedule(static) reduction(min : first_bad) if (n > (1 << 16))
-    for (std::int64_t p = 0; p < n; ++p)
-      if (!accumulate_exact(frame[p], s[p], q ? q + p : nullptr)) first_bad = std::min(first_bad, p);
+      for (std::int64_t p = 0; p < n; ++p)
+        if (!accumulate_exact(frame[p], s[p], q + p)) first_bad = std::min(first_bad, p);
+    } else {
+#pragma omp parallel for schedule(static) reduction(min : first_bad) if (n > (1 << 16))
+      for (std::int64_t p = 0; p < n; ++p)
+        if (!accumulate_exact(frame[p], s[p], nullptr)) first_bad = std::min(first_bad, p);
+    }
     if (first_bad < n) bad = first_bad;
   }
   if (bad >= 0) {
