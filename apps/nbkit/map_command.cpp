@@ -1,10 +1,12 @@
-// nbkit map: electrostatic potential map of a molecule.
+// nbkit map: electrostatic potential map of a molecule (the options, the inputs, the lattice,
+// the run and its report; the slab-by-slab writing is map_writing.cpp).
+#include "map_command.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <csignal>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -35,35 +37,6 @@
 namespace nbkit::cli {
 
 namespace {
-
-struct MapArguments {
-  std::string input, output, png, slice, charges;
-  std::string method = "direct", units = "kT/e";
-  double spacing = 0.5, padding = 10.0;
-  std::string origin, dims, center, length;
-  std::optional<double> dielectric;
-  double temperature = units::default_temperature;
-  double ionic_strength = 0.15;
-  double cutoff = 12.0, bin_size = 0;
-  std::string smoothing = "cutcp";
-  bool periodic = false;
-  std::string box;
-  double msm_spacing = 0;
-  std::string msm_interpolation = "cubic", msm_splitting;
-  std::string trajectory, combine = "avg";
-  long long first = 0, last = -1, stride = 1;
-  bool allow_missing = false;
-  std::string save_pqr;
-  std::string weight = "number", select;  // density: the Gaussians' weight; the atoms mapped
-  double radius_scale = 1.0, sigma = 0;
-  bool points = false;
-  std::string memory_limit;  // --memory-limit: the map is computed and written in slabs within it
-  RunOptions run;  // --backend, --precision, --threads, --gpus, -q, --report; run.given: every option given
-};
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 Lattice choose_lattice(const MapArguments& args, const Atoms& atoms, const std::optional<PeriodicBox>& periodic_box) {
   const bool explicit_box = !args.origin.empty() || !args.dims.empty();
@@ -168,14 +141,6 @@ void check_trajectory_resources(const MapArguments& args, const Lattice& lattice
   plan.check();
 }
 
-// How a map is computed and written: slabs of rows within the memory limit.
-struct SlabPlan {
-  std::int64_t slab_rows = 0, slabs = 0;
-  std::uint64_t limit = 0;   // bytes; 0: none known
-  std::uint64_t memory = 0;  // what the run holds at its peak, as counted
-  bool overlap = false;      // slab n written while slab n+1 is computed
-};
-
 // The memory limit: --memory-limit, else 3/4 of what the machine has free now (the rest for
 // the page cache the writes go through and for the system), else none.
 // Under mpirun, per rank: the free memory is shared by the ranks on the machine.
@@ -235,15 +200,6 @@ SlabPlan plan_slabs(const MapArguments& args, const Atoms& atoms, const Lattice&
   resources.check();
   return plan;
 }
-
-// The atoms with their charges and radii (pdb2pqr's for --charges), and with a trajectory
-// the frames, the first one loaded.
-struct MapInputs {
-  Atoms atoms;
-  std::unique_ptr<TrajectoryFrames> frames;  // null without --trajectory
-  std::vector<std::int32_t> selected;        // --select's atoms of the input (empty: all)
-  std::size_t input_atoms = 0;               // atoms in the input file (the trajectory's count)
-};
 
 // The atoms of the input, read (and charged by pdb2pqr, and selected) by rank 0 alone under
 // mpirun and broadcast to the others: one reader of the file and one pdb2pqr run for the job
@@ -336,23 +292,6 @@ void periodic_notices(const MapOptions& options, const Atoms& atoms, const Latti
   }
 }
 
-// What a run computed and wrote, for the summary line and the report.
-struct ComputedMap {
-  MapStats stats;
-  TrajectoryMapStats trajectory;
-  double low = 0, high = 0;  // the values' span
-  SlabPlan slabs;            // how it was computed and written
-  double write_seconds = 0;  // writing the map file (overlapping the computation for GPU runs)
-  // Streamed maps: from opening the file to its first slab written (buffers, the first slab's
-  // computation) and from the last slab written to the file in place (closing, renaming): the
-  // parts of the run the disk is idle.
-  double before_first_write = 0, after_last_write = 0;
-  std::uint64_t write_bytes = 0;
-  std::optional<io::SliceInfo> slice;
-  std::vector<std::int64_t> rows;  // under mpirun: rank r computed rows [rows[r], rows[r+1])
-  std::vector<double> rates;       // each rank's measured rows a second
-};
-
 // The maps of the trajectory's frames combined in memory, with a progress bar.
 Map compute_trajectory(const MapArguments& args, MapInputs& in, const Lattice& lattice, MapOptions options,
                        ComputedMap& out) {
@@ -430,6 +369,8 @@ std::string method_line(const MapOptions& options, double kappa) {
                      options.temperature, parameters);
 }
 
+}  // namespace
+
 std::vector<std::string> map_comments(const MapArguments& args, const Atoms& atoms, const MapOptions& options,
                                       double kappa, int frames) {
   std::vector<std::string> comments = {
@@ -446,6 +387,8 @@ std::vector<std::string> map_comments(const MapArguments& args, const Atoms& ato
                                    args.first, args.stride));
   return comments;
 }
+
+namespace {
 
 struct MapTimes {
   double read = 0, write = 0, total = 0;
@@ -529,12 +472,6 @@ nlohmann::json map_report(const MapArguments& args, const Atoms& atoms, const La
   return report;
 }
 
-std::uint64_t file_bytes(const std::string& path) {
-  std::error_code error;
-  const auto bytes = std::filesystem::file_size(path, error);
-  return error ? 0 : static_cast<std::uint64_t>(bytes);
-}
-
 // Before a long run: how the map will be computed and written, and how much disk it takes.
 void slab_notice(const SlabPlan& plan, const Lattice& lattice, const std::string& output, bool default_limit,
                  bool quiet, int trajectory_arrays = 0) {
@@ -555,185 +492,6 @@ void slab_notice(const SlabPlan& plan, const Lattice& lattice, const std::string
     notice(fmt::format("{} will take about {} ({}; {} free there)", output, format_bytes(bytes),
                        io::to_string(io::guess_map_format(output)), format_bytes(available_disk_bytes(output))),
            quiet);
-}
-
-// The map computed slab by slab and written as each slab is done, with its statistics and the
-// --png plane collected on the way: the map is never whole in memory unless it fits.
-// Under mpirun each rank computes and writes its rows [row_begin, row_end) (RankRows).
-struct RankRows {
-  std::vector<std::int64_t> bounds;  // rank r's rows: [bounds[r], bounds[r+1])
-  std::vector<double> rates;         // each rank's measured rows a second (empty: one rank)
-  std::int64_t begin() const { return bounds[static_cast<std::size_t>(Ranks::world().rank())]; }
-  std::int64_t end() const { return bounds[static_cast<std::size_t>(Ranks::world().rank()) + 1]; }
-};
-
-// The lattice's rows among the job's ranks by their measured speed (measure_map_rows_per_second:
-// every rank times rows in the middle of the lattice, as many as its speed needs, at most a
-// quarter of its share); one rank: all of them.
-RankRows share_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options) {
-  const Ranks& ranks = Ranks::world();
-  RankRows rows;
-  rows.bounds = {0, lattice.rows()};
-  if (!ranks.distributed()) return rows;
-  const std::int64_t share = std::max<std::int64_t>(1, lattice.rows() / ranks.size());
-  // From 4 rows, grown until the rows beyond one take 0.1 s: each rank's sample fits its speed (a
-  // CPU rank beside an H100 stops at a few rows, not the 1.7 s a fixed sample of 450 rows took).
-  rows.rates = ranks.all_gather(
-      measure_map_rows_per_second(atoms, lattice, options, std::min<std::int64_t>(4, share),
-                                  std::max<std::int64_t>(1, share / 4), 0.1));
-  rows.bounds = split_rows_by_rate(lattice.rows(), rows.rates);
-  return rows;
-}
-
-// A rank failing on purpose as it writes (NBKIT_FAIL_RANK=R): how the tests check that a failing
-// rank ends the whole job with its message and leaves no output. NBKIT_FAIL_HOW=kill: the rank
-// is killed instead (SIGKILL, as the kernel's out-of-memory killer or a scheduler does), with no
-// chance to say or clean anything; mpirun then stops the others, whose signal handlers remove
-// the job's temporary.
-void fail_if_asked() {
-  const char* rank = std::getenv("NBKIT_FAIL_RANK");
-  if (!rank || std::atoi(rank) != Ranks::world().rank()) return;
-  const char* how = std::getenv("NBKIT_FAIL_HOW");
-  if (how && std::string(how) == "kill") std::raise(SIGKILL);
-  throw Error(fmt::format("rank {} fails as NBKIT_FAIL_RANK asks (a test of a failing rank)", rank));
-}
-
-void compute_and_write(const MapArguments& args, const Atoms& atoms, const Lattice& lattice, MapOptions options,
-                       const std::string& output, const std::vector<std::string>& comments, io::SlicePlane* plane,
-                       const RankRows& rows, ComputedMap& out) {
-  ProgressBar bar(fmt::format("{} map -> {}", to_string(options.method), output), !args.run.quiet);
-  options.progress = [&bar](double fraction) { bar.update(fraction); };
-  const auto opened = std::chrono::steady_clock::now();
-  auto last_written = opened;
-  bool first = true;
-  io::write_map_file(Ranks::world(), output, lattice, comments, rows.begin(), rows.end(), [&](io::MapFileWriter& writer) {
-    stream_map_rows(
-        atoms, lattice, options, rows.begin(), rows.end(), out.slabs.slab_rows,
-        [&](const MapSlab& slab) {
-          const auto start = std::chrono::steady_clock::now();
-          if (first) out.before_first_write = std::chrono::duration<double>(start - opened).count(), first = false;
-          const std::int64_t count = (slab.row_end - slab.row_begin) * lattice.dims[2];
-          fail_if_asked();
-          writer.write(slab.values, count);
-          out.write_seconds += seconds_since(start);
-          if (plane) plane->add(slab);
-          last_written = std::chrono::steady_clock::now();
-        },
-        &out.stats, out.slabs.overlap);
-    const auto start = std::chrono::steady_clock::now();
-    bar.finish();
-    out.write_bytes = writer.bytes_written();
-    out.write_seconds += seconds_since(start);
-  }, options.threads);
-  out.after_last_write = seconds_since(last_written);
-  out.write_bytes = std::max(out.write_bytes, file_bytes(output));
-  out.low = out.stats.min_value, out.high = out.stats.max_value;
-  const Ranks& ranks = Ranks::world();
-  if (!ranks.distributed()) return;
-  // The job's figures: the slowest rank's times, every rank's points, the values' span.
-  const bool none = rows.begin() == rows.end();
-  out.low = ranks.all_min(none ? HUGE_VAL : out.low), out.high = ranks.all_max(none ? -HUGE_VAL : out.high);
-  out.stats.min_value = out.low, out.stats.max_value = out.high;
-  out.stats.seconds = ranks.all_max(out.stats.seconds);
-  out.stats.kernel_seconds = ranks.all_max(out.stats.kernel_seconds);
-  out.stats.lattice_points = ranks.all_sum(out.stats.lattice_points);
-  out.stats.evaluations = ranks.all_sum(out.stats.evaluations);
-  out.write_seconds = ranks.all_max(out.write_seconds);
-  out.stats.detail += fmt::format("; {} ranks", ranks.size());
-  if (plane) plane->gather(ranks, rows.bounds);
-}
-
-// A trajectory's combined map a slab at a time, the frames read again for every slab (the
-// library's stream_frame_maps says why), each slab written as it is finished.
-// Under mpirun the frames are dealt among the ranks by their measured speed and every rank
-// computes its frames' maps of the whole slab; their exact sums merged, each rank finishes and
-// writes its own rows (stream_frame_maps_across): one process's bits, for any rank count.
-void combine_and_write(const MapArguments& args, MapInputs& in, const Lattice& lattice, MapOptions options,
-                       const std::string& output, double kappa, io::SlicePlane* plane, const RankRows& rows,
-                       ComputedMap& out) {
-  ProgressBar bar(fmt::format("{} map of the frames -> {}", to_string(options.method), output), !args.run.quiet);
-  options.progress = nullptr;
-  const long long expected = in.frames->expected();
-  const std::int64_t slabs = out.slabs.slabs;
-  bool first_frame = true;
-  double low = HUGE_VAL, high = -HUGE_VAL;
-  // The header is written before the frames are read: their count where the file says it (DCD,
-  // models), as the in-memory path writes it; XTC and TRR say "the frames".
-  const std::vector<std::string> comments =
-      map_comments(args, in.atoms, options, kappa, expected > 0 ? static_cast<int>(expected) : -1);
-  io::write_map_file(
-      Ranks::world(), output, lattice, comments, rows.begin(), rows.end(),
-      [&](io::MapFileWriter& writer) {
-        const auto rewind = [&] {  // the frames from the first again (the first slab's are loaded already)
-          if (first_frame) return;
-          in.frames = std::make_unique<TrajectoryFrames>(args.trajectory, FrameRange{args.first, args.last, args.stride},
-                                                         in.input_atoms, args.input);
-          first_frame = true;
-        };
-        const auto next_frame = [&](Atoms& target) {
-          if (first_frame) {
-            first_frame = false;
-            in.frames->load(target, in.selected);
-            return true;
-          }
-          if (!in.frames->advance()) return false;
-          in.frames->load(target, in.selected);
-          return true;
-        };
-        const auto skip_frame = [&] {  // another rank's frame: passed over unread (DCD)
-          if (first_frame) return !(first_frame = false);
-          return in.frames->advance(false);
-        };
-        const auto consume = [&](const MapSlab& slab) {
-          const auto start = std::chrono::steady_clock::now();
-          const std::int64_t count = (slab.row_end - slab.row_begin) * lattice.dims[2];
-          fail_if_asked();
-          writer.write(slab.values, count);
-          out.write_seconds += seconds_since(start);
-          const auto [slab_low, slab_high] = std::minmax_element(slab.values, slab.values + count);
-          low = std::min(low, *slab_low), high = std::max(high, *slab_high);
-          if (plane) plane->add(slab);
-        };
-        const auto on_frame = [&](std::int64_t slab, int frame) {
-          if (expected > 0)
-            bar.update((static_cast<double>(slab - 1) + static_cast<double>(frame) / static_cast<double>(expected)) /
-                       static_cast<double>(slabs));
-          else
-            bar.update(static_cast<double>(slab - 1) / static_cast<double>(slabs),
-                       fmt::format("slab {} of {}, {} frames", slab, slabs, frame));
-        };
-        const Combine combine = parse_combine(args.combine);
-        if (Ranks::world().distributed())
-          stream_frame_maps_across(Ranks::world(), in.atoms, lattice, options, combine, out.slabs.slab_rows,
-                                   rows.bounds, rows.rates, rewind, next_frame, skip_frame, consume, on_frame,
-                                   &out.trajectory);
-        else
-          stream_frame_maps(in.atoms, lattice, options, combine, out.slabs.slab_rows, rewind, next_frame, consume,
-                            on_frame, &out.trajectory);
-        bar.finish();
-        out.write_bytes = writer.bytes_written();
-      },
-      options.threads);
-  out.write_bytes = std::max(out.write_bytes, file_bytes(output));
-  out.low = low, out.high = high;
-  out.stats = out.trajectory.last_frame;
-  out.stats.seconds = out.trajectory.seconds;
-  out.stats.lattice_points = static_cast<double>(lattice.size()) * out.trajectory.frames;
-  out.stats.evaluations = 0;
-  out.stats.detail += fmt::format("; frames combined on the host, read {} times (once a slab)", slabs);
-  const Ranks& ranks = Ranks::world();
-  if (ranks.distributed()) {  // the job's figures, as compute_and_write gathers them
-    const bool none = rows.begin() == rows.end();
-    out.low = ranks.all_min(none ? HUGE_VAL : out.low), out.high = ranks.all_max(none ? -HUGE_VAL : out.high);
-    out.stats.seconds = ranks.all_max(out.stats.seconds);
-    out.trajectory.seconds = out.stats.seconds;
-    out.trajectory.frames = static_cast<int>(ranks.all_max(out.trajectory.frames));
-    out.stats.lattice_points = static_cast<double>(lattice.size()) * out.trajectory.frames;
-    out.write_seconds = ranks.all_max(out.write_seconds);
-    out.stats.detail += fmt::format("; frames dealt among {} ranks by speed, their exact sums merged", ranks.size());
-    if (plane) plane->gather(ranks, rows.bounds);
-  }
-  notice(out.stats.notice, args.run.quiet);
 }
 
 int run_map(const MapArguments& given) {
