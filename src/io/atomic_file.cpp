@@ -7,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -90,7 +91,18 @@ void unregister_path(int slot) {
   if (slot >= 0) g_slots[slot].state.store(0, std::memory_order_release);
 }
 
-std::string temporary_name(const std::string& target) { return target + ".tmp-" + std::to_string(::getpid()); }
+// target.tmp-HOST-PID: the process id alone can repeat on another machine, and the ranks of an
+// mpirun job on several hosts may probe the same directory of a shared file system at once
+// (O_EXCL would then fail one of them for nothing). The host name's characters outside
+// [A-Za-z0-9.-] become '_'.
+std::string temporary_name(const std::string& target) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  std::string name;
+  for (const char* c = host; *c; ++c)
+    name += (std::isalnum(static_cast<unsigned char>(*c)) || *c == '.' || *c == '-') ? *c : '_';
+  return target + ".tmp-" + (name.empty() ? std::string() : name + "-") + std::to_string(::getpid());
+}
 
 // /dev/stdout, /dev/fd/N and /proc/self/fd/N are written where they point now, without
 // following their links (a shell's redirection must keep receiving the output).
