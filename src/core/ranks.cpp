@@ -29,6 +29,9 @@ class RanksAccess {
 
 const Ranks& Ranks::world() { return RanksAccess::mutable_world(); }
 
+// Large messages go in pieces of at most 1 GiB (MPI counts are ints).
+constexpr std::size_t kMessagePiece = std::size_t{1} << 30;
+
 namespace {
 
 #ifdef NBKIT_HAVE_MPI
@@ -189,9 +192,8 @@ std::size_t Ranks::broadcast_size(std::size_t size, int root) const {
 void Ranks::broadcast_bytes(void* data, std::size_t bytes, int root) const {
 #ifdef NBKIT_HAVE_MPI
   char* p = static_cast<char*>(data);
-  constexpr std::size_t piece = std::size_t{1} << 30;  // MPI counts are ints
   do {
-    const std::size_t n = std::min(bytes, piece);
+    const std::size_t n = std::min(bytes, kMessagePiece);
     check(MPI_Bcast(p, static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
     p += n, bytes -= n;
   } while (bytes > 0);
@@ -243,8 +245,6 @@ std::vector<double> Ranks::gather(const std::vector<double>& values, int root) c
 #endif
 }
 
-// Large messages go in pieces of at most 1 GiB (MPI counts are ints).
-constexpr std::size_t kMessagePiece = std::size_t{1} << 30;
 
 #ifdef NBKIT_HAVE_MPI
 namespace {

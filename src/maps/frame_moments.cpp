@@ -72,10 +72,13 @@ void FrameMoments::add(const double* frame) {
   if (combine_ == Combine::min || combine_ == Combine::max) {
     double* e = extremes_.data();
     const bool low = combine_ == Combine::min;
-#pragma omp parallel for schedule(static) if (n > (1 << 18))
-    for (std::int64_t p = 0; p < n; ++p) e[p] = low ? std::min(e[p], frame[p]) : std::max(e[p], frame[p]);
-    for (std::int64_t p = 0; p < n && bad < 0; p += 1)
-      if (!std::isfinite(frame[p])) bad = p;
+    std::int64_t first_bad = n;  // in the same pass: a value that is not finite
+#pragma omp parallel for schedule(static) reduction(min : first_bad) if (n > (1 << 18))
+    for (std::int64_t p = 0; p < n; ++p) {
+      e[p] = low ? std::min(e[p], frame[p]) : std::max(e[p], frame[p]);
+      if (!std::isfinite(frame[p])) first_bad = std::min(first_bad, p);
+    }
+    if (first_bad < n) bad = first_bad;
   } else {
     ExactSum* s = sums_.data();
     ExactSquares* q = squares_.empty() ? nullptr : squares_.data();
