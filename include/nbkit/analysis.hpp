@@ -106,6 +106,10 @@ struct RdfResult {
   Backend backend = Backend::cpu;  // what counted them (never automatic)
   std::string detail;              // "2 threads", "NVIDIA H100 80GB HBM3 x1"
   std::string notice;              // why --backend auto did not use a GPU, if it did not
+  // Host seconds preparing frames (checking them, laying out the cells; on the CPU, sorting the
+  // atoms into them: the GPUs sort their own), and seconds the host waited for the GPUs' counts
+  // (each frame is sorted and counted there while the caller reads the next).
+  double prepare_seconds = 0, wait_seconds = 0;
 };
 
 // g(r) accumulated frame by frame. Counts are integers summed per thread and then in a fixed
@@ -125,6 +129,8 @@ class Rdf {
   // One frame: the coordinates of every atom of the table (Angstrom); `cell` empty: not
   // periodic. Throws nbkit::Error for a non-finite coordinate, or for rmax over half the cell's
   // smallest width (minimum images would not be unique).
+  // On the GPUs a frame is counted while the caller reads and sorts the next; result() waits
+  // for it (so result() is not safe to call from two threads at once).
   void add_frame(const float* x, const float* y, const float* z, const std::optional<Cell>& cell);
   RdfResult result() const;
   std::int64_t frames() const { return frames_; }
@@ -133,9 +139,16 @@ class Rdf {
   std::vector<std::int32_t> a_, b_, group_;  // group_: per atom (residue or molecule), or empty
   RdfOptions options_;
   std::vector<double> edges_;
-  std::vector<std::uint64_t> counts_;
-  std::vector<double> volume_weighted_;  // VMD's norm: the sum over frames of V_frame x the frame's counts
-  std::uint64_t distances_ = 0;
+  struct Scratch;  // one frame's cell lists (rdf.cpp), kept from frame to frame
+  void add_counts(const std::vector<std::uint64_t>& frame_counts, double volume) const;
+  void collect_in_flight() const;
+  // The totals: mutable because result() first adds the frame the GPUs may still be counting.
+  mutable std::vector<std::uint64_t> counts_;
+  mutable std::vector<double> volume_weighted_;  // VMD's norm: the sum over frames of V_frame x the frame's counts
+  mutable std::uint64_t distances_ = 0;
+  mutable double in_flight_volume_ = 0, wait_seconds_ = 0;
+  double prepare_seconds_ = 0;
+  bool a_is_b_ = false;  // the same atoms in both groups
   std::int64_t frames_ = 0;
   double volume_sum_ = 0;
   double pairs_ = 0;
@@ -144,6 +157,7 @@ class Rdf {
   std::string detail_, notice_;
   struct Gpus;  // the CUDA engine (rdf_cuda.cu), when backend_ is cuda
   std::unique_ptr<Gpus> gpus_;
+  std::unique_ptr<Scratch> scratch_;
 };
 
 }  // namespace nbkit::analysis

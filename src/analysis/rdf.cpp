@@ -1,15 +1,18 @@
 // Radial distribution functions (nbkit/analysis.hpp): per frame, group B's atoms sorted into a
 // cell list (fractional cells of the periodic cell, or boxes over B's extent without one), then
 // each group-A atom's neighbours in the 27 surrounding cells binned by distance
-// (rdf_pairs-inl.hpp, shared with the GPUs' kernel in rdf_cuda.cu). Threads take A atoms and
-// keep their own integer histograms, summed in thread order, so counts are exact and the same
-// for any thread or GPU count (Levine, Stone and Kohlmeyer 2011 bin on the GPU the same way:
-// integer histograms per block, merged at the end).
+// (rdf_pairs-inl.hpp, shared with the GPUs' kernels in rdf_cuda.cu). On the CPU the host sorts
+// and threads take A atoms, keeping their own integer histograms, summed in thread order; on the
+// GPUs (rdf_cuda.cu) the GPUs sort too, the host only checks the frame and lays out the cells.
+// Counts are exact and the same for any thread or GPU count (Levine, Stone and Kohlmeyer 2011
+// bin on the GPU the same way: integer histograms per block, merged at the end).
 #include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
+#include <limits>
 #include <numbers>
 
 #include "analysis/rdf_gpus.hpp"
@@ -32,36 +35,6 @@ std::vector<double> linspace_edges(double lo, double hi, int bins) {
   return e;
 }
 
-// The cells of one frame: which cell a position is in, and the position wrapped into the cell.
-struct CellList {
-  bool periodic = false;
-  std::array<int, 3> n{1, 1, 1};
-  Cell cell;                       // periodic: the cell; its inverse maps to fractions
-  std::array<Vec3, 3> inverse{};   // rows: fractional coordinate k = inverse[k] . x
-  Vec3 lo;                         // non-periodic: the grid's lower corner and cell edges
-  std::array<double, 3> width{};
-
-  int cells() const { return n[0] * n[1] * n[2]; }
-  std::array<int, 3> cell_of(Vec3 x, Vec3* wrapped) const {
-    std::array<int, 3> c{};
-    if (periodic) {
-      double f[3];
-      for (int k = 0; k < 3; ++k) {
-        f[k] = inverse[k].x * x.x + inverse[k].y * x.y + inverse[k].z * x.z;
-        f[k] -= std::floor(f[k]);
-        if (f[k] >= 1) f[k] = 0;  // -1e-17 - floor(...) rounds to 1
-        c[k] = std::min(n[k] - 1, static_cast<int>(f[k] * n[k]));
-      }
-      *wrapped = f[0] * cell.a + f[1] * cell.b + f[2] * cell.c;
-    } else {
-      for (int k = 0; k < 3; ++k) c[k] = std::clamp(static_cast<int>(std::floor((x[k] - lo[k]) / width[k])), 0, n[k] - 1);
-      *wrapped = x;
-    }
-    return c;
-  }
-  int flat(const std::array<int, 3>& c) const { return (c[0] * n[1] + c[1]) * n[2] + c[2]; }
-};
-
 Vec3 cross(Vec3 u, Vec3 v) { return {u.y * v.z - u.z * v.y, u.z * v.x - u.x * v.z, u.x * v.y - u.y * v.x}; }
 
 // At most about 2 atoms per cell and 2^21 cells: finer grids only add empty cells to visit.
@@ -70,7 +43,98 @@ int cells_along(double length, double rmax, double atoms_per_axis) {
   return static_cast<int>(std::clamp(std::floor(length / rmax), 1.0, most));
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A group's atoms of one frame sorted by cell, in the group's order within a cell (so the arrays
+// do not depend on the thread count): wrapped positions (periodic), the flat cell of each, the
+// atom's index and its residue or molecule (empty without exclusions).
+struct SortedAtoms {
+  std::vector<std::int32_t> start;  // cells + 1
+  std::vector<double> x, y, z;
+  std::vector<std::int32_t> cell, atom, group;
+  std::size_t size() const { return x.size(); }
+};
+
+// What sorting a group needs, kept from frame to frame (no fresh pages each frame).
+struct SortScratch {
+  std::vector<std::int32_t> cell, fill;  // per atom of the group; per cell
+  std::vector<double> wrapped;           // 3 per atom of the group
+};
+
+// Sorts a group's atoms into the grid's cells: each atom's cell and wrapped position on the
+// threads, then a counting sort that keeps the group's order within a cell.
+void sort_by_cell(const detail::PairGrid& grid, const float* x, const float* y, const float* z,
+                  const std::vector<std::int32_t>& atoms, const std::vector<std::int32_t>& group_of, int threads,
+                  SortScratch& scratch, SortedAtoms& out) {
+  const std::int64_t n = static_cast<std::int64_t>(atoms.size());
+  scratch.cell.resize(n), scratch.wrapped.resize(3 * n);
+  std::int32_t* cell = scratch.cell.data();
+  double* wrapped = scratch.wrapped.data();
+  const std::int32_t* atom = atoms.data();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t j = 0; j < n; ++j) {
+    const std::int32_t i = atom[j];
+    cell[j] = detail::place_in_cell(grid, x[i], y[i], z[i], wrapped + 3 * j);
+  }
+  const int cells = grid.n[0] * grid.n[1] * grid.n[2];
+  out.start.assign(cells + 1, 0);
+  for (std::int64_t j = 0; j < n; ++j) ++out.start[cell[j] + 1];
+  for (int c = 0; c < cells; ++c) out.start[c + 1] += out.start[c];
+  out.x.resize(n), out.y.resize(n), out.z.resize(n), out.cell.resize(n), out.atom.resize(n);
+  out.group.resize(group_of.empty() ? 0 : n);
+  scratch.fill.assign(out.start.begin(), out.start.end() - 1);
+  for (std::int64_t j = 0; j < n; ++j) {
+    const std::int32_t slot = scratch.fill[cell[j]]++;
+    out.x[slot] = wrapped[3 * j], out.y[slot] = wrapped[3 * j + 1], out.z[slot] = wrapped[3 * j + 2];
+    out.cell[slot] = cell[j];
+    out.atom[slot] = atom[j];
+    if (!group_of.empty()) out.group[slot] = group_of[atom[j]];
+  }
+}
+
+// The CPU's count of one frame (B sorted into the grid's cells, A's queries in cell order too so
+// that a thread's run reads the same cells): threads take A's atoms and keep their own integer
+// histograms, summed in thread order.
+std::vector<std::uint64_t> count_on_cpu(detail::PairGrid g, const SortedAtoms& b, const SortedAtoms& q,
+                                        const detail::BinRule& rule, int threads, std::uint64_t* distances_total) {
+  g.start = b.start.data(), g.x = b.x.data(), g.y = b.y.data(), g.z = b.z.data(), g.atom = b.atom.data();
+  g.group = b.group.empty() ? nullptr : b.group.data();
+  const int bins = rule.bins;
+  std::vector<std::vector<std::uint64_t>> partial(threads, std::vector<std::uint64_t>(bins, 0));
+  std::vector<std::uint64_t> tested(threads, 0);
+  const std::int64_t na = static_cast<std::int64_t>(q.size());
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    std::uint64_t* histogram = partial[t].data();
+    std::uint64_t distances = 0;
+#pragma omp for schedule(dynamic, 256)
+    for (std::int64_t p = 0; p < na; ++p) {
+      const double xi[3] = {q.x[p], q.y[p], q.z[p]};
+      int c[3];
+      detail::cell_coordinates(g, q.cell[p], c);
+      distances += detail::count_neighbours(g, rule, xi, c, q.atom[p], q.group.empty() ? -1 : q.group[p],
+                                            [histogram](int k) { ++histogram[k]; });
+    }
+    tested[t] = distances;
+  }
+  std::vector<std::uint64_t> counts(bins, 0);
+  for (int t = 0; t < threads; ++t) {
+    for (int k = 0; k < bins; ++k) counts[k] += partial[t][k];
+    *distances_total += tested[t];
+  }
+  return counts;
+}
+
 }  // namespace
+
+// The CPU's sorted groups and the sorting's scratch, kept from frame to frame.
+struct Rdf::Scratch {
+  SortedAtoms b, a;  // a: empty when A is B (the same atoms: B's arrays serve)
+  SortScratch sort;
+};
 
 RdfExclusion parse_rdf_exclusion(const std::string& s) {
   if (s == "none") return RdfExclusion::none;
@@ -88,7 +152,9 @@ RdfNorm parse_rdf_norm(const std::string& s) {
 }
 
 struct Rdf::Gpus {
-  Gpus(const std::vector<int>& gpus, const std::vector<double>& edges) : engine(gpus, edges) {}
+  Gpus(const std::vector<int>& gpus, const std::vector<double>& edges, const std::vector<std::int32_t>& a,
+       const std::vector<std::int32_t>& b, const std::vector<std::int32_t>& group)
+      : engine(gpus, edges, a, b, group) {}
   detail::RdfGpus engine;
 };
 
@@ -135,13 +201,15 @@ Rdf::Rdf(const AtomTable& table, std::vector<std::int32_t> a, std::vector<std::i
     for (std::size_t g = 0; g < in_a.size(); ++g) excluded += in_a[g] * in_b[g];
   }
   pairs_ = static_cast<double>(a_.size()) * static_cast<double>(b_.size()) - excluded;
+  a_is_b_ = a_ == b_;
   backend_ = resolve_backend(options.backend, &notice_);
   if (backend_ == Backend::reference) backend_ = Backend::cpu;  // the CPU loop is float64 already
   if (backend_ == Backend::cuda) {
-    gpus_ = std::make_unique<Gpus>(options.gpus, edges_);
+    gpus_ = std::make_unique<Gpus>(options.gpus, edges_, a_, b_, group_);
     detail_ = gpus_->engine.detail();
   } else {
     detail_ = fmt::format("{} threads", resolve_threads(options.threads));
+    scratch_ = std::make_unique<Scratch>();
   }
 }
 
@@ -150,15 +218,26 @@ Rdf::Rdf(Rdf&&) noexcept = default;
 Rdf& Rdf::operator=(Rdf&&) noexcept = default;
 
 void Rdf::add_frame(const float* x, const float* y, const float* z, const std::optional<Cell>& cell) {
+  const auto started = std::chrono::steady_clock::now();
   const double rmax = options_.rmax, rmin = options_.rmin;
-  const int bins = options_.bins;
   const std::int64_t frame = frames_ + 1;
-  for (const auto* group : {&a_, &b_})
-    for (std::int32_t i : *group)
-      if (!std::isfinite(x[i]) || !std::isfinite(y[i]) || !std::isfinite(z[i]))
-        throw Error(fmt::format("g(r): atom {} of frame {} has a coordinate that is not finite", i, frame));
+  const int threads = resolve_threads(options_.threads);
+  // The first atom (by index) of either group with a coordinate that is not finite, if any.
+  std::int64_t bad = std::numeric_limits<std::int64_t>::max();
+  for (const auto* group : {&a_, &b_}) {
+    const std::int64_t n = static_cast<std::int64_t>(group->size());
+    const std::int32_t* atoms = group->data();
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : bad)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::int32_t i = atoms[j];
+      if (!std::isfinite(x[i]) || !std::isfinite(y[i]) || !std::isfinite(z[i])) bad = std::min<std::int64_t>(bad, i);
+    }
+    if (a_is_b_) break;
+  }
+  if (bad != std::numeric_limits<std::int64_t>::max())
+    throw Error(fmt::format("g(r): atom {} of frame {} has a coordinate that is not finite", bad, frame));
 
-  CellList list;
+  detail::PairGrid grid;  // the cells' layout (the arrays are set where the pairs are counted)
   const double per_axis = std::cbrt(static_cast<double>(b_.size()) / 2);
   double volume = options_.volume;
   if (cell) {
@@ -168,13 +247,16 @@ void Rdf::add_frame(const float* x, const float* y, const float* z, const std::o
       throw Error(fmt::format("g(r): --rmax {} A is over half the narrowest width of frame {}'s cell ({} A): "
                               "minimum images would not be unique; use rmax <= {} A",
                               rmax, frame, narrowest, narrowest / 2));
-    list.periodic = true;
-    list.cell = *cell;
+    grid.periodic = true;
     // The reciprocal vectors: the rows of the inverse of the matrix of columns a, b, c.
     const Vec3 bc = cross(cell->b, cell->c);
     const double det = cell->a.x * bc.x + cell->a.y * bc.y + cell->a.z * bc.z;
-    list.inverse = {(1 / det) * bc, (1 / det) * cross(cell->c, cell->a), (1 / det) * cross(cell->a, cell->b)};
-    for (int k = 0; k < 3; ++k) list.n[k] = cells_along(widths[k], rmax, per_axis);
+    const Vec3 inverse[3] = {(1 / det) * bc, (1 / det) * cross(cell->c, cell->a), (1 / det) * cross(cell->a, cell->b)};
+    const Vec3 edges[3] = {cell->a, cell->b, cell->c};
+    for (int k = 0; k < 3; ++k) {
+      grid.n[k] = cells_along(widths[k], rmax, per_axis);
+      for (int a = 0; a < 3; ++a) grid.inverse[k][a] = inverse[k][a], grid.edge[k][a] = edges[k][a];
+    }
     volume = cell->volume();
   } else {
     if (options_.norm == RdfNorm::rdf && options_.volume <= 0)
@@ -183,106 +265,59 @@ void Rdf::add_frame(const float* x, const float* y, const float* z, const std::o
                               frame));
     // VMD's rule for frames without a cell: "a particle volume of 30 A^3 (~ 1 water)" a group-A atom.
     if (options_.norm == RdfNorm::vmd && options_.volume <= 0) volume = 30.0 * static_cast<double>(a_.size());
-    Vec3 lo{1e300, 1e300, 1e300}, hi{-1e300, -1e300, -1e300};
+    double lo[3] = {1e300, 1e300, 1e300}, hi[3] = {-1e300, -1e300, -1e300};
     for (std::int32_t i : b_) {
-      const Vec3 p{x[i], y[i], z[i]};
+      const double p[3] = {x[i], y[i], z[i]};
       for (int k = 0; k < 3; ++k) lo[k] = std::min(lo[k], p[k]), hi[k] = std::max(hi[k], p[k]);
     }
-    list.lo = lo;
     for (int k = 0; k < 3; ++k) {
-      list.n[k] = cells_along(hi[k] - lo[k], rmax, per_axis);
-      list.width[k] = std::max((hi[k] - lo[k]) / list.n[k], rmax);
+      grid.n[k] = cells_along(hi[k] - lo[k], rmax, per_axis);
+      grid.lo[k] = lo[k];
+      grid.width[k] = std::max((hi[k] - lo[k]) / grid.n[k], rmax);
     }
   }
-
-  // Group B by cell (a counting sort), group A wrapped the same way, in plain arrays.
-  detail::FrameArrays f;
-  const int cells = list.cells();
-  f.start.assign(cells + 1, 0);
-  std::vector<int> cell_of_b(b_.size());
-  std::vector<Vec3> wrapped(b_.size());
-  for (std::size_t j = 0; j < b_.size(); ++j) {
-    const std::int32_t i = b_[j];
-    cell_of_b[j] = list.flat(list.cell_of({x[i], y[i], z[i]}, &wrapped[j]));
-    ++f.start[cell_of_b[j] + 1];
-  }
-  for (int c = 0; c < cells; ++c) f.start[c + 1] += f.start[c];
-  const std::size_t nb = b_.size(), na = a_.size();
-  f.bx.resize(nb), f.by.resize(nb), f.bz.resize(nb), f.b_atom.resize(nb);
-  if (!group_.empty()) f.b_group.resize(nb);
-  {
-    std::vector<std::int32_t> fill(f.start.begin(), f.start.end() - 1);
-    for (std::size_t j = 0; j < nb; ++j) {
-      const std::int32_t slot = fill[cell_of_b[j]]++;
-      f.bx[slot] = wrapped[j].x, f.by[slot] = wrapped[j].y, f.bz[slot] = wrapped[j].z;
-      f.b_atom[slot] = b_[j];
-      if (!group_.empty()) f.b_group[slot] = group_[b_[j]];
-    }
-  }
-  // A in cell order too: neighbouring queries (a GPU warp, a thread's run) read the same cells.
-  std::vector<std::array<int, 3>> cell_of_a(na);
-  std::vector<Vec3> wrapped_a(na);
-  std::vector<std::int32_t> a_start(cells + 1, 0);
-  for (std::size_t p = 0; p < na; ++p) {
-    const std::int32_t i = a_[p];
-    cell_of_a[p] = list.cell_of({x[i], y[i], z[i]}, &wrapped_a[p]);
-    ++a_start[list.flat(cell_of_a[p]) + 1];
-  }
-  for (int c = 0; c < cells; ++c) a_start[c + 1] += a_start[c];
-  f.ax.resize(na), f.ay.resize(na), f.az.resize(na), f.a_cell.resize(3 * na), f.a_atom.resize(na);
-  f.a_group.assign(na, -1);
-  for (std::size_t p = 0; p < na; ++p) {
-    const std::int32_t slot = a_start[list.flat(cell_of_a[p])]++;
-    const std::int32_t i = a_[p];
-    f.ax[slot] = wrapped_a[p].x, f.ay[slot] = wrapped_a[p].y, f.az[slot] = wrapped_a[p].z;
-    for (int k = 0; k < 3; ++k) f.a_cell[3 * slot + k] = cell_of_a[p][k];
-    f.a_atom[slot] = i;
-    if (!group_.empty()) f.a_group[slot] = group_[i];
-  }
-  detail::PairGrid& g = f.grid;
-  g.periodic = list.periodic;
-  for (int k = 0; k < 3; ++k) {
-    g.n[k] = list.n[k];
-    const Vec3 e = k == 0 ? list.cell.a : (k == 1 ? list.cell.b : list.cell.c);
-    g.edge[k][0] = e.x, g.edge[k][1] = e.y, g.edge[k][2] = e.z;
-  }
-  const detail::BinRule rule{rmin, rmax, rmin * rmin, rmax * rmax, bins / (rmax - rmin), bins, edges_.data()};
-  // VMD's norm weights this frame's counts by its volume: the counts before it, kept.
-  const std::vector<std::uint64_t> before = volume_weighted_.empty() ? std::vector<std::uint64_t>{} : counts_;
+  const detail::BinRule rule{rmin, rmax, rmin * rmin, rmax * rmax, options_.bins / (rmax - rmin), options_.bins,
+                             edges_.data()};
 
   if (gpus_) {
-    distances_ += gpus_->engine.count(f, rule, counts_.data());
+    // The GPUs sort and count this frame while the caller reads the next.
+    prepare_seconds_ += seconds_since(started);
+    collect_in_flight();
+    gpus_->engine.submit(x, y, z, grid, rule);
+    in_flight_volume_ = volume;
   } else {
-    g.start = f.start.data(), g.x = f.bx.data(), g.y = f.by.data(), g.z = f.bz.data(), g.atom = f.b_atom.data();
-    g.group = group_.empty() ? nullptr : f.b_group.data();
-    const int threads = resolve_threads(options_.threads);
-    std::vector<std::vector<std::uint64_t>> partial(threads, std::vector<std::uint64_t>(bins, 0));
-    std::vector<std::uint64_t> tested(threads, 0);
-#pragma omp parallel num_threads(threads)
-    {
-      const int t = omp_get_thread_num();
-      std::uint64_t* histogram = partial[t].data();
-      std::uint64_t distances = 0;
-#pragma omp for schedule(dynamic, 256)
-      for (std::int64_t p = 0; p < static_cast<std::int64_t>(na); ++p) {
-        const double xi[3] = {f.ax[p], f.ay[p], f.az[p]};
-        distances += detail::count_neighbours(g, rule, xi, &f.a_cell[3 * p], f.a_atom[p], f.a_group[p],
-                                              [histogram](int k) { ++histogram[k]; });
-      }
-      tested[t] = distances;
-    }
-    for (int t = 0; t < threads; ++t) {
-      for (int k = 0; k < bins; ++k) counts_[k] += partial[t][k];
-      distances_ += tested[t];
-    }
+    Scratch& scratch = *scratch_;
+    sort_by_cell(grid, x, y, z, b_, group_, threads, scratch.sort, scratch.b);
+    if (!a_is_b_) sort_by_cell(grid, x, y, z, a_, group_, threads, scratch.sort, scratch.a);
+    prepare_seconds_ += seconds_since(started);
+    add_counts(count_on_cpu(grid, scratch.b, a_is_b_ ? scratch.b : scratch.a, rule, threads, &distances_), volume);
   }
-  for (std::size_t k = 0; k < volume_weighted_.size(); ++k)
-    volume_weighted_[k] += volume * static_cast<double>(counts_[k] - before[k]);
   volume_sum_ += volume;
   ++frames_;
 }
 
+// One frame's counts into the totals; VMD's norm weights them by the frame's volume.
+void Rdf::add_counts(const std::vector<std::uint64_t>& frame_counts, double volume) const {
+  for (std::size_t k = 0; k < counts_.size(); ++k) counts_[k] += frame_counts[k];
+  for (std::size_t k = 0; k < volume_weighted_.size(); ++k)
+    volume_weighted_[k] += volume * static_cast<double>(frame_counts[k]);
+}
+
+// The frame the GPUs are counting, if any, into the totals.
+void Rdf::collect_in_flight() const {
+  if (!gpus_) return;
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::uint64_t> frame_counts(counts_.size(), 0);
+  std::uint64_t distances = 0;
+  if (gpus_->engine.collect(frame_counts.data(), &distances)) {
+    distances_ += distances;
+    add_counts(frame_counts, in_flight_volume_);
+  }
+  wait_seconds_ += seconds_since(started);
+}
+
 RdfResult Rdf::result() const {
+  collect_in_flight();
   RdfResult r;
   r.edges = edges_;
   r.counts = counts_;
@@ -292,6 +327,8 @@ RdfResult Rdf::result() const {
   r.backend = backend_;
   r.detail = detail_;
   r.notice = notice_;
+  r.prepare_seconds = prepare_seconds_;
+  r.wait_seconds = wait_seconds_;
   r.mean_volume = frames_ > 0 ? volume_sum_ / static_cast<double>(frames_) : 0;
   const int bins = options_.bins;
   r.g.assign(bins, 0);

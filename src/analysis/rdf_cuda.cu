@@ -1,16 +1,26 @@
-// g(r) on the GPUs (rdf_gpus.hpp): one thread per group-A atom (A sorted by cell, so that a
-// warp's atoms read the same cells of B), the pair loop of rdf_pairs-inl.hpp, a block's counts in
-// a shared-memory histogram added into the GPU's 64-bit one at the end (Levine, Stone and
-// Kohlmeyer 2011, section 3: per-block histograms merged once). Integer counts, so the result
-// does not depend on the order threads finish in, nor on how A is split among GPUs.
+// g(r) on the GPUs (rdf_gpus.hpp). Per frame and GPU: the groups' float32 coordinates copied in
+// (gathered on the host into page-locked memory, one copy), each atom placed in its cell
+// (place_in_cell of rdf_pairs-inl.hpp, the host's arithmetic without fused multiply-adds), a
+// stable radix sort by cell (so within a cell the group's order: the host's sort, and the same
+// order on every GPU, which split A by position in it), the cells' starts by a scan, then the
+// pair kernel: one thread per group-A atom and per column of three neighbouring cells (9 per
+// atom: many more threads than atoms, so a 33,000-atom group fills an H100), the pair loop of
+// rdf_pairs-inl.hpp, a block's counts in a shared-memory histogram added into the GPU's 64-bit
+// one at the end (Levine, Stone and Kohlmeyer 2011, section 3: per-block histograms merged
+// once). Integer counts, so the result does not depend on the order threads finish in, nor on
+// how A is split among GPUs. The frame's counts come back into page-locked memory; the host
+// collects them while the next frame is read.
+#include <cub/cub.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "analysis/rdf_gpus.hpp"
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/pinned_buffer.hpp"
 #include "cuda/stream.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
@@ -24,29 +34,84 @@ constexpr int kThreads = 128;
 // every B atom) and the bins fit the shared memory; else each pair adds to the GPU's histogram.
 constexpr int kMostSharedBins = 12288;
 
+int blocks_for(std::int64_t n, int threads = 256) { return static_cast<int>((n + threads - 1) / threads); }
+
+// A group's atoms sorted by cell on one GPU: wrapped positions, flat cells, atom indices and
+// residues or molecules (group: empty without exclusions).
+struct SortedGroup {
+  std::int64_t n = 0;
+  cuda::DeviceBuffer<std::int32_t> atom_list, group_list;  // the group's atoms and their groups, in its order
+  cuda::DeviceBuffer<float> position;                      // 3 n: x..., y..., z...
+  cuda::DeviceBuffer<double> wrapped;                      // 3 n, in the group's order
+  cuda::DeviceBuffer<std::int32_t> key, sorted_key, order, sorted_order;
+  cuda::DeviceBuffer<std::int32_t> count, start;  // cells + 1
+  cuda::DeviceBuffer<double> x, y, z;             // sorted
+  cuda::DeviceBuffer<std::int32_t> cell, atom, group;
+};
+
+// Each atom's flat cell (the sort key), its wrapped position, and the cells' atom counts.
+__global__ void place_atoms(PairGrid grid, std::int64_t n, const float* __restrict__ position,
+                            std::int32_t* __restrict__ key, std::int32_t* __restrict__ order,
+                            double* __restrict__ wrapped, std::int32_t* __restrict__ count) {
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  double w[3];
+  const int c = place_in_cell(grid, position[j], position[n + j], position[2 * n + j], w);
+  key[j] = c;
+  order[j] = static_cast<std::int32_t>(j);
+  wrapped[j] = w[0], wrapped[n + j] = w[1], wrapped[2 * n + j] = w[2];
+  atomicAdd(&count[c], 1);
+}
+
+// The sorted arrays: slot s holds the group's atom order[s].
+__global__ void gather_sorted(std::int64_t n, const std::int32_t* __restrict__ order,
+                              const std::int32_t* __restrict__ sorted_key, const double* __restrict__ wrapped,
+                              const std::int32_t* __restrict__ atom_list, const std::int32_t* __restrict__ group_list,
+                              double* __restrict__ x, double* __restrict__ y, double* __restrict__ z,
+                              std::int32_t* __restrict__ cell, std::int32_t* __restrict__ atom,
+                              std::int32_t* __restrict__ group) {
+  const std::int64_t s = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= n) return;
+  const std::int32_t j = order[s];
+  x[s] = wrapped[j], y[s] = wrapped[n + j], z[s] = wrapped[2 * n + j];
+  cell[s] = sorted_key[s];
+  atom[s] = atom_list[j];
+  if (group_list) group[s] = group_list[j];
+}
+
+// Queries [first, last) of sorted A against B: blockIdx.y picks the column (ox, oy) of three
+// neighbouring cells (oz = -1, 0, 1) each thread visits.
 __global__ void count_pairs(PairGrid grid, BinRule rule, const double* __restrict__ ax, const double* __restrict__ ay,
                             const double* __restrict__ az, const std::int32_t* __restrict__ a_cell,
                             const std::int32_t* __restrict__ a_atom, const std::int32_t* __restrict__ a_group,
-                            std::int64_t na, bool shared_bins, unsigned long long* __restrict__ histogram,
-                            unsigned long long* __restrict__ distances) {
+                            std::int64_t first, std::int64_t last, bool shared_bins,
+                            unsigned long long* __restrict__ histogram, unsigned long long* __restrict__ distances) {
   extern __shared__ unsigned int local[];
   if (shared_bins) {
     for (int k = threadIdx.x; k < rule.bins; k += blockDim.x) local[k] = 0;
     __syncthreads();
   }
-  const std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t p = first + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   std::uint64_t tested = 0;
-  if (p < na) {
+  if (p < last) {
     const double x[3] = {ax[p], ay[p], az[p]};
-    const int c[3] = {a_cell[3 * p], a_cell[3 * p + 1], a_cell[3 * p + 2]};
-    tested = count_neighbours(grid, rule, x, c, a_atom[p], a_group ? a_group[p] : -1, [&](int k) {
+    int c[3];
+    cell_coordinates(grid, a_cell[p], c);
+    const std::int32_t group = a_group ? a_group[p] : -1;
+    const auto add = [&](int k) {
       if (shared_bins)
         atomicAdd(&local[k], 1u);
       else
         atomicAdd(&histogram[k], 1ull);
-    });
+    };
+    for (int oz = -1; oz <= 1; ++oz) {
+      const int o[3] = {static_cast<int>(blockIdx.y) / 3 - 1, static_cast<int>(blockIdx.y) % 3 - 1, oz};
+      tested += count_in_cell(grid, rule, x, c, o, a_atom[p], group, add);
+    }
   }
-  if (tested) atomicAdd(distances, static_cast<unsigned long long>(tested));
+  // One atomic a warp for the distances tested.
+  for (int offset = 16; offset > 0; offset /= 2) tested += __shfl_down_sync(0xffffffffu, tested, offset);
+  if ((threadIdx.x & 31) == 0 && tested) atomicAdd(distances, static_cast<unsigned long long>(tested));
   if (shared_bins) {
     __syncthreads();
     for (int k = threadIdx.x; k < rule.bins; k += blockDim.x)
@@ -55,9 +120,8 @@ __global__ void count_pairs(PairGrid grid, BinRule rule, const double* __restric
 }
 
 template <class T>
-void upload(cuda::DeviceBuffer<T>& buffer, const T* host, std::size_t count, cudaStream_t stream) {
+void ensure(cuda::DeviceBuffer<T>& buffer, std::size_t count) {
   if (buffer.size() < count) buffer = cuda::DeviceBuffer<T>(std::max<std::size_t>(count, buffer.size() * 3 / 2));
-  if (count) buffer.upload(host, count, stream);
 }
 
 }  // namespace
@@ -67,36 +131,70 @@ struct RdfGpus::State {
     int index = 0;
     std::string name;
     cuda::Stream stream;
-    cuda::DeviceBuffer<double> edges, bx, by, bz, ax, ay, az;
-    cuda::DeviceBuffer<std::int32_t> start, b_atom, b_group, a_cell, a_atom, a_group;
-    cuda::DeviceBuffer<unsigned long long> histogram, distances;  // distances: 1
+    cuda::DeviceBuffer<double> edges;
+    SortedGroup b, a;  // a: unused when A is B
+    cuda::DeviceBuffer<unsigned long long> histogram;  // bins, then the distances tested
+    cuda::DeviceBuffer<unsigned char> scratch;         // CUB's
     explicit Device(const GpuInfo& gpu) : index(gpu.index), name(gpu.name) {}
   };
   std::vector<std::unique_ptr<Device>> devices;
   int bins = 0;
+  bool a_is_b = false, groups = false;
+  std::vector<std::int32_t> a, b;                    // the groups' atoms, for the gather
+  cuda::PinnedBuffer<float> positions;               // 3 nb, then 3 na (unless A is B)
+  cuda::PinnedBuffer<unsigned long long> counts;     // per GPU: bins + 1
+  bool in_flight = false;
 };
 
-RdfGpus::RdfGpus(const std::vector<int>& gpus, const std::vector<double>& edges) : state_(std::make_unique<State>()) {
+RdfGpus::RdfGpus(const std::vector<int>& gpus, const std::vector<double>& edges, const std::vector<std::int32_t>& a,
+                 const std::vector<std::int32_t>& b, const std::vector<std::int32_t>& group)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
   int previous = 0;
   NBKIT_CUDA_CHECK(cudaGetDevice(&previous));
-  state_->bins = static_cast<int>(edges.size()) - 1;
+  s.bins = static_cast<int>(edges.size()) - 1;
+  s.a_is_b = a == b;
+  s.groups = !group.empty();
+  s.a = a, s.b = b;
+  const std::size_t nb = b.size(), na = s.a_is_b ? 0 : a.size();
+  s.positions = cuda::PinnedBuffer<float>(3 * (nb + na));
   for (const GpuInfo& gpu : resolve_gpus(gpus)) {
     NBKIT_CUDA_CHECK(cudaSetDevice(gpu.index));
     auto d = std::make_unique<State::Device>(gpu);
-    upload(d->edges, edges.data(), edges.size(), d->stream);
-    d->histogram = cuda::DeviceBuffer<unsigned long long>(state_->bins);
-    d->distances = cuda::DeviceBuffer<unsigned long long>(1);
-    NBKIT_CUDA_CHECK(cudaMemsetAsync(d->histogram.data(), 0, sizeof(unsigned long long) * state_->bins, d->stream));
-    NBKIT_CUDA_CHECK(cudaMemsetAsync(d->distances.data(), 0, sizeof(unsigned long long), d->stream));
-    state_->devices.push_back(std::move(d));
+    d->edges = cuda::DeviceBuffer<double>(edges.size());
+    d->edges.upload(edges.data(), edges.size(), d->stream);
+    d->histogram = cuda::DeviceBuffer<unsigned long long>(s.bins + 1);
+    for (SortedGroup* g : {&d->b, &d->a}) {
+      const std::vector<std::int32_t>& atoms = g == &d->b ? b : a;
+      if (g == &d->a && s.a_is_b) continue;
+      g->n = static_cast<std::int64_t>(atoms.size());
+      std::vector<std::int32_t> groups(s.groups ? atoms.size() : 0);
+      for (std::size_t j = 0; j < groups.size(); ++j) groups[j] = group[atoms[j]];
+      g->atom_list = cuda::DeviceBuffer<std::int32_t>(atoms.size());
+      g->atom_list.upload(atoms.data(), atoms.size(), d->stream);
+      if (s.groups) {
+        g->group_list = cuda::DeviceBuffer<std::int32_t>(groups.size());
+        g->group_list.upload(groups.data(), groups.size(), d->stream);
+        g->group = cuda::DeviceBuffer<std::int32_t>(atoms.size());
+      }
+      g->position = cuda::DeviceBuffer<float>(3 * atoms.size());
+      g->wrapped = cuda::DeviceBuffer<double>(3 * atoms.size());
+      for (auto* v : {&g->key, &g->sorted_key, &g->order, &g->sorted_order, &g->cell, &g->atom})
+        *v = cuda::DeviceBuffer<std::int32_t>(atoms.size());
+      for (auto* v : {&g->x, &g->y, &g->z}) *v = cuda::DeviceBuffer<double>(atoms.size());
+      NBKIT_CUDA_CHECK(cudaStreamSynchronize(d->stream));  // `groups` is a local
+    }
+    s.devices.push_back(std::move(d));
   }
+  s.counts = cuda::PinnedBuffer<unsigned long long>(s.devices.size() * (s.bins + 1));
   cudaSetDevice(previous);
 }
 
 RdfGpus::~RdfGpus() {
   if (!state_) return;
-  for (auto& d : state_->devices) {  // each buffer freed on its own device
+  for (auto& d : state_->devices) {  // each buffer freed on its own device, after its last work
     cudaSetDevice(d->index);
+    cudaStreamSynchronize(d->stream);
     d.reset();
   }
 }
@@ -106,58 +204,107 @@ std::string RdfGpus::detail() const {
   return d.empty() ? "" : d.front()->name + " x" + std::to_string(d.size());
 }
 
-std::uint64_t RdfGpus::count(const FrameArrays& f, const BinRule& rule, std::uint64_t* histogram) {
+namespace {
+
+// Sorts one group of the frame (its float32 coordinates already in g.position) into the grid's cells.
+void sort_group(SortedGroup& g, const PairGrid& grid, cuda::DeviceBuffer<unsigned char>& scratch, cudaStream_t stream) {
+  const int cells = grid.n[0] * grid.n[1] * grid.n[2];
+  ensure(g.count, cells + 1), ensure(g.start, cells + 1);
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(g.count.data(), 0, sizeof(std::int32_t) * (cells + 1), stream));
+  place_atoms<<<blocks_for(g.n), 256, 0, stream>>>(grid, g.n, g.position.data(), g.key.data(), g.order.data(),
+                                                   g.wrapped.data(), g.count.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  int bits = 1;
+  while ((1 << bits) < cells) ++bits;
+  std::size_t sort_bytes = 0, scan_bytes = 0;
+  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, g.key.data(), g.sorted_key.data(),
+                                                   g.order.data(), g.sorted_order.data(), g.n, 0, bits, stream));
+  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, g.count.data(), g.start.data(), cells + 1, stream));
+  ensure(scratch, std::max(sort_bytes, scan_bytes));
+  sort_bytes = scan_bytes = scratch.size();
+  // Stable: atoms of one cell keep the group's order, as the host's counting sort keeps it.
+  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.data(), sort_bytes, g.key.data(), g.sorted_key.data(),
+                                                   g.order.data(), g.sorted_order.data(), g.n, 0, bits, stream));
+  NBKIT_CUDA_CHECK(
+      cub::DeviceScan::ExclusiveSum(scratch.data(), scan_bytes, g.count.data(), g.start.data(), cells + 1, stream));
+  gather_sorted<<<blocks_for(g.n), 256, 0, stream>>>(
+      g.n, g.sorted_order.data(), g.sorted_key.data(), g.wrapped.data(), g.atom_list.data(),
+      g.group_list.size() ? g.group_list.data() : nullptr, g.x.data(), g.y.data(), g.z.data(), g.cell.data(),
+      g.atom.data(), g.group.size() ? g.group.data() : nullptr);
+  NBKIT_CUDA_CHECK_LAUNCH();
+}
+
+// A group's coordinates, gathered into page-locked memory as x..., y..., z....
+void gather(const std::vector<std::int32_t>& atoms, const float* x, const float* y, const float* z, float* out) {
+  const std::size_t n = atoms.size();
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::int32_t i = atoms[j];
+    out[j] = x[i], out[n + j] = y[i], out[2 * n + j] = z[i];
+  }
+}
+
+}  // namespace
+
+void RdfGpus::submit(const float* x, const float* y, const float* z, const PairGrid& layout, const BinRule& rule) {
+  State& s = *state_;
+  if (s.in_flight) throw Error("g(r): a frame was submitted to the GPUs before the last one was collected");
   int previous = 0;
   NBKIT_CUDA_CHECK(cudaGetDevice(&previous));
-  const std::int64_t na = static_cast<std::int64_t>(f.ax.size());
-  const std::int64_t devices = static_cast<std::int64_t>(state_->devices.size());
-  const bool shared_bins = rule.bins <= kMostSharedBins && static_cast<double>(kThreads) * f.bx.size() < 4.0e9;
-  // Group A in contiguous parts, one per GPU; every GPU gets all of B.
+  const std::size_t nb = s.b.size();
+  gather(s.b, x, y, z, s.positions.data());
+  if (!s.a_is_b) gather(s.a, x, y, z, s.positions.data() + 3 * nb);
+  const std::int64_t devices = static_cast<std::int64_t>(s.devices.size());
+  const bool shared_bins = rule.bins <= kMostSharedBins && static_cast<double>(kThreads) * nb < 4.0e9;
   for (std::int64_t n = 0; n < devices; ++n) {
-    State::Device& d = *state_->devices[n];
+    State::Device& d = *s.devices[n];
     NBKIT_CUDA_CHECK(cudaSetDevice(d.index));
-    const std::int64_t first = na * n / devices, last = na * (n + 1) / devices, count = last - first;
-    upload(d.start, f.start.data(), f.start.size(), d.stream);
-    upload(d.bx, f.bx.data(), f.bx.size(), d.stream);
-    upload(d.by, f.by.data(), f.by.size(), d.stream);
-    upload(d.bz, f.bz.data(), f.bz.size(), d.stream);
-    upload(d.b_atom, f.b_atom.data(), f.b_atom.size(), d.stream);
-    upload(d.b_group, f.b_group.data(), f.b_group.size(), d.stream);
-    upload(d.ax, f.ax.data() + first, count, d.stream);
-    upload(d.ay, f.ay.data() + first, count, d.stream);
-    upload(d.az, f.az.data() + first, count, d.stream);
-    upload(d.a_cell, f.a_cell.data() + 3 * first, 3 * count, d.stream);
-    upload(d.a_atom, f.a_atom.data() + first, count, d.stream);
-    upload(d.a_group, f.a_group.data() + first, count, d.stream);
-    if (count == 0) continue;
-    PairGrid grid = f.grid;
-    grid.start = d.start.data(), grid.x = d.bx.data(), grid.y = d.by.data(), grid.z = d.bz.data();
-    grid.atom = d.b_atom.data();
-    grid.group = f.b_group.empty() ? nullptr : d.b_group.data();
-    BinRule device_rule = rule;
-    device_rule.edges = d.edges.data();
-    const auto blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
-    count_pairs<<<blocks, kThreads, shared_bins ? sizeof(unsigned int) * rule.bins : 0, d.stream>>>(
-        grid, device_rule, d.ax.data(), d.ay.data(), d.az.data(), d.a_cell.data(), d.a_atom.data(),
-        f.b_group.empty() ? nullptr : d.a_group.data(), count, shared_bins, d.histogram.data(), d.distances.data());
-    NBKIT_CUDA_CHECK_LAUNCH();
+    d.b.position.upload(s.positions.data(), 3 * nb, d.stream);
+    sort_group(d.b, layout, d.scratch, d.stream);
+    if (!s.a_is_b) {
+      d.a.position.upload(s.positions.data() + 3 * nb, 3 * d.a.n, d.stream);
+      sort_group(d.a, layout, d.scratch, d.stream);
+    }
+    const SortedGroup& a = s.a_is_b ? d.b : d.a;
+    NBKIT_CUDA_CHECK(cudaMemsetAsync(d.histogram.data(), 0, sizeof(unsigned long long) * (s.bins + 1), d.stream));
+    // Group A in contiguous parts of its cell order, one per GPU; every GPU has all of B.
+    const std::int64_t first = a.n * n / devices, last = a.n * (n + 1) / devices;
+    if (last > first) {
+      PairGrid grid = layout;
+      grid.start = d.b.start.data(), grid.x = d.b.x.data(), grid.y = d.b.y.data(), grid.z = d.b.z.data();
+      grid.atom = d.b.atom.data();
+      grid.group = s.groups ? d.b.group.data() : nullptr;
+      BinRule device_rule = rule;
+      device_rule.edges = d.edges.data();
+      const dim3 blocks(static_cast<unsigned>(blocks_for(last - first, kThreads)), 9);
+      count_pairs<<<blocks, kThreads, shared_bins ? sizeof(unsigned int) * rule.bins : 0, d.stream>>>(
+          grid, device_rule, a.x.data(), a.y.data(), a.z.data(), a.cell.data(), a.atom.data(),
+          s.groups ? a.group.data() : nullptr, first, last, shared_bins, d.histogram.data(),
+          d.histogram.data() + s.bins);
+      NBKIT_CUDA_CHECK_LAUNCH();
+    }
+    d.histogram.download(s.counts.data() + n * (s.bins + 1), s.bins + 1, d.stream);
   }
+  s.in_flight = true;
+  cudaSetDevice(previous);
+}
+
+bool RdfGpus::collect(std::uint64_t* histogram, std::uint64_t* distances) {
+  State& s = *state_;
+  if (!s.in_flight) return false;
+  s.in_flight = false;
+  int previous = 0;
+  NBKIT_CUDA_CHECK(cudaGetDevice(&previous));
   // The frame's counts, GPU by GPU in order (integers: the order changes nothing but is fixed).
-  std::uint64_t distances = 0;
-  std::vector<unsigned long long> part(rule.bins);
-  for (auto& d : state_->devices) {
-    NBKIT_CUDA_CHECK(cudaSetDevice(d->index));
-    unsigned long long tested = 0;
-    d->histogram.download(part.data(), part.size(), d->stream);
-    d->distances.download(&tested, 1, d->stream);
-    NBKIT_CUDA_CHECK(cudaStreamSynchronize(d->stream));
-    NBKIT_CUDA_CHECK(cudaMemsetAsync(d->histogram.data(), 0, sizeof(unsigned long long) * rule.bins, d->stream));
-    NBKIT_CUDA_CHECK(cudaMemsetAsync(d->distances.data(), 0, sizeof(unsigned long long), d->stream));
-    for (int k = 0; k < rule.bins; ++k) histogram[k] += part[k];
-    distances += tested;
+  for (std::size_t n = 0; n < s.devices.size(); ++n) {
+    State::Device& d = *s.devices[n];
+    NBKIT_CUDA_CHECK(cudaSetDevice(d.index));
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(d.stream));
+    const unsigned long long* part = s.counts.data() + n * (s.bins + 1);
+    for (int k = 0; k < s.bins; ++k) histogram[k] += part[k];
+    *distances += part[s.bins];
   }
   cudaSetDevice(previous);
-  return distances;
+  return true;
 }
 
 }  // namespace nbkit::analysis::detail

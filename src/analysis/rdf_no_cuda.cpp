@@ -5,9 +5,13 @@
 namespace nbkit::analysis::detail {
 
 struct RdfGpus::State {};
-RdfGpus::RdfGpus(const std::vector<int>&, const std::vector<double>&) { throw_no_cuda_build(); }
+RdfGpus::RdfGpus(const std::vector<int>&, const std::vector<double>&, const std::vector<std::int32_t>&,
+                 const std::vector<std::int32_t>&, const std::vector<std::int32_t>&) {
+  throw_no_cuda_build();
+}
 RdfGpus::~RdfGpus() = default;
-std::uint64_t RdfGpus::count(const FrameArrays&, const BinRule&, std::uint64_t*) { return 0; }
+void RdfGpus::submit(const float*, const float*, const float*, const PairGrid&, const BinRule&) {}
+bool RdfGpus::collect(std::uint64_t*, std::uint64_t*) { return false; }
 std::string RdfGpus::detail() const { return ""; }
 
 }  // namespace nbkit::analysis::detail

@@ -237,15 +237,32 @@ TEST(RdfCuda, CountsEqualTheCpusExactly) {
         EXPECT_EQ(a.distances, b.distances);
         EXPECT_EQ(a.g, b.g);
       }
-  // Without a cell too.
-  RdfOptions options;
-  options.rmax = 12, options.bins = 60, options.norm = RdfNorm::density, options.backend = Backend::cpu;
-  Rdf cpu(t, o, o, options);
-  options.backend = Backend::cuda;
-  Rdf gpu(t, o, o, options);
-  cpu.add_frame(frames[0].x.data(), frames[0].y.data(), frames[0].z.data(), std::nullopt);
-  gpu.add_frame(frames[0].x.data(), frames[0].y.data(), frames[0].z.data(), std::nullopt);
-  EXPECT_EQ(cpu.result().counts, gpu.result().counts);
+  // One group for both (the GPUs sort it once), in cells of a few atoms (rmax 3: thousands of
+  // cells), A split in three parts of its cell order; then without a cell, one group and two
+  // (group A's atoms reach outside B's boxes: clamped into the edge cells).
+  struct Case {
+    std::vector<std::int32_t> a, b;
+    double rmax;
+    bool periodic;
+  };
+  const std::vector<std::int32_t> h = select_atoms(t, "name HW1");
+  for (const Case& c : {Case{all, all, 3.0, true}, Case{o, o, 12.0, false}, Case{o, h, 9.0, false}})
+    for (const std::vector<int>& gpus : {std::vector<int>{}, std::vector<int>{0, 0, 0}}) {
+      RdfOptions options;
+      options.rmax = c.rmax, options.bins = 60, options.norm = RdfNorm::density, options.backend = Backend::cpu;
+      Rdf cpu(t, c.a, c.b, options);
+      options.backend = Backend::cuda, options.gpus = gpus;
+      Rdf gpu(t, c.a, c.b, options);
+      for (const Frame& f : frames) {
+        const std::optional<Cell> frame_cell = c.periodic ? std::optional<Cell>(cell) : std::nullopt;
+        cpu.add_frame(f.x.data(), f.y.data(), f.z.data(), frame_cell);
+        gpu.add_frame(f.x.data(), f.y.data(), f.z.data(), frame_cell);
+      }
+      const RdfResult a = cpu.result(), b = gpu.result();
+      EXPECT_EQ(a.counts, b.counts) << c.rmax << " A, " << gpus.size() << " parts";
+      EXPECT_EQ(a.distances, b.distances) << c.rmax << " A, " << gpus.size() << " parts";
+      EXPECT_GT(a.distances, 0u);
+    }
 }
 
 TEST(Rdf, ExclusionsReduceTheNormalisingPairs) {
