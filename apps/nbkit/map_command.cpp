@@ -299,6 +299,7 @@ Map compute_trajectory(const MapArguments& args, MapInputs& in, const Lattice& l
   Map map;
   {
     options.progress = nullptr;
+    in.frames->read_ahead();  // the next frame from the disk while this one's map is computed
     const long long expected = in.frames->expected();
     bool first_frame = true;
     map = combine_frame_maps(

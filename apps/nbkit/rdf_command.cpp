@@ -96,6 +96,8 @@ int run_rdf(RdfArguments& args, const CLI::App& app) {
   notice(rdf.result().notice, args.run.quiet);
 
   TrajectoryFrames frames(args.trajectory, args.frames, table.size(), args.topology);
+  // The next frame is read while this one is counted (on the GPUs the whole count overlaps the disk).
+  frames.read_ahead();
   ProgressBar bar("g(r)", !args.run.quiet);
   const long long expected = frames.expected();
   do {

@@ -45,13 +45,35 @@ TrajectoryFrames::TrajectoryFrames(const std::string& path, const FrameRange& ra
 }
 
 bool TrajectoryFrames::advance(bool load) {
+  if (!read_ahead_) return step(frame_, index_, load);
+  if (!load) throw Error("internal: a frame read ahead cannot be passed over");
+  if (!ahead_.valid()) return false;  // the end was reached before
+  if (!ahead_.get()) return false;
+  std::swap(frame_, spare_);
+  index_ = spare_index_;
+  start_reading_ahead();
+  return true;
+}
+
+void TrajectoryFrames::read_ahead() {
+  if (read_ahead_) return;
+  read_ahead_ = true;
+  start_reading_ahead();
+}
+
+void TrajectoryFrames::start_reading_ahead() {
+  spare_index_ = index_;
+  ahead_ = std::async(std::launch::async, [this] { return step(spare_, spare_index_, true); });
+}
+
+bool TrajectoryFrames::step(io::DcdFrame& into, long long& index, bool load) {
   for (;;) {
-    // The frame after index_: is it one the range takes?
-    const long long k = index_ + 1;
+    // The frame after `index`: is it one the range takes?
+    const long long k = index + 1;
     if (range_.last >= 0 && k > range_.last) return false;
     const bool wanted = k >= range_.first && (k - range_.first) % range_.stride == 0;
-    if (!next(wanted && load)) return false;
-    index_ = k;
+    if (!next(into, index, wanted && load)) return false;
+    index = k;
     if (wanted) return true;
   }
 }
@@ -69,16 +91,16 @@ long long TrajectoryFrames::expected() const {
   return std::max<long long>(1, (end - range_.first) / range_.stride + 1);
 }
 
-bool TrajectoryFrames::next(bool load) {
-  if (dcd_) return load ? dcd_->next(frame_) : dcd_->skip();
-  if (gromacs_) return gromacs_->next(frame_);  // XTC frames vary in size: read to pass them
-  if (index_ + 1 >= static_cast<long long>(models_.size())) return false;
+bool TrajectoryFrames::next(io::DcdFrame& into, long long index, bool load) {
+  if (dcd_) return load ? dcd_->next(into) : dcd_->skip();
+  if (gromacs_) return gromacs_->next(into);  // XTC frames vary in size: read to pass them
+  if (index + 1 >= static_cast<long long>(models_.size())) return false;
   if (!load) return true;
-  const Atoms& m = models_[static_cast<std::size_t>(index_ + 1)];
-  frame_.x.assign(m.x.begin(), m.x.end());
-  frame_.y.assign(m.y.begin(), m.y.end());
-  frame_.z.assign(m.z.begin(), m.z.end());
-  frame_.cell = model_cell_;
+  const Atoms& m = models_[static_cast<std::size_t>(index + 1)];
+  into.x.assign(m.x.begin(), m.x.end());
+  into.y.assign(m.y.begin(), m.y.end());
+  into.z.assign(m.z.begin(), m.z.end());
+  into.cell = model_cell_;
   return true;
 }
 

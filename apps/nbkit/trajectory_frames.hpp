@@ -2,6 +2,7 @@
 // The frames of a trajectory that a command reads (nbkit map --trajectory, nbkit rdf): a DCD,
 // XTC or TRR (through libgromacs) streams frame by frame; the models of a multi-model PQR/PDB/mmCIF file are read whole (their
 // CRYST1 cell, when there is one, is every frame's).
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@ class TrajectoryFrames {
   // is passed over too (a frame another rank computes): frame() and load() then still hold the
   // frame before it.
   bool advance(bool load = true);
+  // From now on the frame after the current one is read on a thread while the caller works on
+  // this one (advance() then waits for it, and rethrows its read error); advance(false) is then
+  // refused. For commands whose per-frame work overlaps the disk's (nbkit rdf on a GPU).
+  void read_ahead();
   const io::DcdFrame& frame() const { return frame_; }  // with the cell where the file has one
   long long index() const { return index_; }             // 0-based, in the file
   // The positions into `target`: every atom's, or those of the atoms `only` lists (0-based).
@@ -33,7 +38,10 @@ class TrajectoryFrames {
   long long expected() const;  // frames in range (for progress bars); -1: unknown (XTC, TRR)
 
  private:
-  bool next(bool load);
+  // The frame after `index` that the range takes, into `into` (index moved to it); false at the end.
+  bool step(io::DcdFrame& into, long long& index, bool load);
+  bool next(io::DcdFrame& into, long long index, bool load);
+  void start_reading_ahead();
   std::string path_;
   FrameRange range_;
   std::unique_ptr<io::DcdReader> dcd_;
@@ -43,6 +51,12 @@ class TrajectoryFrames {
   std::int64_t total_ = 0;
   io::DcdFrame frame_;
   long long index_ = -1;
+  // Read-ahead: the next frame and its index, being read into by `ahead_`'s thread. Declared last:
+  // destroyed first, so the thread has finished before the readers above go.
+  bool read_ahead_ = false;
+  io::DcdFrame spare_;
+  long long spare_index_ = -1;
+  std::future<bool> ahead_;
 };
 
 }  // namespace nbkit::cli

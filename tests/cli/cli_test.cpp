@@ -133,6 +133,23 @@ TEST(Cli, RdfOfATrajectoryWithPictureReportAndRefusals) {
   const Result no_bonds = run_nbkit(inputs + "--select-a \"name CA\" --exclude molecule -o " + dir.file("m.csv"));
   EXPECT_NE(no_bonds.status, 0);
   EXPECT_TRUE(contains(no_bonds.output, "no bonds")) << no_bonds.output;
+  // Frames read ahead on a thread: a range with a stride takes its frames, and a file that ends
+  // inside a frame is refused with the file's name and the frame, leaving no output.
+  const Result some = run_nbkit(inputs + "--select-a \"name CA\" --first 3 --last 15 --stride 4 --report " +
+                                dir.file("s.json") + " -q -o " + dir.file("s.csv"));
+  ASSERT_EQ(some.status, 0) << some.output;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir.file("s.json")))["rdf"]["frames"], 4);  // 3, 7, 11, 15
+  {
+    std::ifstream whole(data("1a63-wobble.dcd"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(whole)), std::istreambuf_iterator<char>());
+    // The header's frame count is kept: the frames' bytes end 100 bytes early, inside the last frame.
+    std::ofstream(dir.file("cut.dcd"), std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size() - 100));
+  }
+  const Result cut = run_nbkit("rdf " + data("1a63.pqr") + " " + dir.file("cut.dcd") + " --select-a \"name CA\" -o " +
+                               dir.file("c.csv"));
+  EXPECT_NE(cut.status, 0);
+  EXPECT_TRUE(contains(cut.output, "cut.dcd: frame 20") && contains(cut.output, "truncated")) << cut.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("c.csv")));
   const Result ignored = run_nbkit(inputs + "--select-a \"name CA\" --norm density --volume 100 -o " + dir.file("v.csv"));
   EXPECT_NE(ignored.status, 0);
   EXPECT_FALSE(std::filesystem::exists(dir.file("w.csv")) || std::filesystem::exists(dir.file("m.csv")));
