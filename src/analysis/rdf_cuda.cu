@@ -4,9 +4,9 @@
 // stable radix sort by cell (so within a cell the group's order: the host's sort, and the same
 // order on every GPU, which split A by position in it), the cells' starts by a scan, then the
 // pair kernel: one thread per group-A atom and per column of three neighbouring cells (9 per
-// atom: many more threads than atoms, so a 33,000-atom group fills an H100), the pair loop of
-// rdf_pairs-inl.hpp, a block's counts in a shared-memory histogram added into the GPU's 64-bit
-// one at the end (Levine, Stone and Kohlmeyer 2011, section 3: per-block histograms merged
+// atom: many more threads than atoms, so a 33,000-atom group fills an H100), the pair tests of
+// rdf_pairs-inl.hpp, in-range distances binned a warp's worth at a time, a block's counts in a
+// shared-memory histogram added into the GPU's 64-bit one at the end (Levine, Stone and Kohlmeyer 2011, section 3: per-block histograms merged
 // once). Integer counts, so the result does not depend on the order threads finish in, nor on
 // how A is split among GPUs. The frame's counts come back into page-locked memory; the host
 // collects them while the next frame is read.
@@ -80,38 +80,80 @@ __global__ void gather_sorted(std::int64_t n, const std::int32_t* __restrict__ o
 }
 
 // Queries [first, last) of sorted A against B: blockIdx.y picks the column (ox, oy) of three
-// neighbouring cells (oz = -1, 0, 1) each thread visits.
+// neighbouring cells (oz = -1, 0, 1) each thread visits. About one candidate in seven is in range
+// (rmax 15 A: the sphere in 27 cells of rmax), so nearly every warp step would have a lane taking
+// the slow path (root, bin, atomic) while 31 wait: instead a lane's in-range squared distances go
+// to its warp's queue in shared memory, and the warp bins 32 of them at a time, every lane busy.
 __global__ void count_pairs(PairGrid grid, BinRule rule, const double* __restrict__ ax, const double* __restrict__ ay,
                             const double* __restrict__ az, const std::int32_t* __restrict__ a_cell,
                             const std::int32_t* __restrict__ a_atom, const std::int32_t* __restrict__ a_group,
                             std::int64_t first, std::int64_t last, bool shared_bins,
                             unsigned long long* __restrict__ histogram, unsigned long long* __restrict__ distances) {
   extern __shared__ unsigned int local[];
+  __shared__ double queues[kThreads / 32][64];  // a ring of in-range squared distances per warp
   if (shared_bins) {
     for (int k = threadIdx.x; k < rule.bins; k += blockDim.x) local[k] = 0;
     __syncthreads();
   }
+  const unsigned lane = threadIdx.x & 31u;
+  double* queue = queues[threadIdx.x / 32];
+  unsigned head = 0, queued = 0;  // the same in every lane of a warp
+  const auto bin = [&](double r2) {
+    const int k = bin_of_squared(r2, rule);
+    if (k < 0) return;
+    if (shared_bins)
+      atomicAdd(&local[k], 1u);
+    else
+      atomicAdd(&histogram[k], 1ull);
+  };
   const std::int64_t p = first + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  std::uint64_t tested = 0;
-  if (p < last) {
-    const double x[3] = {ax[p], ay[p], az[p]};
-    int c[3];
+  const bool active = p < last;
+  double x[3] = {0, 0, 0};
+  int c[3] = {0, 0, 0};
+  std::int32_t atom = -1, group = -1;
+  if (active) {
+    x[0] = ax[p], x[1] = ay[p], x[2] = az[p];
     cell_coordinates(grid, a_cell[p], c);
-    const std::int32_t group = a_group ? a_group[p] : -1;
-    const auto add = [&](int k) {
-      if (shared_bins)
-        atomicAdd(&local[k], 1u);
-      else
-        atomicAdd(&histogram[k], 1ull);
-    };
-    for (int oz = -1; oz <= 1; ++oz) {
-      const int o[3] = {static_cast<int>(blockIdx.y) / 3 - 1, static_cast<int>(blockIdx.y) % 3 - 1, oz};
-      tested += count_in_cell(grid, rule, x, c, o, a_atom[p], group, add);
+    atom = a_atom[p];
+    if (a_group) group = a_group[p];
+  }
+  std::uint64_t tested = 0;
+  for (int oz = -1; oz <= 1; ++oz) {
+    const int o[3] = {static_cast<int>(blockIdx.y) / 3 - 1, static_cast<int>(blockIdx.y) % 3 - 1, oz};
+    double origin[3];
+    std::int32_t s = 0, end = 0;
+    if (active) {
+      const int f = neighbour_cell(grid, x, c, o, origin);
+      if (f >= 0) s = grid.start[f], end = grid.start[f + 1];
+    }
+    // Lanes of a warp mostly share a cell (A is in cell order): the loop runs while any has atoms.
+    while (__any_sync(0xffffffffu, s < end)) {
+      bool take = false;
+      double r2 = 0;
+      if (s < end) {
+        if (grid.atom[s] != atom && !(grid.group && grid.group[s] == group)) {
+          ++tested;
+          r2 = squared_distance(grid, s, origin);
+          take = maybe_in_range(r2, rule);
+        }
+        ++s;
+      }
+      const unsigned taken = __ballot_sync(0xffffffffu, take);
+      if (take) queue[(head + queued + __popc(taken & ((1u << lane) - 1u))) & 63u] = r2;
+      queued += __popc(taken);
+      if (queued >= 32) {  // at most 63 queued: a full warp's worth binned, every lane one
+        __syncwarp();
+        bin(queue[(head + lane) & 63u]);
+        head += 32, queued -= 32;
+        __syncwarp();
+      }
     }
   }
+  __syncwarp();
+  if (lane < queued) bin(queue[(head + lane) & 63u]);
   // One atomic a warp for the distances tested.
   for (int offset = 16; offset > 0; offset /= 2) tested += __shfl_down_sync(0xffffffffu, tested, offset);
-  if ((threadIdx.x & 31) == 0 && tested) atomicAdd(distances, static_cast<unsigned long long>(tested));
+  if (lane == 0 && tested) atomicAdd(distances, static_cast<unsigned long long>(tested));
   if (shared_bins) {
     __syncthreads();
     for (int k = threadIdx.x; k < rule.bins; k += blockDim.x)

@@ -92,16 +92,13 @@ NBKIT_HOST_DEVICE void cell_coordinates(const PairGrid& g, std::int32_t f, int c
   c[0] = f / (g.n[2] * g.n[1]);
 }
 
-// Group-A atom `atom` (group `group`, -1: none) at x (wrapped as B is) in cell c, against the B
-// atoms of the neighbouring cell c + o (o in {-1, 0, 1}^3): every pair within [rmin, rmax] goes
-// to add(bin); returns the distances computed. The GPU kernel gives the 27 offsets to different
-// threads; the result is the same sum.
-template <class Add>
-NBKIT_HOST_DEVICE std::uint64_t count_in_cell(const PairGrid& g, const BinRule& rule, const double x[3],
-                                              const int c[3], const int o[3], std::int32_t atom, std::int32_t group,
-                                              Add&& add) {
+// The neighbouring cell c + o (o in {-1, 0, 1}^3) of an atom at x (wrapped as B is) in cell c:
+// its flat index, and the origin its B atoms are measured from (x less the periodic shift that
+// brings the cell next to c); -1 where the grid has no such cell (no cell: off its edge).
+NBKIT_HOST_DEVICE int neighbour_cell(const PairGrid& g, const double x[3], const int c[3], const int o[3],
+                                     double origin[3]) {
   int cell[3];
-  double origin[3] = {x[0], x[1], x[2]};  // B's image is position + shift: d = position - (x - shift)
+  for (int a = 0; a < 3; ++a) origin[a] = x[a];  // B's image is position + shift: d = position - (x - shift)
   for (int k = 0; k < 3; ++k) {
     const int v = c[k] + o[k];
     if (g.periodic) {
@@ -112,26 +109,53 @@ NBKIT_HOST_DEVICE std::uint64_t count_in_cell(const PairGrid& g, const BinRule& 
       if (s != 0)
         for (int a = 0; a < 3; ++a) origin[a] = s > 0 ? origin[a] - g.edge[k][a] : origin[a] + g.edge[k][a];
     } else {
-      if (v < 0 || v >= g.n[k]) return 0;
+      if (v < 0 || v >= g.n[k]) return -1;
       cell[k] = v;
     }
   }
-  std::uint64_t distances = 0;
-  const int f = (cell[0] * g.n[1] + cell[1]) * g.n[2] + cell[2];
-  for (std::int32_t s = g.start[f]; s < g.start[f + 1]; ++s) {
-    const std::int32_t j = g.atom[s];
-    if (j == atom || (g.group && g.group[s] == group)) continue;
-    ++distances;
-    const double dx = g.x[s] - origin[0], dy = g.y[s] - origin[1], dz = g.z[s] - origin[2];
-    const double r2 = NBKIT_RDF_ADD(NBKIT_RDF_ADD(NBKIT_RDF_MUL(dx, dx), NBKIT_RDF_MUL(dy, dy)), NBKIT_RDF_MUL(dz, dz));
-    if (r2 > rule.rmax2 || r2 < rule.rmin2) continue;
+  return (cell[0] * g.n[1] + cell[1]) * g.n[2] + cell[2];
+}
+
+// The squared distance from `origin` to B's atom in slot s, float64 without fused operations.
+NBKIT_HOST_DEVICE double squared_distance(const PairGrid& g, std::int32_t s, const double origin[3]) {
+  const double dx = g.x[s] - origin[0], dy = g.y[s] - origin[1], dz = g.z[s] - origin[2];
+  return NBKIT_RDF_ADD(NBKIT_RDF_ADD(NBKIT_RDF_MUL(dx, dx), NBKIT_RDF_MUL(dy, dy)), NBKIT_RDF_MUL(dz, dz));
+}
+
+// Whether a squared distance may be in range (the cheap test every candidate takes).
+NBKIT_HOST_DEVICE bool maybe_in_range(double r2, const BinRule& rule) { return !(r2 > rule.rmax2 || r2 < rule.rmin2); }
+
+// The bin of a squared distance that maybe_in_range passed, or -1 when its root is out of range.
+NBKIT_HOST_DEVICE int bin_of_squared(double r2, const BinRule& rule) {
 #ifdef __CUDA_ARCH__
-    const double r = ::sqrt(r2);
+  const double r = ::sqrt(r2);
 #else
-    const double r = std::sqrt(r2);
+  const double r = std::sqrt(r2);
 #endif
-    if (r > rule.rmax || r < rule.rmin) continue;
-    add(bin_of(r, rule));
+  if (r > rule.rmax || r < rule.rmin) return -1;
+  return bin_of(r, rule);
+}
+
+// Group-A atom `atom` (group `group`, -1: none) at x (wrapped as B is) in cell c, against the B
+// atoms of the neighbouring cell c + o: every pair within [rmin, rmax] goes to add(bin); returns
+// the distances computed (pairs of an atom with itself, or within one excluded group, are not
+// computed). The GPU kernel walks the same cells with these helpers, its threads sharing out
+// the in-range pairs' binning; the counts are the same.
+template <class Add>
+NBKIT_HOST_DEVICE std::uint64_t count_in_cell(const PairGrid& g, const BinRule& rule, const double x[3],
+                                              const int c[3], const int o[3], std::int32_t atom, std::int32_t group,
+                                              Add&& add) {
+  double origin[3];
+  const int f = neighbour_cell(g, x, c, o, origin);
+  if (f < 0) return 0;
+  std::uint64_t distances = 0;
+  for (std::int32_t s = g.start[f]; s < g.start[f + 1]; ++s) {
+    if (g.atom[s] == atom || (g.group && g.group[s] == group)) continue;
+    ++distances;
+    const double r2 = squared_distance(g, s, origin);
+    if (!maybe_in_range(r2, rule)) continue;
+    const int k = bin_of_squared(r2, rule);
+    if (k >= 0) add(k);
   }
   return distances;
 }
