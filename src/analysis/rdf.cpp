@@ -223,14 +223,17 @@ void Rdf::add_frame(const float* x, const float* y, const float* z, const std::o
   const std::int64_t frame = frames_ + 1;
   const int threads = resolve_threads(options_.threads);
   // The first atom (by index) of either group with a coordinate that is not finite, if any.
+  // And the largest coordinate's size, which bounds the positions the pair loop forms without a cell.
   std::int64_t bad = std::numeric_limits<std::int64_t>::max();
+  float largest = 0;
   for (const auto* group : {&a_, &b_}) {
     const std::int64_t n = static_cast<std::int64_t>(group->size());
     const std::int32_t* atoms = group->data();
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : bad)
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : bad) reduction(max : largest)
     for (std::int64_t j = 0; j < n; ++j) {
       const std::int32_t i = atoms[j];
       if (!std::isfinite(x[i]) || !std::isfinite(y[i]) || !std::isfinite(z[i])) bad = std::min<std::int64_t>(bad, i);
+      largest = std::max({largest, std::fabs(x[i]), std::fabs(y[i]), std::fabs(z[i])});
     }
     if (a_is_b_) break;
   }
@@ -258,6 +261,9 @@ void Rdf::add_frame(const float* x, const float* y, const float* z, const std::o
       for (int a = 0; a < 3; ++a) grid.inverse[k][a] = inverse[k][a], grid.edge[k][a] = edges[k][a];
     }
     volume = cell->volume();
+    // Wrapped positions lie in the cell, within |a| + |b| + |c| of the origin; an origin shifted
+    // by one image of each edge, within twice that.
+    grid.reach = 2 * (norm(cell->a) + norm(cell->b) + norm(cell->c));
   } else {
     if (options_.norm == RdfNorm::rdf && options_.volume <= 0)
       throw Error(fmt::format("g(r): frame {} has no periodic cell, so no volume to normalise g(r) by: give the "
@@ -273,6 +279,7 @@ void Rdf::add_frame(const float* x, const float* y, const float* z, const std::o
     for (int k = 0; k < 3; ++k) {
       grid.n[k] = cells_along(hi[k] - lo[k], rmax, per_axis);
       grid.lo[k] = lo[k];
+      grid.reach = largest;  // positions are the frame's own
       grid.width[k] = std::max((hi[k] - lo[k]) / grid.n[k], rmax);
     }
   }

@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -30,9 +31,12 @@ namespace nbkit::analysis::detail {
 namespace {
 
 constexpr int kThreads = 128;
+// The pair kernel's own shared memory: the warps' queues and the lanes' origins.
+constexpr int kQueueBytes = kThreads / 32 * 64 * 8 + 3 * kThreads * 8;
 // Shared histograms while a block's counts fit 32 bits (kThreads atoms, each paired with at most
-// every B atom) and the bins fit the shared memory; else each pair adds to the GPU's histogram.
-constexpr int kMostSharedBins = 12288;
+// every B atom) and the bins fit the 48 KiB a block has without asking for more, beside the
+// queues; else each pair adds to the GPU's histogram.
+constexpr int kMostSharedBins = (48 * 1024 - kQueueBytes) / 4;
 
 int blocks_for(std::int64_t n, int threads = 256) { return static_cast<int>((n + threads - 1) / threads); }
 
@@ -47,6 +51,7 @@ struct SortedGroup {
   cuda::DeviceBuffer<std::int32_t> count, start;  // cells + 1
   cuda::DeviceBuffer<double> x, y, z;             // sorted
   cuda::DeviceBuffer<std::int32_t> cell, atom, group;
+  cuda::DeviceBuffer<float4> packed;              // sorted: x, y, z in float32 and the atom's index (the screen's)
 };
 
 // Each atom's flat cell (the sort key), its wrapped position, and the cells' atom counts.
@@ -69,7 +74,7 @@ __global__ void gather_sorted(std::int64_t n, const std::int32_t* __restrict__ o
                               const std::int32_t* __restrict__ atom_list, const std::int32_t* __restrict__ group_list,
                               double* __restrict__ x, double* __restrict__ y, double* __restrict__ z,
                               std::int32_t* __restrict__ cell, std::int32_t* __restrict__ atom,
-                              std::int32_t* __restrict__ group) {
+                              std::int32_t* __restrict__ group, float4* __restrict__ packed) {
   const std::int64_t s = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (s >= n) return;
   const std::int32_t j = order[s];
@@ -77,28 +82,41 @@ __global__ void gather_sorted(std::int64_t n, const std::int32_t* __restrict__ o
   cell[s] = sorted_key[s];
   atom[s] = atom_list[j];
   if (group_list) group[s] = group_list[j];
+  packed[s] = make_float4(static_cast<float>(x[s]), static_cast<float>(y[s]), static_cast<float>(z[s]),
+                          __int_as_float(atom_list[j]));
 }
 
 // Queries [first, last) of sorted A against B: blockIdx.y picks the column (ox, oy) of three
-// neighbouring cells (oz = -1, 0, 1) each thread visits. About one candidate in seven is in range
-// (rmax 15 A: the sphere in 27 cells of rmax), so nearly every warp step would have a lane taking
-// the slow path (root, bin, atomic) while 31 wait: instead a lane's in-range squared distances go
-// to its warp's queue in shared memory, and the warp bins 32 of them at a time, every lane busy.
-__global__ void count_pairs(PairGrid grid, BinRule rule, const double* __restrict__ ax, const double* __restrict__ ay,
+// neighbouring cells (oz = -1, 0, 1) each thread visits. Each candidate is first screened in
+// float32 (one 16-byte load: position and atom index; `screen2` is rmax^2 grown past float32's
+// rounding, so no pair within rmax is screened out), which leaves about one in seven (rmax 15 A:
+// the sphere in 27 cells of rmax). Those would have nearly every warp step wait on one lane's
+// float64 distance, root and bin; instead a lane queues them (slot and lane) in its warp's ring
+// in shared memory, and the warp takes them 32 at a time, each lane one, in float64 as the host
+// does (rdf_pairs-inl.hpp): every lane busy, and the same counts.
+__global__ void count_pairs(PairGrid grid, BinRule rule, const float4* __restrict__ b_packed, float screen2,
+                            const double* __restrict__ ax, const double* __restrict__ ay,
                             const double* __restrict__ az, const std::int32_t* __restrict__ a_cell,
                             const std::int32_t* __restrict__ a_atom, const std::int32_t* __restrict__ a_group,
                             std::int64_t first, std::int64_t last, bool shared_bins,
                             unsigned long long* __restrict__ histogram, unsigned long long* __restrict__ distances) {
   extern __shared__ unsigned int local[];
-  __shared__ double queues[kThreads / 32][64];  // a ring of in-range squared distances per warp
+  __shared__ unsigned long long queues[kThreads / 32][64];  // slot << 5 | lane, a ring per warp
+  __shared__ double origins[3][kThreads];                   // each lane's origin for the cell it walks
+  static_assert(sizeof(queues) + sizeof(origins) == kQueueBytes);
   if (shared_bins) {
     for (int k = threadIdx.x; k < rule.bins; k += blockDim.x) local[k] = 0;
     __syncthreads();
   }
-  const unsigned lane = threadIdx.x & 31u;
-  double* queue = queues[threadIdx.x / 32];
+  const unsigned lane = threadIdx.x & 31u, warp_first = threadIdx.x & ~31u;
+  unsigned long long* queue = queues[threadIdx.x / 32];
   unsigned head = 0, queued = 0;  // the same in every lane of a warp
-  const auto bin = [&](double r2) {
+  // One queued candidate in float64: the host's test, root and bin.
+  const auto bin = [&](unsigned long long entry) {
+    const unsigned from = warp_first + static_cast<unsigned>(entry & 31u);
+    const double origin[3] = {origins[0][from], origins[1][from], origins[2][from]};
+    const double r2 = squared_distance(grid, static_cast<std::int32_t>(entry >> 5), origin);
+    if (!maybe_in_range(r2, rule)) return;
     const int k = bin_of_squared(r2, rule);
     if (k < 0) return;
     if (shared_bins)
@@ -120,26 +138,30 @@ __global__ void count_pairs(PairGrid grid, BinRule rule, const double* __restric
   std::uint64_t tested = 0;
   for (int oz = -1; oz <= 1; ++oz) {
     const int o[3] = {static_cast<int>(blockIdx.y) / 3 - 1, static_cast<int>(blockIdx.y) % 3 - 1, oz};
-    double origin[3];
+    double origin[3] = {0, 0, 0};
     std::int32_t s = 0, end = 0;
     if (active) {
       const int f = neighbour_cell(grid, x, c, o, origin);
       if (f >= 0) s = grid.start[f], end = grid.start[f + 1];
     }
+    for (int a = 0; a < 3; ++a) origins[a][threadIdx.x] = origin[a];
+    const float fx = static_cast<float>(origin[0]), fy = static_cast<float>(origin[1]), fz = static_cast<float>(origin[2]);
+    __syncwarp();
     // Lanes of a warp mostly share a cell (A is in cell order): the loop runs while any has atoms.
     while (__any_sync(0xffffffffu, s < end)) {
       bool take = false;
-      double r2 = 0;
       if (s < end) {
-        if (grid.atom[s] != atom && !(grid.group && grid.group[s] == group)) {
+        const float4 b = b_packed[s];
+        if (__float_as_int(b.w) != atom && !(grid.group && grid.group[s] == group)) {
           ++tested;
-          r2 = squared_distance(grid, s, origin);
-          take = maybe_in_range(r2, rule);
+          const float dx = b.x - fx, dy = b.y - fy, dz = b.z - fz;
+          take = dx * dx + dy * dy + dz * dz <= screen2;
         }
-        ++s;
       }
       const unsigned taken = __ballot_sync(0xffffffffu, take);
-      if (take) queue[(head + queued + __popc(taken & ((1u << lane) - 1u))) & 63u] = r2;
+      if (take)
+        queue[(head + queued + __popc(taken & ((1u << lane) - 1u))) & 63u] =
+            static_cast<unsigned long long>(s) << 5 | lane;
       queued += __popc(taken);
       if (queued >= 32) {  // at most 63 queued: a full warp's worth binned, every lane one
         __syncwarp();
@@ -147,10 +169,14 @@ __global__ void count_pairs(PairGrid grid, BinRule rule, const double* __restric
         head += 32, queued -= 32;
         __syncwarp();
       }
+      if (s < end) ++s;
     }
+    // The rest, before the origins change with the next cell.
+    __syncwarp();
+    if (lane < queued) bin(queue[(head + lane) & 63u]);
+    head += queued, queued = 0;
+    __syncwarp();
   }
-  __syncwarp();
-  if (lane < queued) bin(queue[(head + lane) & 63u]);
   // One atomic a warp for the distances tested.
   for (int offset = 16; offset > 0; offset /= 2) tested += __shfl_down_sync(0xffffffffu, tested, offset);
   if (lane == 0 && tested) atomicAdd(distances, static_cast<unsigned long long>(tested));
@@ -159,6 +185,19 @@ __global__ void count_pairs(PairGrid grid, BinRule rule, const double* __restric
     for (int k = threadIdx.x; k < rule.bins; k += blockDim.x)
       if (local[k]) atomicAdd(&histogram[k], static_cast<unsigned long long>(local[k]));
   }
+}
+
+// The float32 screen's bound: a pair it passes over is beyond rmax in float64. Coordinates of
+// size up to `reach` round to float32 within reach 2^-24 each, a difference within twice that
+// plus its own rounding, the sum of squares within a few units of its last place (fused or not):
+// rmax grown by 8 reach 2^-24 (and 2^-20 of itself, for float64's own rounding of the distance)
+// and squared, then grown by 2^-18 and rounded up, covers all of them (the error vector is at
+// most sqrt(3) 2 reach 2^-24 long, and sqrt(3) 2 < 8).
+float screen_bound(const PairGrid& grid, const BinRule& rule) {
+  const double slack = 8 * grid.reach * 0x1p-24 + rule.rmax * 0x1p-20;
+  const double bound = (rule.rmax + slack) * (rule.rmax + slack) * (1 + 0x1p-18);
+  const float f = static_cast<float>(bound);
+  return static_cast<double>(f) >= bound ? f : std::nextafter(f, INFINITY);
 }
 
 template <class T>
@@ -224,6 +263,7 @@ RdfGpus::RdfGpus(const std::vector<int>& gpus, const std::vector<double>& edges,
       for (auto* v : {&g->key, &g->sorted_key, &g->order, &g->sorted_order, &g->cell, &g->atom})
         *v = cuda::DeviceBuffer<std::int32_t>(atoms.size());
       for (auto* v : {&g->x, &g->y, &g->z}) *v = cuda::DeviceBuffer<double>(atoms.size());
+      g->packed = cuda::DeviceBuffer<float4>(atoms.size());
       NBKIT_CUDA_CHECK(cudaStreamSynchronize(d->stream));  // `groups` is a local
     }
     s.devices.push_back(std::move(d));
@@ -272,7 +312,7 @@ void sort_group(SortedGroup& g, const PairGrid& grid, cuda::DeviceBuffer<unsigne
   gather_sorted<<<blocks_for(g.n), 256, 0, stream>>>(
       g.n, g.sorted_order.data(), g.sorted_key.data(), g.wrapped.data(), g.atom_list.data(),
       g.group_list.size() ? g.group_list.data() : nullptr, g.x.data(), g.y.data(), g.z.data(), g.cell.data(),
-      g.atom.data(), g.group.size() ? g.group.data() : nullptr);
+      g.atom.data(), g.group.size() ? g.group.data() : nullptr, g.packed.data());
   NBKIT_CUDA_CHECK_LAUNCH();
 }
 
@@ -297,6 +337,7 @@ void RdfGpus::submit(const float* x, const float* y, const float* z, const PairG
   if (!s.a_is_b) gather(s.a, x, y, z, s.positions.data() + 3 * nb);
   const std::int64_t devices = static_cast<std::int64_t>(s.devices.size());
   const bool shared_bins = rule.bins <= kMostSharedBins && static_cast<double>(kThreads) * nb < 4.0e9;
+  const float screen2 = screen_bound(layout, rule);
   for (std::int64_t n = 0; n < devices; ++n) {
     State::Device& d = *s.devices[n];
     NBKIT_CUDA_CHECK(cudaSetDevice(d.index));
@@ -319,7 +360,7 @@ void RdfGpus::submit(const float* x, const float* y, const float* z, const PairG
       device_rule.edges = d.edges.data();
       const dim3 blocks(static_cast<unsigned>(blocks_for(last - first, kThreads)), 9);
       count_pairs<<<blocks, kThreads, shared_bins ? sizeof(unsigned int) * rule.bins : 0, d.stream>>>(
-          grid, device_rule, a.x.data(), a.y.data(), a.z.data(), a.cell.data(), a.atom.data(),
+          grid, device_rule, d.b.packed.data(), screen2, a.x.data(), a.y.data(), a.z.data(), a.cell.data(), a.atom.data(),
           s.groups ? a.group.data() : nullptr, first, last, shared_bins, d.histogram.data(),
           d.histogram.data() + s.bins);
       NBKIT_CUDA_CHECK_LAUNCH();

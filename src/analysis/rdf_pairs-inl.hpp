@@ -31,6 +31,7 @@ struct PairGrid {
   double edge[3][3] = {};     // a, b, c (periodic)
   double inverse[3][3] = {};  // rows: fractional coordinate k = inverse[k] . x (periodic)
   double lo[3] = {}, width[3] = {1, 1, 1};  // the boxes' lower corner and edges (not periodic)
+  double reach = 0;  // at least the size of any coordinate of a position or origin the pair loop forms
   const std::int32_t* start = nullptr;  // cells + 1
   const double *x = nullptr, *y = nullptr, *z = nullptr;  // B, wrapped into the cell when periodic
   const std::int32_t* atom = nullptr;

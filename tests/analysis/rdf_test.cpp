@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numbers>
 #include <random>
 
 #include "nbkit/analysis.hpp"
@@ -208,8 +209,9 @@ TEST(Rdf, CountsDoNotDependOnTheThreadCount) {
 }
 
 // The GPUs count every pair in the bin the CPU does (the same float64 loop without fused
-// multiply-adds on either side): histograms equal, for A split among "GPUs" (one device listed
-// twice takes two parts), with and without exclusions, with bins in shared memory and past it.
+// multiply-adds on either side; the GPUs' float32 screen passes over no pair in range):
+// histograms equal, for A split among "GPUs" (one device listed twice takes two parts), with
+// and without exclusions, with bins in shared memory and past it.
 TEST(RdfCuda, CountsEqualTheCpusExactly) {
   if (list_gpus().empty()) GTEST_SKIP() << "no GPU";
   const AtomTable t = water_table(2000);
@@ -217,7 +219,7 @@ TEST(RdfCuda, CountsEqualTheCpusExactly) {
   const Cell cell = cell_from_lengths_angles(39.0, 40.5, 41.0, 80, 95, 70);
   std::vector<Frame> frames;
   for (unsigned seed = 1; seed <= 3; ++seed) frames.push_back(random_frame(t.size(), cell, seed));
-  for (int bins : {100, 20000})
+  for (int bins : {100, 11000, 20000})  // shared-memory histograms to their largest, and past
     for (RdfExclusion exclude : {RdfExclusion::none, RdfExclusion::residue})
       for (const std::vector<int>& gpus : {std::vector<int>{}, std::vector<int>{0, 0, 0}}) {
         RdfOptions options;
@@ -263,6 +265,42 @@ TEST(RdfCuda, CountsEqualTheCpusExactly) {
       EXPECT_EQ(a.distances, b.distances) << c.rmax << " A, " << gpus.size() << " parts";
       EXPECT_GT(a.distances, 0u);
     }
+}
+
+// The GPUs screen candidates in float32 before the float64 test: pairs a float32 rounding away
+// from rmax, at coordinates near 1,000 A (float32's step there is 6e-5 A), in a cell and
+// without one, are counted as the CPU counts them (each pair is rmax apart before rounding to
+// float32, so about half end up inside).
+TEST(RdfCuda, Float32ScreenPassesOverNoPairInRange) {
+  if (list_gpus().empty()) GTEST_SKIP() << "no GPU";
+  const AtomTable t = water_table(2000);
+  const std::vector<std::int32_t> all = select_atoms(t, "all");
+  const double rmax = 15;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(900, 1100), angle(0, 2 * std::numbers::pi), height(-1, 1);
+  Frame f;
+  for (std::size_t i = 0; i < t.size(); i += 2) {
+    const double p[3] = {u(rng), u(rng), u(rng)}, phi = angle(rng), h = height(rng);
+    const double d[3] = {std::sqrt(1 - h * h) * std::cos(phi), std::sqrt(1 - h * h) * std::sin(phi), h};
+    for (int k = 0; k < 2 && i + k < t.size(); ++k) {
+      f.x.push_back(static_cast<float>(p[0] + k * rmax * d[0]));
+      f.y.push_back(static_cast<float>(p[1] + k * rmax * d[1]));
+      f.z.push_back(static_cast<float>(p[2] + k * rmax * d[2]));
+    }
+  }
+  const Cell cell = cell_from_lengths_angles(1200, 1250, 1300, 90, 90, 90);
+  for (const std::optional<Cell>& c : {std::optional<Cell>(cell), std::optional<Cell>()}) {
+    RdfOptions options;
+    options.rmin = 14, options.rmax = rmax, options.bins = 8, options.norm = RdfNorm::none, options.backend = Backend::cpu;
+    Rdf cpu(t, all, all, options);
+    options.backend = Backend::cuda;
+    Rdf gpu(t, all, all, options);
+    cpu.add_frame(f.x.data(), f.y.data(), f.z.data(), c);
+    gpu.add_frame(f.x.data(), f.y.data(), f.z.data(), c);
+    const RdfResult a = cpu.result(), b = gpu.result();
+    EXPECT_EQ(a.counts, b.counts) << (c ? "cell" : "no cell");
+    EXPECT_GT(a.counts.back(), 500u) << (c ? "cell" : "no cell");  // 3,000 pairs at rmax: about half inside
+  }
 }
 
 TEST(Rdf, ExclusionsReduceTheNormalisingPairs) {
