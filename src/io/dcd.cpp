@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -68,7 +67,6 @@ void DcdReader::read_record(void* data, std::int64_t bytes, const char* what) {
 
 DcdReader::DcdReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
   if (!in_) throw Error(path + ": cannot open");
-  advice_.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // failing, frames are still read, without advice
   std::uint32_t first = 0;
   in_.read(reinterpret_cast<char*>(&first), 4);
   if (!in_) throw Error(path + ": empty file, not a DCD trajectory");
@@ -118,38 +116,9 @@ DcdReader::DcdReader(const std::string& path) : path_(path), in_(path, std::ios:
   read_ = 0;
 }
 
-DcdReader::Advice& DcdReader::Advice::operator=(Advice&& other) noexcept {
-  if (this != &other) {
-    if (fd >= 0) ::close(fd);
-    fd = std::exchange(other.fd, -1), until = other.until;
-  }
-  return *this;
-}
-
-DcdReader::Advice::~Advice() {
-  if (fd >= 0) ::close(fd);
-}
-
-// Frames read one after another: the kernel is asked for the next 32 MiB whenever fewer than
-// 16 MiB are asked for ahead of the reader, so the disk sees large requests queued ahead rather
-// than one frame's three records at a time (bench/rdf_bench.cpp times this reader beside a plain
-// read of the file in 16 MiB blocks). Frames passed over (--stride, other ranks' frames) are not
-// asked for.
-void DcdReader::prefetch() {
-  if (advice_.fd < 0) return;
-  const std::int64_t at = static_cast<std::int64_t>(in_.tellg());
-  constexpr std::int64_t kAhead = std::int64_t{32} << 20;
-  if (at < 0 || advice_.until - at >= kAhead / 2) return;
-  const std::int64_t from = std::max(at, advice_.until);
-  ::posix_fadvise(advice_.fd, static_cast<off_t>(from), static_cast<off_t>(at + kAhead - from), POSIX_FADV_WILLNEED);
-  advice_.until = at + kAhead;
-}
-
 bool DcdReader::next(DcdFrame& frame) {
   if (unfinished_tail_ && read_ >= frames_) return false;
   if (in_.peek() == std::char_traits<char>::eof()) return false;
-  if (!skipped_) prefetch();
-  skipped_ = false;
 
   if (has_cell_) {
     std::array<double, 6> cell{};
@@ -191,7 +160,6 @@ bool DcdReader::skip() {
     throw Error(fmt::format("{}: frame {}: the file ends inside the frame (truncated)", path_, read_ + 1));
   in_.seekg(frame_bytes_, std::ios::cur);
   if (!in_) throw Error(fmt::format("{}: frame {}: cannot seek past it", path_, read_ + 1));
-  skipped_ = true;
   ++read_;
   return true;
 }

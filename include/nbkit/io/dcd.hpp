@@ -7,7 +7,6 @@
 #include <fstream>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace nbkit::io {
@@ -37,21 +36,8 @@ class DcdReader {
  private:
   std::int32_t read_int();
   void read_record(void* data, std::int64_t bytes, const char* what);
-  void prefetch();
-  // A second descriptor of the file, only to ask the kernel for the frames ahead
-  // (posix_fadvise WILLNEED): closed with the reader, not copied.
-  struct Advice {
-    int fd = -1;
-    std::int64_t until = 0;  // bytes asked for so far
-    Advice() = default;
-    Advice(Advice&& other) noexcept : fd(std::exchange(other.fd, -1)), until(other.until) {}
-    Advice& operator=(Advice&& other) noexcept;
-    ~Advice();
-  };
   std::string path_;
   std::ifstream in_;
-  Advice advice_;
-  bool skipped_ = false;  // the last call was skip(): no reading ahead while frames are passed over
   bool swap_ = false, has_cell_ = false;
   std::int64_t atoms_ = 0, frames_ = 0, read_ = 0, first_frame_offset_ = 0, frame_bytes_ = 0, file_bytes_ = 0;
   bool unfinished_tail_ = false;  // a partial last frame the header does not count: ignored
