@@ -4,9 +4,10 @@
 // stable radix sort by cell (so within a cell the group's order: the host's sort, and the same
 // order on every GPU, which split A by position in it), the cells' starts by a scan, then the
 // pair kernel: one thread per group-A atom and per column of three neighbouring cells (9 per
-// atom: many more threads than atoms, so a 33,000-atom group fills an H100), the pair tests of
-// rdf_pairs-inl.hpp, in-range distances binned a warp's worth at a time, a block's counts in a
-// shared-memory histogram added into the GPU's 64-bit one at the end (Levine, Stone and Kohlmeyer 2011, section 3: per-block histograms merged
+// atom: many more threads than atoms, so a 33,000-atom group fills an H100), candidates screened
+// and binned in float32 where float32 cannot be wrong, else by the float64 tests of
+// rdf_pairs-inl.hpp, a block's counts in a shared-memory histogram added into the GPU's 64-bit
+// one at the end (Levine, Stone and Kohlmeyer 2011, section 3: per-block histograms merged
 // once). Integer counts, so the result does not depend on the order threads finish in, nor on
 // how A is split among GPUs. The frame's counts come back into page-locked memory; the host
 // collects them while the next frame is read.
@@ -31,12 +32,10 @@ namespace nbkit::analysis::detail {
 namespace {
 
 constexpr int kThreads = 128;
-// The pair kernel's own shared memory: the warps' queues and the lanes' origins.
-constexpr int kQueueBytes = kThreads / 32 * 64 * 8 + 3 * kThreads * 8;
 // Shared histograms while a block's counts fit 32 bits (kThreads atoms, each paired with at most
-// every B atom) and the bins fit the 48 KiB a block has without asking for more, beside the
-// queues; else each pair adds to the GPU's histogram.
-constexpr int kMostSharedBins = (48 * 1024 - kQueueBytes) / 4;
+// every B atom) and the bins fit the 48 KiB a block has without asking for more; else each pair
+// adds to the GPU's histogram.
+constexpr int kMostSharedBins = 12288;
 
 int blocks_for(std::int64_t n, int threads = 256) { return static_cast<int>((n + threads - 1) / threads); }
 
@@ -86,118 +85,102 @@ __global__ void gather_sorted(std::int64_t n, const std::int32_t* __restrict__ o
                           __int_as_float(atom_list[j]));
 }
 
+// How far float32 may take a pair from where float64 puts it: a pair passed over by the screen
+// is beyond rmax in float64, and a pair binned in float32 is in the bin float64 puts it in.
+// Coordinates of size up to `reach` round to float32 within reach 2^-24 each, so a difference
+// is within twice that plus its own rounding (the error vector at most sqrt(3) 2 reach 2^-24
+// long); the sum of squares and its root add a few units of float32's last place of r, and the
+// edges rounded to float32 one more of rmax. 16 (reach + rmax) 2^-24 covers all of it, with
+// room for the comparisons' own rounding.
+struct FloatScreen {
+  float rmax2;  // (rmax + slack)^2, rounded up: r2 beyond it is beyond rmax
+  float slack;  // twice the most r in float32 and an edge in float32 may be off together
+  float rmin, scale;
+};
+
+FloatScreen float_screen(const PairGrid& grid, const BinRule& rule) {
+  FloatScreen f;
+  const double slack = 16 * (grid.reach + rule.rmax) * 0x1p-24;
+  const double bound = (rule.rmax + slack) * (rule.rmax + slack) * (1 + 0x1p-20);
+  f.rmax2 = static_cast<float>(bound);
+  if (static_cast<double>(f.rmax2) < bound) f.rmax2 = std::nextafter(f.rmax2, INFINITY);
+  f.slack = static_cast<float>(2 * slack);
+  f.rmin = static_cast<float>(rule.rmin), f.scale = static_cast<float>(rule.scale);
+  return f;
+}
+
 // Queries [first, last) of sorted A against B: blockIdx.y picks the column (ox, oy) of three
-// neighbouring cells (oz = -1, 0, 1) each thread visits. Each candidate is first screened in
-// float32 (one 16-byte load: position and atom index; `screen2` is rmax^2 grown past float32's
-// rounding, so no pair within rmax is screened out), which leaves about one in seven (rmax 15 A:
-// the sphere in 27 cells of rmax). Those would have nearly every warp step wait on one lane's
-// float64 distance, root and bin; instead a lane queues them (slot and lane) in its warp's ring
-// in shared memory, and the warp takes them 32 at a time, each lane one, in float64 as the host
-// does (rdf_pairs-inl.hpp): every lane busy, and the same counts.
-__global__ void count_pairs(PairGrid grid, BinRule rule, const float4* __restrict__ b_packed, float screen2,
-                            const double* __restrict__ ax, const double* __restrict__ ay,
-                            const double* __restrict__ az, const std::int32_t* __restrict__ a_cell,
-                            const std::int32_t* __restrict__ a_atom, const std::int32_t* __restrict__ a_group,
-                            std::int64_t first, std::int64_t last, bool shared_bins,
-                            unsigned long long* __restrict__ histogram, unsigned long long* __restrict__ distances) {
+// neighbouring cells (oz = -1, 0, 1) each thread visits. Each candidate is screened in float32
+// (one 16-byte load: position and atom index), which leaves about one in seven (rmax 15 A: the
+// sphere in 27 cells of rmax); those are binned in float32 where the distance is farther than
+// float32's error from both edges of its bin (all but a fraction of a percent of them at 0.1 A
+// bins), and the rest in float64 exactly as the host does (rdf_pairs-inl.hpp). So the counts
+// are the host's, and a warp's step costs little more when one of its lanes has a pair in
+// range (with the float64 distance, root and bin on that path a step took 70 instructions,
+// measured by Nsight Compute on an H100; a warp queue for them did not help).
+template <bool kExclude>
+__global__ void count_pairs(PairGrid grid, BinRule rule, FloatScreen screen, const float4* __restrict__ b_packed,
+                            const float* __restrict__ edges_f, const double* __restrict__ ax,
+                            const double* __restrict__ ay, const double* __restrict__ az,
+                            const std::int32_t* __restrict__ a_cell, const std::int32_t* __restrict__ a_atom,
+                            const std::int32_t* __restrict__ a_group, std::int64_t first, std::int64_t last,
+                            bool shared_bins, unsigned long long* __restrict__ histogram,
+                            unsigned long long* __restrict__ distances) {
   extern __shared__ unsigned int local[];
-  __shared__ unsigned long long queues[kThreads / 32][64];  // slot << 5 | lane, a ring per warp
-  __shared__ double origins[3][kThreads];                   // each lane's origin for the cell it walks
-  static_assert(sizeof(queues) + sizeof(origins) == kQueueBytes);
   if (shared_bins) {
     for (int k = threadIdx.x; k < rule.bins; k += blockDim.x) local[k] = 0;
     __syncthreads();
   }
-  const unsigned lane = threadIdx.x & 31u, warp_first = threadIdx.x & ~31u;
-  unsigned long long* queue = queues[threadIdx.x / 32];
-  unsigned head = 0, queued = 0;  // the same in every lane of a warp
-  // One queued candidate in float64: the host's test, root and bin.
-  const auto bin = [&](unsigned long long entry) {
-    const unsigned from = warp_first + static_cast<unsigned>(entry & 31u);
-    const double origin[3] = {origins[0][from], origins[1][from], origins[2][from]};
-    const double r2 = squared_distance(grid, static_cast<std::int32_t>(entry >> 5), origin);
-    if (!maybe_in_range(r2, rule)) return;
-    const int k = bin_of_squared(r2, rule);
-    if (k < 0) return;
+  const auto add = [&](int k) {
     if (shared_bins)
       atomicAdd(&local[k], 1u);
     else
       atomicAdd(&histogram[k], 1ull);
   };
   const std::int64_t p = first + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const bool active = p < last;
-  double x[3] = {0, 0, 0};
-  int c[3] = {0, 0, 0};
-  std::int32_t atom = -1, group = -1;
-  if (active) {
-    x[0] = ax[p], x[1] = ay[p], x[2] = az[p];
-    cell_coordinates(grid, a_cell[p], c);
-    atom = a_atom[p];
-    if (a_group) group = a_group[p];
-  }
   std::uint64_t tested = 0;
-  for (int oz = -1; oz <= 1; ++oz) {
-    const int o[3] = {static_cast<int>(blockIdx.y) / 3 - 1, static_cast<int>(blockIdx.y) % 3 - 1, oz};
-    double origin[3] = {0, 0, 0};
-    std::int32_t s = 0, end = 0;
-    if (active) {
+  if (p < last) {
+    const double x[3] = {ax[p], ay[p], az[p]};
+    int c[3];
+    cell_coordinates(grid, a_cell[p], c);
+    const std::int32_t atom = a_atom[p], group = kExclude ? a_group[p] : -1;
+    for (int oz = -1; oz <= 1; ++oz) {
+      const int o[3] = {static_cast<int>(blockIdx.y) / 3 - 1, static_cast<int>(blockIdx.y) % 3 - 1, oz};
+      double origin[3];
       const int f = neighbour_cell(grid, x, c, o, origin);
-      if (f >= 0) s = grid.start[f], end = grid.start[f + 1];
-    }
-    for (int a = 0; a < 3; ++a) origins[a][threadIdx.x] = origin[a];
-    const float fx = static_cast<float>(origin[0]), fy = static_cast<float>(origin[1]), fz = static_cast<float>(origin[2]);
-    __syncwarp();
-    // Lanes of a warp mostly share a cell (A is in cell order): the loop runs while any has atoms.
-    while (__any_sync(0xffffffffu, s < end)) {
-      bool take = false;
-      if (s < end) {
+      if (f < 0) continue;
+      const float fx = static_cast<float>(origin[0]), fy = static_cast<float>(origin[1]), fz = static_cast<float>(origin[2]);
+      const std::int32_t end = grid.start[f + 1];
+      std::uint32_t in_cell = 0;
+      for (std::int32_t s = grid.start[f]; s < end; ++s) {
         const float4 b = b_packed[s];
-        if (__float_as_int(b.w) != atom && !(grid.group && grid.group[s] == group)) {
-          ++tested;
-          const float dx = b.x - fx, dy = b.y - fy, dz = b.z - fz;
-          take = dx * dx + dy * dy + dz * dz <= screen2;
+        if (__float_as_int(b.w) == atom || (kExclude && grid.group[s] == group)) continue;
+        ++in_cell;
+        const float dx = b.x - fx, dy = b.y - fy, dz = b.z - fz;
+        const float r2 = dx * dx + dy * dy + dz * dz;
+        if (r2 > screen.rmax2) continue;
+        const float r = sqrtf(r2);
+        const int k = min(max(static_cast<int>((r - screen.rmin) * screen.scale), 0), rule.bins - 1);
+        if (r - screen.slack >= edges_f[k] && r + screen.slack < edges_f[k + 1]) {
+          add(k);
+        } else {  // near an edge of its bin, or out of range: float64, as the host
+          const double d2 = squared_distance(grid, s, origin);
+          if (!maybe_in_range(d2, rule)) continue;
+          const int exact = bin_of_squared(d2, rule);
+          if (exact >= 0) add(exact);
         }
       }
-      const unsigned taken = __ballot_sync(0xffffffffu, take);
-      if (take)
-        queue[(head + queued + __popc(taken & ((1u << lane) - 1u))) & 63u] =
-            static_cast<unsigned long long>(s) << 5 | lane;
-      queued += __popc(taken);
-      if (queued >= 32) {  // at most 63 queued: a full warp's worth binned, every lane one
-        __syncwarp();
-        bin(queue[(head + lane) & 63u]);
-        head += 32, queued -= 32;
-        __syncwarp();
-      }
-      if (s < end) ++s;
+      tested += in_cell;
     }
-    // The rest, before the origins change with the next cell.
-    __syncwarp();
-    if (lane < queued) bin(queue[(head + lane) & 63u]);
-    head += queued, queued = 0;
-    __syncwarp();
   }
   // One atomic a warp for the distances tested.
   for (int offset = 16; offset > 0; offset /= 2) tested += __shfl_down_sync(0xffffffffu, tested, offset);
-  if (lane == 0 && tested) atomicAdd(distances, static_cast<unsigned long long>(tested));
+  if ((threadIdx.x & 31u) == 0 && tested) atomicAdd(distances, static_cast<unsigned long long>(tested));
   if (shared_bins) {
     __syncthreads();
     for (int k = threadIdx.x; k < rule.bins; k += blockDim.x)
       if (local[k]) atomicAdd(&histogram[k], static_cast<unsigned long long>(local[k]));
   }
-}
-
-// The float32 screen's bound: a pair it passes over is beyond rmax in float64. Coordinates of
-// size up to `reach` round to float32 within reach 2^-24 each, a difference within twice that
-// plus its own rounding, the sum of squares within a few units of its last place (fused or not):
-// rmax grown by 8 reach 2^-24 (and 2^-20 of itself, for float64's own rounding of the distance)
-// and squared, then grown by 2^-18 and rounded up, covers all of them (the error vector is at
-// most sqrt(3) 2 reach 2^-24 long, and sqrt(3) 2 < 8).
-float screen_bound(const PairGrid& grid, const BinRule& rule) {
-  const double slack = 8 * grid.reach * 0x1p-24 + rule.rmax * 0x1p-20;
-  const double bound = (rule.rmax + slack) * (rule.rmax + slack) * (1 + 0x1p-18);
-  const float f = static_cast<float>(bound);
-  return static_cast<double>(f) >= bound ? f : std::nextafter(f, INFINITY);
 }
 
 template <class T>
@@ -213,6 +196,7 @@ struct RdfGpus::State {
     std::string name;
     cuda::Stream stream;
     cuda::DeviceBuffer<double> edges;
+    cuda::DeviceBuffer<float> edges_f;  // rounded to float32: the float32 binning's
     SortedGroup b, a;  // a: unused when A is B
     cuda::DeviceBuffer<unsigned long long> histogram;  // bins, then the distances tested
     cuda::DeviceBuffer<unsigned char> scratch;         // CUB's
@@ -239,11 +223,14 @@ RdfGpus::RdfGpus(const std::vector<int>& gpus, const std::vector<double>& edges,
   s.a = a, s.b = b;
   const std::size_t nb = b.size(), na = s.a_is_b ? 0 : a.size();
   s.positions = cuda::PinnedBuffer<float>(3 * (nb + na));
+  const std::vector<float> edges_f(edges.begin(), edges.end());
   for (const GpuInfo& gpu : resolve_gpus(gpus)) {
     NBKIT_CUDA_CHECK(cudaSetDevice(gpu.index));
     auto d = std::make_unique<State::Device>(gpu);
     d->edges = cuda::DeviceBuffer<double>(edges.size());
     d->edges.upload(edges.data(), edges.size(), d->stream);
+    d->edges_f = cuda::DeviceBuffer<float>(edges.size());
+    d->edges_f.upload(edges_f.data(), edges.size(), d->stream);
     d->histogram = cuda::DeviceBuffer<unsigned long long>(s.bins + 1);
     for (SortedGroup* g : {&d->b, &d->a}) {
       const std::vector<std::int32_t>& atoms = g == &d->b ? b : a;
@@ -337,7 +324,7 @@ void RdfGpus::submit(const float* x, const float* y, const float* z, const PairG
   if (!s.a_is_b) gather(s.a, x, y, z, s.positions.data() + 3 * nb);
   const std::int64_t devices = static_cast<std::int64_t>(s.devices.size());
   const bool shared_bins = rule.bins <= kMostSharedBins && static_cast<double>(kThreads) * nb < 4.0e9;
-  const float screen2 = screen_bound(layout, rule);
+  const FloatScreen screen = float_screen(layout, rule);
   for (std::int64_t n = 0; n < devices; ++n) {
     State::Device& d = *s.devices[n];
     NBKIT_CUDA_CHECK(cudaSetDevice(d.index));
@@ -359,10 +346,11 @@ void RdfGpus::submit(const float* x, const float* y, const float* z, const PairG
       BinRule device_rule = rule;
       device_rule.edges = d.edges.data();
       const dim3 blocks(static_cast<unsigned>(blocks_for(last - first, kThreads)), 9);
-      count_pairs<<<blocks, kThreads, shared_bins ? sizeof(unsigned int) * rule.bins : 0, d.stream>>>(
-          grid, device_rule, d.b.packed.data(), screen2, a.x.data(), a.y.data(), a.z.data(), a.cell.data(), a.atom.data(),
-          s.groups ? a.group.data() : nullptr, first, last, shared_bins, d.histogram.data(),
-          d.histogram.data() + s.bins);
+      const auto kernel = s.groups ? count_pairs<true> : count_pairs<false>;
+      kernel<<<blocks, kThreads, shared_bins ? sizeof(unsigned int) * rule.bins : 0, d.stream>>>(
+          grid, device_rule, screen, d.b.packed.data(), d.edges_f.data(), a.x.data(), a.y.data(), a.z.data(),
+          a.cell.data(), a.atom.data(), s.groups ? a.group.data() : nullptr, first, last, shared_bins,
+          d.histogram.data(), d.histogram.data() + s.bins);
       NBKIT_CUDA_CHECK_LAUNCH();
     }
     d.histogram.download(s.counts.data() + n * (s.bins + 1), s.bins + 1, d.stream);
