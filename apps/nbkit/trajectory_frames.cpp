@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <utility>
 
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/cell.hpp"
@@ -44,26 +45,68 @@ TrajectoryFrames::TrajectoryFrames(const std::string& path, const FrameRange& ra
   if (!advance()) throw Error(fmt::format("{}: no frame at --first {}", path, range.first));
 }
 
+TrajectoryFrames::~TrajectoryFrames() {
+  if (!reader_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  reader_.join();
+}
+
 bool TrajectoryFrames::advance(bool load) {
   if (!read_ahead_) return step(frame_, index_, load);
   if (!load) throw Error("internal: a frame read ahead cannot be passed over");
-  if (!ahead_.valid()) return false;  // the end was reached before
-  if (!ahead_.get()) return false;
-  std::swap(frame_, spare_);
-  index_ = spare_index_;
-  start_reading_ahead();
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return !ready_.empty() || ended_; });
+  if (ready_.empty()) {
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    return false;
+  }
+  spare_.push_back(std::move(frame_));
+  frame_ = std::move(ready_.front().second);
+  index_ = ready_.front().first;
+  ready_.pop_front();
+  lock.unlock();
+  changed_.notify_all();
   return true;
 }
 
 void TrajectoryFrames::read_ahead() {
   if (read_ahead_) return;
   read_ahead_ = true;
-  start_reading_ahead();
+  reader_ = std::thread([this, index = index_] { read_frames_ahead(index); });
 }
 
-void TrajectoryFrames::start_reading_ahead() {
-  spare_index_ = index_;
-  ahead_ = std::async(std::launch::async, [this] { return step(spare_, spare_index_, true); });
+void TrajectoryFrames::read_frames_ahead(long long index) {
+  for (;;) {
+    io::DcdFrame frame;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [this] { return ready_.size() < kReadAhead || stop_; });
+      if (stop_) return;
+      if (!spare_.empty()) frame = std::move(spare_.back()), spare_.pop_back();
+    }
+    bool more = false;
+    std::exception_ptr error;
+    try {
+      more = step(frame, index, true);  // the readers are this thread's alone from read_ahead() on
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      if (more) {
+        ready_.emplace_back(index, std::move(frame));
+      } else {
+        ended_ = true;
+        error_ = error;
+      }
+    }
+    changed_.notify_all();
+    if (!more) return;
+  }
 }
 
 bool TrajectoryFrames::step(io::DcdFrame& into, long long& index, bool load) {
