@@ -202,12 +202,16 @@ nlohmann::json whole_job(const Box& box, const std::string& dir, const std::stri
       const double fixed = json["cuda_one_frame"]["seconds"].get<double>();
       const double frames_seconds = seconds - fixed;
       const double read_share = read_seconds * (last) / (last + 1);  // the plain read of the frames after the first
+      const double reader_share = reader_seconds * (last) / (last + 1);
       fmt::print("  the frames after the first: {:.2f} s (the job less its one-frame run's {:.2f} s) for {} frames, "
-                 "beside {:.2f} s to read them plainly: {:.2f} of the read's rate\n",
-                 frames_seconds, fixed, last, read_share, read_share / frames_seconds);
+                 "beside {:.2f} s to read them plainly ({:.2f} of its rate) and {:.2f} s for nbkit's DCD reader "
+                 "alone ({:.2f} of its rate)\n",
+                 frames_seconds, fixed, last, read_share, read_share / frames_seconds, reader_share,
+                 reader_share / frames_seconds);
       json["cuda"]["fixed_seconds"] = fixed;
       json["cuda"]["frames_seconds"] = frames_seconds;
       json["cuda"]["plain_read_over_frames"] = read_share / frames_seconds;
+      json["cuda"]["dcd_reader_over_frames"] = reader_share / frames_seconds;
     }
   }
   fs::remove(dcd), fs::remove(pqr);
