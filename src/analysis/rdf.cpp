@@ -279,9 +279,9 @@ void Rdf::add_frame(const float* x, const float* y, const float* z, const std::o
     for (int k = 0; k < 3; ++k) {
       grid.n[k] = cells_along(hi[k] - lo[k], rmax, per_axis);
       grid.lo[k] = lo[k];
-      grid.reach = largest;  // positions are the frame's own
       grid.width[k] = std::max((hi[k] - lo[k]) / grid.n[k], rmax);
     }
+    grid.reach = largest;  // positions and origins are the frame's own coordinates
   }
   const detail::BinRule rule{rmin, rmax, rmin * rmin, rmax * rmax, options_.bins / (rmax - rmin), options_.bins,
                              edges_.data()};
