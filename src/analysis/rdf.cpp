@@ -17,6 +17,7 @@
 
 #include "analysis/rdf_gpus.hpp"
 #include "analysis/rdf_pairs-inl.hpp"
+#include "core/clock.hpp"
 #include "nbkit/analysis.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/backend.hpp"
@@ -41,10 +42,6 @@ Vec3 cross(Vec3 u, Vec3 v) { return {u.y * v.z - u.z * v.y, u.z * v.x - u.x * v.
 int cells_along(double length, double rmax, double atoms_per_axis) {
   const double most = std::max(1.0, std::min(atoms_per_axis, 128.0));
   return static_cast<int>(std::clamp(std::floor(length / rmax), 1.0, most));
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // A group's atoms of one frame sorted by cell, in the group's order within a cell (so the arrays

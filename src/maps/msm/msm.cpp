@@ -11,6 +11,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "maps/laws.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/memory.hpp"
@@ -84,10 +85,6 @@ namespace {
 
 using Index3 = std::array<std::int64_t, 3>;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 std::int64_t floor_half(std::int64_t a) { return a >= 0 ? a / 2 : -((1 - a) / 2); }
 std::int64_t ceil_half(std::int64_t a) { return -floor_half(-a); }

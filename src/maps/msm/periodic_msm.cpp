@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "maps/msm/msm.hpp"
+#include "core/clock.hpp"
 #include "nbkit/core/error.hpp"
 
 namespace nbkit::maps::msm {
@@ -28,8 +29,6 @@ namespace {
 
 using Index3 = std::array<std::int64_t, 3>;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::int64_t wrap_index(std::int64_t i, std::int64_t n) {
   i %= n;
