@@ -186,6 +186,46 @@ std::uint64_t map_method_memory_bytes(const Atoms& atoms, const Lattice& lattice
 void compute_map_on_device(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, int device,
                            double* values, MapStats* stats = nullptr);
 
+// Atoms already in a GPU's memory (CuPy arrays, PyTorch CUDA tensors, another CUDA code's
+// buffers): views, no ownership. Positions (n, 3), charges (n,) and radii (n,) as float32 or
+// float64 with strides in elements; no radii: every radius 0 (the Coulomb and cutoff laws
+// ignore them). `stream` (a cudaStream_t; 0: the legacy default stream) is the one the inputs
+// were written on: it is waited for before they are read.
+struct DeviceAtomArrays {
+  int device = 0;  // the CUDA device the arrays live on
+  std::int64_t n = 0;
+  const void* positions = nullptr;
+  bool positions_float64 = true;
+  std::int64_t position_strides[2] = {3, 1};
+  const void* charges = nullptr;
+  bool charges_float64 = true;
+  std::int64_t charge_stride = 1;
+  const void* radii = nullptr;
+  bool radii_float64 = true;
+  std::int64_t radius_stride = 1;
+  void* stream = nullptr;
+};
+
+// What check_device_atoms found: the atoms' bounding box (for lattice_around) and net charge
+// (summed on the GPU: to float64 rounding, not in the host's order).
+struct DeviceAtomSummary {
+  BoundingBox box;
+  double net_charge = 0;
+};
+
+// validate_atoms for atoms in a GPU's memory, checked there: throws its message for the first
+// atom it refuses (only that atom's values come to the host). Needs a CUDA build and the GPU.
+DeviceAtomSummary check_device_atoms(const DeviceAtomArrays& atoms);
+
+// compute_map_on_device for atoms in a GPU's memory: neither the atoms nor the map pass through
+// the host (the atoms are checked, prepared, split into lattice units and binned on their GPU,
+// and copied from there to the other GPUs used). Periodic cutoff maps make the images there
+// too. The values are those of the host-atoms call for the same atoms, to the bit, except
+// mdh's: its per-atom factor exp(kappa a) / (1 + kappa a) takes CUDA's exp (within 1 ulp of the
+// host's), so an mdh map may differ from the host-atoms map in the last bits.
+void compute_map_on_device(const DeviceAtomArrays& atoms, const Lattice& lattice, const MapOptions& options,
+                           int device, double* values, MapStats* stats = nullptr);
+
 // The lattice that spans a periodic cell [0, a) x [0, b) x [0, c): origin (0,0,0) and
 // ceil(edge / spacing) points along each axis. It is exactly periodic (the point after the
 // last one is the first one's image) when the edges are multiples of the spacing.

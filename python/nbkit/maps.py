@@ -118,7 +118,11 @@ def map(positions: Any, charges: Any = None, radii: Any = None, *, method: str =
     copy), ``origin``, ``spacing``, ``shape``, ``units``, ``stats``, and ``to_dx``, ``to_mrc``,
     ``to_png``. The values are those of ``nbkit map`` for the same input, backend and precision.
     With CuPy arrays or PyTorch CUDA tensors as inputs (backend "cuda" or "auto"; direct, mdh or
-    cutoff), a :class:`DeviceMap` whose values stay on the GPU, an array of the same kind.
+    cutoff, periodic or not), a :class:`DeviceMap` whose values stay on the GPU, an array of the
+    same kind: the atoms are checked, prepared and binned on their GPU and never pass through
+    the host (only the first refused atom's values do, for the error message). The values equal
+    those of numpy inputs bit for bit, but for mdh maps, whose per-atom factor exp(kappa a) /
+    (1 + kappa a) takes CUDA's exp (within an ulp of the host's): their last bits may differ.
     """
     if method in ("density", "occupancy") and charges is None and not _has_charges(positions):
         charges = np.zeros(len(np.asarray(getattr(getattr(positions, "atoms", positions), "positions", positions))))
@@ -133,14 +137,18 @@ def map(positions: Any, charges: Any = None, radii: Any = None, *, method: str =
     gpu = framework_of(pos, q, r)
     if gpu is None:
         return _nbkit._map(pos, q, r, options)
-    # GPU arrays in: the atoms (a few bytes each) are read for the lattice's setup, the map is
-    # written by the GPUs straight into an array of the same kind on the same device.
+    # GPU arrays in: the atoms are read, checked, prepared and binned on their GPU, and the map
+    # is written by the GPUs straight into an array of the same kind on the same device; inputs
+    # given as host arrays beside them are moved there first.
+    def on_gpu(a: Any) -> Any:
+        if a is None or framework_of(a):
+            return None if a is None else gpu.prepare(a)  # tensors detached, moved to the positions' GPU
+        a = np.asarray(a)  # float64 unless float32 already, as the host path reads it
+        return gpu.prepare(a if a.dtype in (np.float32, np.float64) else a.astype(np.float64))
+
+    pos, q, r = on_gpu(pos), on_gpu(q), on_gpu(r)
     gpu.synchronize()
-
-    def host(a: Any) -> Any:
-        return gpu.to_host(a) if a is not None and framework_of(a) else a
-
-    d = _nbkit._map_on_device(host(pos), host(q), host(r), options, gpu.allocate)
+    d = _nbkit._map_on_device(pos, q, r, options, gpu.allocate)
     return DeviceMap(d["values"], tuple(d["origin"]), d["spacing"], d["units"], d["stats"], d["comments"])
 
 

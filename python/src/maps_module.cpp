@@ -103,7 +103,7 @@ MapOptions map_options(Options& o) {
 
 // The lattice: origin and shape when given, else the periodic cell, else the atoms' bounding box
 // with `padding` (the command line's rule).
-Lattice lattice_of(Options& o, const Atoms& atoms, const MapOptions& options) {
+Lattice lattice_of(Options& o, const BoundingBox& atoms_box, const MapOptions& options) {
   const double spacing = o.get<double>("spacing", 0.5), padding = o.get<double>("padding", 10.0);
   const py::object origin = o.take("origin"), shape = o.take("shape");
   if (origin.is_none() != shape.is_none()) throw py::value_error("origin and shape go together: give both or neither");
@@ -119,7 +119,7 @@ Lattice lattice_of(Options& o, const Atoms& atoms, const MapOptions& options) {
     return lattice;
   }
   if (options.periodic_box) return lattice_spanning_cell(options.periodic_box->edges(), spacing);
-  return lattice_around(atoms, spacing, padding);
+  return lattice_around(atoms_box, spacing, padding);
 }
 
 py::dict stats_dict(const MapStats& s) {
@@ -145,15 +145,18 @@ std::string method_line(const MapOptions& options) {
   return line;
 }
 
-std::vector<std::string> comments_of(const Atoms& atoms, const MapOptions& options) {
+std::vector<std::string> comments_of(std::size_t atom_count, double net_charge, const MapOptions& options) {
   const std::string quantity = options.method == MapMethod::occupancy ? "Occupancy"
                                : options.method == MapMethod::density ? "Density"
                                                                       : "Electrostatic potential";
   return {quantity + " in " + units::to_string(map_unit(options)) + " written by nbkit " + build_info().version +
               " (Python)",
-          std::to_string(atoms.size()) + " atoms, net charge " + std::to_string(atoms.net_charge()) + " e",
+          std::to_string(atom_count) + " atoms, net charge " + std::to_string(net_charge) + " e",
           method_line(options),
           "vertex-centred lattice: point (i,j,k) at origin + (i,j,k)*delta; x index slowest, z fastest"};
+}
+std::vector<std::string> comments_of(const Atoms& atoms, const MapOptions& options) {
+  return comments_of(atoms.size(), atoms.net_charge(), options);
 }
 
 // nbkit.map's arguments: the atoms, the options with the progress hook, the lattice.
@@ -168,7 +171,7 @@ MapRequest map_request(const py::handle& positions, const py::handle& charges, c
   MapRequest r;
   r.atoms = atoms_from(positions, charges, radii);
   r.options = map_options(o);
-  r.lattice = lattice_of(o, r.atoms, r.options);
+  r.lattice = lattice_of(o, bounding_box(r.atoms), r.options);
   const py::object progress = o.take("progress");
   o.finish();
   r.options.progress = progress_hook(progress, to_string(r.options.method) + " map");
@@ -199,7 +202,7 @@ PyMap trajectory(const py::handle& positions, const py::handle& charges, const p
   Options o(std::move(kwargs), "trajectory_map");
   Atoms atoms = atoms_from(positions, charges, radii);
   MapOptions options = map_options(o);
-  const Lattice lattice = lattice_of(o, atoms, options);
+  const Lattice lattice = lattice_of(o, bounding_box(atoms), options);
   const Combine combine = parse_combine(combine_name);
   const py::object progress = o.take("progress");
   const auto expected = o.get<std::int64_t>("frames", 0);  // for the progress (0: unknown)
@@ -331,12 +334,49 @@ py::dict read_structure(const std::string& path, const std::string& charges, boo
   return out;
 }
 
-// nbkit.map with GPU-array inputs: the atoms (read to the host by the Python layer: a few bytes
-// each) mapped on the GPUs, the values written by compute_map_on_device straight into a device
-// array made by `allocate(shape)` (CuPy or PyTorch, as the inputs), never through the host.
+// The atoms of GPU arrays (CuPy, PyTorch) as the library takes them: views, on one GPU.
+DeviceAtomArrays device_atoms(const py::handle& positions, const py::handle& charges, const py::handle& radii) {
+  const CudaArray x = cuda_array(positions, "positions"), q = cuda_array(charges, "charges");
+  if (x.shape.size() != 2 || x.shape[1] != 3) throw py::value_error("positions: expected shape (n, 3)");
+  const py::ssize_t n = x.shape[0];
+  auto column = [&](const CudaArray& a, const char* name) {
+    if (a.shape.size() != 1 || a.shape[0] != n)
+      throw py::value_error(std::string(name) + ": expected shape (" + std::to_string(n) + ",), one value an atom");
+    if (n > 0 && a.device != x.device) throw py::value_error(std::string("positions and ") + name + ": on different GPUs");
+  };
+  column(q, "charges");
+  DeviceAtomArrays a;
+  a.device = x.device, a.n = n;
+  a.positions = x.data, a.positions_float64 = x.float64;
+  a.position_strides[0] = x.strides[0], a.position_strides[1] = x.strides[1];
+  a.charges = q.data, a.charges_float64 = q.float64, a.charge_stride = q.strides[0];
+  if (!radii.is_none()) {
+    const CudaArray r = cuda_array(radii, "radii");
+    column(r, "radii");
+    a.radii = r.data, a.radii_float64 = r.float64, a.radius_stride = r.strides[0];
+  }
+  return a;
+}
+
+// nbkit.map with GPU-array inputs (every input on the GPU: the Python layer moves the others
+// there): the atoms read, checked, prepared and binned on their GPU, the values written by the
+// GPUs straight into a device array made by `allocate(shape)` (CuPy or PyTorch, as the inputs):
+// neither the atoms nor the map pass through the host.
 py::dict compute_on_device(const py::handle& positions, const py::handle& charges, const py::handle& radii,
                            py::dict kwargs, const py::object& allocate) {
-  const auto [atoms, options, lattice] = map_request(positions, charges, radii, std::move(kwargs));
+  const DeviceAtomArrays atoms = device_atoms(positions, charges, radii);
+  Options o(std::move(kwargs), "map");
+  MapOptions options = map_options(o);
+  if (atoms.n == 0) throw Error("no atoms to compute a map from");
+  DeviceAtomSummary summary;
+  {
+    py::gil_scoped_release release;
+    summary = check_device_atoms(atoms);  // the box for the lattice, the net charge for the header
+  }
+  const Lattice lattice = lattice_of(o, summary.box, options);
+  const py::object progress = o.take("progress");
+  o.finish();
+  options.progress = progress_hook(progress, to_string(options.method) + " map");
   const auto& d = lattice.dims;
   py::object values = allocate(py::make_tuple(d[0], d[1], d[2]));
   const CudaArray out = cuda_array(values, "output");
@@ -357,7 +397,7 @@ py::dict compute_on_device(const py::handle& positions, const py::handle& charge
   result["spacing"] = lattice.spacing;
   result["units"] = units::to_string(map_unit(options));
   result["stats"] = stats_dict(stats);
-  result["comments"] = comments_of(atoms, options);
+  result["comments"] = comments_of(static_cast<std::size_t>(atoms.n), summary.net_charge, options);
   return result;
 }
 

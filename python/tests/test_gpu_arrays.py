@@ -62,12 +62,57 @@ def test_nbody_gpu_arrays_refuse_nan(framework):
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 @pytest.mark.parametrize("method", ["direct", "mdh", "cutoff"])
-def test_map_of_gpu_arrays_stays_on_the_gpu(framework, method, data_dir):
+@pytest.mark.parametrize("precision", ["single", "double"])
+def test_map_of_gpu_arrays_stays_on_the_gpu(framework, method, precision, data_dir):
+    # The atoms are read, checked, prepared and binned on the GPU (no host copy of them): the
+    # lattice chosen from their box there and the values must be the numpy inputs' exactly
+    # (mdh: CUDA's exp in each atom's factor, within an ulp of the host's: a few roundings).
     s = nbkit.read_structure(data_dir / "1a63.pqr")
-    kw = dict(method=method, spacing=0.7, backend="cuda", progress=False)
+    kw = dict(method=method, spacing=0.7, backend="cuda", precision=precision, progress=False)
     host = nbkit.map(s, **kw)
     m = nbkit.map(on_gpu(framework, s.positions), on_gpu(framework, s.charges), on_gpu(framework, s.radii), **kw)
     assert isinstance(m, nbkit.DeviceMap) and type(m.values).__module__.split(".")[0] == framework
     assert m.shape == host.shape and m.origin == host.origin and m.units == host.units
+    assert "atoms from GPU arrays" in m.stats["detail"]
+    if method == "mdh":
+        np.testing.assert_allclose(to_numpy(framework, m.values), host.values, rtol=1e-13 if precision == "double" else 1e-6,
+                                   atol=1e-12 * np.abs(host.values).max())
+    else:
+        np.testing.assert_array_equal(to_numpy(framework, m.values), host.values)
+        np.testing.assert_array_equal(m.to_host().values, host.values)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_periodic_and_float32_and_mixed_inputs_on_the_gpu(framework):
+    rng = np.random.default_rng(5)
+    n = 3001
+    x = rng.uniform(-3, 33, size=(n, 3))
+    q = rng.uniform(-1, 1, n)
+    kw = dict(method="cutoff", spacing=0.8, cutoff=8.0, periodic_box=(30.0, 31.0, 29.0), backend="cuda",
+              progress=False)
+    host = nbkit.map(x, q, **kw)
+    m = nbkit.map(on_gpu(framework, x), on_gpu(framework, q), **kw)
     np.testing.assert_array_equal(to_numpy(framework, m.values), host.values)
-    np.testing.assert_array_equal(m.to_host().values, host.values)
+    # float32 arrays, the positions a strided view, the charges given as a host array beside them.
+    x32 = x.astype(np.float32)
+    strided = on_gpu(framework, np.ascontiguousarray(np.repeat(x32, 2, axis=0)))[::2]
+    m32 = nbkit.map(strided, q, method="direct", spacing=1.0, backend="cuda", progress=False)
+    host32 = nbkit.map(x32.astype(np.float64), q, method="direct", spacing=1.0, backend="cuda", progress=False)
+    np.testing.assert_array_equal(to_numpy(framework, m32.values), host32.values)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_map_gpu_arrays_refuse_bad_atoms_by_number(framework):
+    x = np.zeros((10, 3))
+    x[:, 0] = np.arange(10)
+    q = np.ones(10)
+    bad = x.copy()
+    bad[6, 1] = np.nan
+    with pytest.raises(nbkit.Error, match="atom 7 has a coordinate"):
+        nbkit.map(on_gpu(framework, bad), on_gpu(framework, q), backend="cuda", progress=False)
+    r = -np.ones(10)
+    with pytest.raises(nbkit.Error, match="atom 1: radius -1"):
+        nbkit.map(on_gpu(framework, x), on_gpu(framework, q), on_gpu(framework, r), method="mdh", backend="cuda",
+                  progress=False)
+    with pytest.raises(ValueError, match="charges: expected shape"):
+        nbkit.map(on_gpu(framework, x), on_gpu(framework, q[:9]), backend="cuda", progress=False)

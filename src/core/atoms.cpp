@@ -25,21 +25,24 @@ void Atoms::push_back(Vec3 position, double q, double r) {
   radius.push_back(r);
 }
 
+void validate_atom(std::size_t index, Vec3 position, double charge, double radius) {
+  const std::size_t i = index;
+  if (!std::isfinite(position.x) || !std::isfinite(position.y) || !std::isfinite(position.z) ||
+      !std::isfinite(charge) || !std::isfinite(radius))
+    throw Error(fmt::format("atom {} has a coordinate, charge or radius that is not a finite number", i + 1));
+  for (int a = 0; a < 3; ++a) {
+    const double v = position[a];
+    if (std::fabs(v) > kMaxCoordinate)
+      throw Error(fmt::format("atom {}: {} = {:g} A lies beyond {:g} A of the origin: no molecule is that large (a "
+                              "unit mix-up or a corrupt file?)",
+                              i + 1, "xyz"[a], v, kMaxCoordinate));
+  }
+  if (radius < 0) throw Error(fmt::format("atom {}: radius {} is negative", i + 1, radius));
+}
+
 void validate_atoms(const Atoms& atoms) {
   if (atoms.empty()) throw Error("no atoms");
-  for (std::size_t i = 0; i < atoms.size(); ++i) {
-    if (!std::isfinite(atoms.x[i]) || !std::isfinite(atoms.y[i]) || !std::isfinite(atoms.z[i]) ||
-        !std::isfinite(atoms.charge[i]) || !std::isfinite(atoms.radius[i]))
-      throw Error(fmt::format("atom {} has a coordinate, charge or radius that is not a finite number", i + 1));
-    for (int a = 0; a < 3; ++a) {
-      const double v = atoms.position(i)[a];
-      if (std::fabs(v) > kMaxCoordinate)
-        throw Error(fmt::format("atom {}: {} = {:g} A lies beyond {:g} A of the origin: no molecule is that large (a "
-                                "unit mix-up or a corrupt file?)",
-                                i + 1, "xyz"[a], v, kMaxCoordinate));
-    }
-    if (atoms.radius[i] < 0) throw Error(fmt::format("atom {}: radius {} is negative", i + 1, atoms.radius[i]));
-  }
+  for (std::size_t i = 0; i < atoms.size(); ++i) validate_atom(i, atoms.position(i), atoms.charge[i], atoms.radius[i]);
 }
 
 double Atoms::net_charge() const {

@@ -56,9 +56,12 @@ Lattice lattice_centered(Vec3 center, Vec3 length, double spacing) {
 }
 
 Lattice lattice_around(const Atoms& atoms, double spacing, double padding) {
+  return lattice_around(bounding_box(atoms), spacing, padding);
+}
+
+Lattice lattice_around(const BoundingBox& box, double spacing, double padding) {
   if (!(padding >= 0) || !std::isfinite(padding))
     throw Error(fmt::format("padding must be zero or a positive number of Angstrom, got {}", padding));
-  const BoundingBox box = bounding_box(atoms);
   const Vec3 length = (box.upper - box.lower) + Vec3{2 * padding, 2 * padding, 2 * padding};
   return lattice_centered(0.5 * (box.lower + box.upper), length, spacing);
 }

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <vector>
 
+#include "cuda/check.hpp"
+#include "cuda/device_buffer.hpp"
 #include "cuda/fast_math.cuh"
 #include "maps/kernels.hpp"
 #include "maps/laws.hpp"
@@ -50,23 +52,47 @@ CutoffLaw<S> in_lattice_units(const CutoffLaw<S>& law, double spacing) {
 // An atom in lattice units: each coordinate split into its nearest lattice index and a
 // residual, so that (point index - atom index) - residual is exact to one rounding.
 // `on_lattice`: every residual within singular_distance, so the atom may sit on a lattice
-// point and must go through the kernels' checked pass.
+// point and must go through the kernels' checked pass. x, y, z relative to the lattice's
+// origin, Angstrom; the host's split and the GPU's (atoms from GPU arrays) are this one, with
+// no operation a compiler could fuse, so both give the same bits.
 template <class Real>
-void split_atom(const PreparedAtoms& atoms, std::int64_t n, double spacing, Quad<Real>& xy, Quad<Real>& zc,
-                bool& on_lattice) {
+__host__ __device__ inline void split_atom(double x, double y, double z, double coefficient, double spacing,
+                                           Quad<Real>& xy, Quad<Real>& zc, bool& on_lattice) {
   double index[3], residual[3];
-  const double coordinate[3] = {atoms.x[n] / spacing, atoms.y[n] / spacing, atoms.z[n] / spacing};
+  const double coordinate[3] = {x / spacing, y / spacing, z / spacing};
   const double singular_residual = singular_distance / spacing;
   on_lattice = true;
   for (int a = 0; a < 3; ++a) {
-    index[a] = std::nearbyint(coordinate[a]);
+    index[a] = nearbyint(coordinate[a]);  // ties to even, on the host (default rounding) and the GPU
     residual[a] = coordinate[a] - index[a];
-    on_lattice = on_lattice && std::fabs(residual[a]) <= singular_residual;
+    on_lattice = on_lattice && fabs(residual[a]) <= singular_residual;
   }
   xy = {static_cast<Real>(index[0]), static_cast<Real>(residual[0]), static_cast<Real>(index[1]),
         static_cast<Real>(residual[1])};
-  zc = {static_cast<Real>(index[2]), static_cast<Real>(residual[2]), static_cast<Real>(atoms.coefficient[n] / spacing),
+  zc = {static_cast<Real>(index[2]), static_cast<Real>(residual[2]), static_cast<Real>(coefficient / spacing),
         Real(0)};
 }
+
+template <class Real>
+void split_atom(const PreparedAtoms& atoms, std::int64_t n, double spacing, Quad<Real>& xy, Quad<Real>& zc,
+                bool& on_lattice) {
+  split_atom(atoms.x[n], atoms.y[n], atoms.z[n], atoms.coefficient[n], spacing, xy, zc, on_lattice);
+}
+
+// Values on the host or in one GPU's memory (atoms split or binned on the GPU that holds them),
+// copied to the GPU a worker runs on.
+template <class T>
+struct Source {
+  const T* data = nullptr;
+  std::size_t size = 0;
+  int device = -1;  // -1: the host
+  cuda::DeviceBuffer<T> copy_to(int here) const {
+    cuda::DeviceBuffer<T> out(size);
+    if (size == 0) return out;
+    if (device < 0) out.upload(data, size);
+    else NBKIT_CUDA_CHECK(cudaMemcpyPeer(out.data(), here, data, device, size * sizeof(T)));
+    return out;
+  }
+};
 
 }  // namespace nbkit::maps::gpu

@@ -85,8 +85,10 @@ class CopyToDevice final : public DeviceSlabSink {
 
 namespace nbkit {
 
-void compute_map_on_device(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, int device,
-                           double* values, MapStats* stats) {
+namespace {
+
+void map_into_device(const maps::MapAtoms& atoms, const Lattice& lattice, const MapOptions& options, int device,
+                     double* values, MapStats* stats) {
   validate(lattice);
   if (!map_stays_on_device(options.method))
     throw Error("maps into GPU memory: method " + to_string(options.method) +
@@ -108,6 +110,18 @@ void compute_map_on_device(const Atoms& atoms, const Lattice& lattice, const Map
     throw Error("the map's value at lattice point (" + std::to_string(i) + ", " + std::to_string(j) + ", " +
                 std::to_string(k) + ") is not finite");
   }
+}
+
+}  // namespace
+
+void compute_map_on_device(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, int device,
+                           double* values, MapStats* stats) {
+  map_into_device(atoms, lattice, options, device, values, stats);
+}
+
+void compute_map_on_device(const DeviceAtomArrays& atoms, const Lattice& lattice, const MapOptions& options,
+                           int device, double* values, MapStats* stats) {
+  map_into_device(atoms, lattice, options, device, values, stats);
 }
 
 }  // namespace nbkit

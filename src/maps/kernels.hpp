@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -110,6 +111,17 @@ void direct_cuda(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& 
 // precision and guarantees as direct_cuda.
 void cutoff_cuda(const PreparedAtoms& atoms, const CutoffMapLaw& law, const RowRange& rows, bool double_precision,
                  const std::vector<int>& devices, CudaRunInfo* info = nullptr);
+
+// The same for atoms in a GPU's memory (compute_map_on_device of GPU arrays): read, checked,
+// prepared, split and binned on their GPU (device_input.cuh) in the host's arithmetic, so the
+// map is the one of the host's PreparedAtoms of those atoms (mdh: maps.hpp says where not),
+// and copied from there to the other GPUs. With a periodic box the images within the cutoff
+// of the lattice are made there first, as periodic_images makes them.
+void direct_cuda(const DeviceAtomArrays& atoms, const MapLaw& law, const RowRange& rows, bool double_precision,
+                 const std::vector<int>& devices, CudaRunInfo* info = nullptr);
+void cutoff_cuda(const DeviceAtomArrays& atoms, const std::optional<Vec3>& periodic_box, const CutoffMapLaw& law,
+                 const RowRange& rows, bool double_precision, const std::vector<int>& devices,
+                 CudaRunInfo* info = nullptr);
 
 // Host memory the GPUs copy slabs into, page-locked while this lives (cudaHostRegister), so
 // that the copies run at the bus's rate and overlap the next slab's kernels (stream_map's slab

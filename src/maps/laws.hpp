@@ -25,8 +25,10 @@ struct CoulombLaw {
 // kappa = 0 gives the Coulomb law exactly.
 struct DebyeHuckelLaw {
   double kappa = 0;  // 1/Angstrom
+  // mul_rn: never fused into 1 + kappa a, so the GPU prepares atoms of GPU arrays as the host does.
   NBKIT_HOST_DEVICE double coefficient(double charge, double radius) const {
-    return charge * std::exp(kappa * radius) / (1 + kappa * radius);
+    const double ka = mul_rn(kappa, radius);
+    return charge * exp(ka) / (1 + ka);
   }
   double potential(double charge, double radius, double distance) const {
     return charge * std::exp(-kappa * (distance - radius)) / ((1 + kappa * radius) * distance);

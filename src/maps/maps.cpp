@@ -166,12 +166,13 @@ std::pair<double, double> check_finite_rows(const Lattice& lattice, std::int64_t
 }
 
 // compute_map_rows, or with a device sink the GPU slabs going there (frame_combiner.hpp).
-void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& options, std::int64_t row_begin,
+// Atoms in a GPU's memory are checked where they are read, on that GPU (device_input_cuda.cu).
+void map_rows(const maps::MapAtoms& atoms, const Lattice& lattice, const MapOptions& options, std::int64_t row_begin,
               std::int64_t row_end, double* out, maps::DeviceSlabSink* device_sink, MapStats* stats,
               maps::SlabKeep* keep = nullptr) {
   validate(lattice);
-  if (atoms.empty()) throw Error("no atoms to compute a map from");
-  validate_atoms(atoms);
+  if (atoms.size() == 0) throw Error("no atoms to compute a map from");
+  if (atoms.host) validate_atoms(*atoms.host);
   if (row_begin < 0 || row_end > lattice.rows() || row_begin > row_end)
     throw Error(fmt::format("rows [{}, {}) are outside the lattice's {} rows", row_begin, row_end, lattice.rows()));
   std::string notice, threads_notice;
@@ -191,9 +192,11 @@ void map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptions& opti
   rows.keep = keep;
   if (device_sink && (backend != Backend::cuda || !map_stays_on_device(options.method)))
     throw Error("internal: only GPU maps of the direct, mdh and cutoff methods stay on the device");
+  if (atoms.device && (!device_sink || backend != Backend::cuda || !map_stays_on_device(options.method)))
+    throw Error("internal: atoms in GPU memory make GPU maps of the direct, mdh and cutoff methods only");
 
   const auto start = std::chrono::steady_clock::now();
-  const maps::MethodRun run = is_density_method(options.method) ? maps::run_density(atoms, options, backend, threads, rows)
+  const maps::MethodRun run = is_density_method(options.method) ? maps::run_density(*atoms.host, options, backend, threads, rows)
                               : options.method == MapMethod::cutoff || options.method == MapMethod::msm
                                   ? maps::run_cutoff_or_msm(atoms, options, backend, threads, rows)
                                   : maps::run_direct(atoms, options, backend, threads, rows);
@@ -420,7 +423,7 @@ void compute_map_rows(const Atoms& atoms, const Lattice& lattice, const MapOptio
 
 namespace maps {
 
-void compute_map_on_devices(const Atoms& atoms, const Lattice& lattice, const MapOptions& options,
+void compute_map_on_devices(const MapAtoms& atoms, const Lattice& lattice, const MapOptions& options,
                             DeviceSlabSink* sink, MapStats* stats) {
   map_rows(atoms, lattice, options, 0, lattice.rows(), nullptr, sink, stats);
 }

@@ -107,11 +107,20 @@ void check_method_options(const MapOptions& options) {
   }
 }
 
-MethodRun run_direct(const Atoms& atoms, const MapOptions& options, Backend backend, int threads, const RowRange& rows) {
+MethodRun run_direct(const MapAtoms& input, const MapOptions& options, Backend backend, int threads,
+                     const RowRange& rows) {
   const MapLaw law = options.method == MapMethod::direct ? MapLaw{CoulombLaw{}}
                                                          : MapLaw{DebyeHuckelLaw{screening_kappa(options)}};
   const bool double_precision = options.precision == Precision::double_;
   MethodRun run;
+  if (input.device) {  // GPU arrays: read and prepared on their GPU (maps.cpp allows no other backend)
+    CudaRunInfo info;
+    direct_cuda(*input.device, law, rows, double_precision, options.gpus, &info);
+    run.kernel_seconds = info.kernel_seconds;
+    run.detail = gpu_detail(info, double_precision) + ", atoms from GPU arrays";
+    return run;
+  }
+  const Atoms& atoms = *input.host;
   if (backend == Backend::reference) {
     direct_reference(atoms, law, rows);
     run.detail = "float64 reference, 1 thread";
@@ -127,13 +136,24 @@ MethodRun run_direct(const Atoms& atoms, const MapOptions& options, Backend back
   return run;
 }
 
-MethodRun run_cutoff_or_msm(const Atoms& atoms, const MapOptions& options, Backend backend, int threads,
+MethodRun run_cutoff_or_msm(const MapAtoms& input, const MapOptions& options, Backend backend, int threads,
                             const RowRange& rows) {
   const auto start = std::chrono::steady_clock::now();
   const bool double_precision = options.precision == Precision::double_;
   // msm: the short-range part is the cutoff sum with the splitting's smoothing.
   const bool msm = options.method == MapMethod::msm;
   const CutoffMapLaw cutoff_law = cutoff_law_for(msm ? options.msm_splitting : options.smoothing, options.cutoff);
+  if (input.device) {  // GPU arrays (cutoff only; maps.cpp allows no other method or backend)
+    CudaRunInfo info;
+    const std::optional<Vec3> box =
+        options.periodic_box ? std::optional<Vec3>(options.periodic_box->edges()) : std::nullopt;
+    cutoff_cuda(*input.device, box, cutoff_law, rows, double_precision, options.gpus, &info);
+    MethodRun run;
+    run.kernel_seconds = info.kernel_seconds;
+    run.detail = gpu_detail(info, double_precision) + ", atoms from GPU arrays";
+    return run;
+  }
+  const Atoms& atoms = *input.host;
   Atoms images;  // periodic box: the atoms' images within the cutoff of the lattice
   if (options.periodic_box) images = periodic_images(atoms, options.periodic_box->edges(), *rows.lattice, options.cutoff);
   const Atoms& sources = options.periodic_box ? images : atoms;

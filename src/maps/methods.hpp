@@ -12,6 +12,16 @@
 
 namespace nbkit::maps {
 
+// The atoms of a request: on the host, or in a GPU's memory (compute_map_on_device of GPU
+// arrays: the GPU backends of direct, mdh and cutoff only, which read them there).
+struct MapAtoms {
+  MapAtoms(const Atoms& atoms) : host(&atoms) {}                 // NOLINT: either kind converts
+  MapAtoms(const DeviceAtomArrays& atoms) : device(&atoms) {}    // NOLINT
+  const Atoms* host = nullptr;
+  const DeviceAtomArrays* device = nullptr;
+  std::int64_t size() const { return host ? static_cast<std::int64_t>(host->size()) : device->n; }
+};
+
 // Where and how a method ran, for MapStats.
 struct MethodRun {
   std::string detail;
@@ -26,10 +36,10 @@ CutoffMapLaw cutoff_law_for(Smoothing smoothing, double cutoff);
 void check_method_options(const MapOptions& options);
 
 // direct and mdh: every atom at every point.
-MethodRun run_direct(const Atoms& atoms, const MapOptions& options, Backend backend, int threads, const RowRange& rows);
+MethodRun run_direct(const MapAtoms& atoms, const MapOptions& options, Backend backend, int threads, const RowRange& rows);
 // cutoff and msm: the short range within the cutoff (with a periodic box, over the atoms'
 // images), and for msm the long range on the multilevel grids.
-MethodRun run_cutoff_or_msm(const Atoms& atoms, const MapOptions& options, Backend backend, int threads,
+MethodRun run_cutoff_or_msm(const MapAtoms& atoms, const MapOptions& options, Backend backend, int threads,
                             const RowRange& rows);
 
 // density and occupancy (maps/density/): Gaussians or spheres gathered from cells, float64.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "maps/periodic_images-inl.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/maps.hpp"
 
@@ -34,7 +35,9 @@ Lattice lattice_spanning_cell(Vec3 box, double spacing) {
   return lattice;
 }
 
-Atoms periodic_images(const Atoms& atoms, Vec3 box, const Lattice& lattice, double cutoff) {
+namespace maps {
+
+ImageSpace image_space(Vec3 box, const Lattice& lattice, double cutoff) {
   validate_box(box);
   const double shortest = std::min({box.x, box.y, box.z});
   if (!(cutoff < 0.5 * shortest))
@@ -45,33 +48,29 @@ Atoms periodic_images(const Atoms& atoms, Vec3 box, const Lattice& lattice, doub
   // rounding; images just beyond the cutoff add zero).
   const double reach = cutoff * (1 + 1e-9);
   const Vec3 lower = lattice.origin, upper = lattice.origin + lattice.extent();
-  int first_shift[3], last_shift[3];
+  ImageSpace s;
+  s.reach2 = reach * reach;
   for (int a = 0; a < 3; ++a) {  // image shifts whose cell [s L, (s+1) L) meets [lower - c, upper + c]
-    first_shift[a] = static_cast<int>(std::floor((lower[a] - reach) / box[a]));
-    last_shift[a] = static_cast<int>(std::floor((upper[a] + reach) / box[a]));
-    if (last_shift[a] - first_shift[a] > 1000)
+    s.box[a] = box[a], s.lower[a] = lower[a], s.upper[a] = upper[a];
+    s.first_shift[a] = static_cast<int>(std::floor((lower[a] - reach) / box[a]));
+    s.last_shift[a] = static_cast<int>(std::floor((upper[a] + reach) / box[a]));
+    if (s.last_shift[a] - s.first_shift[a] > 1000)
       throw Error(fmt::format("periodic box: the lattice spans more than 1000 cells along axis {}", "xyz"[a]));
   }
+  return s;
+}
+
+}  // namespace maps
+
+Atoms periodic_images(const Atoms& atoms, Vec3 box, const Lattice& lattice, double cutoff) {
+  const maps::ImageSpace space = maps::image_space(box, lattice, cutoff);
   Atoms images;
   images.reserve(atoms.size());
   for (std::size_t n = 0; n < atoms.size(); ++n) {
-    Vec3 wrapped;
-    for (int a = 0; a < 3; ++a) {
-      const Vec3 p = atoms.position(n);
-      wrapped[a] = p[a] - box[a] * std::floor(p[a] / box[a]);
-      if (wrapped[a] >= box[a]) wrapped[a] -= box[a];  // p just below a multiple of the edge
-    }
-    for (int sx = first_shift[0]; sx <= last_shift[0]; ++sx)
-      for (int sy = first_shift[1]; sy <= last_shift[1]; ++sy)
-        for (int sz = first_shift[2]; sz <= last_shift[2]; ++sz) {
-          const Vec3 image{wrapped.x + sx * box.x, wrapped.y + sy * box.y, wrapped.z + sz * box.z};
-          double gap2 = 0;
-          for (int a = 0; a < 3; ++a) {
-            const double g = image[a] < lower[a] ? lower[a] - image[a] : (image[a] > upper[a] ? image[a] - upper[a] : 0);
-            gap2 += g * g;
-          }
-          if (gap2 < reach * reach) images.push_back(image, atoms.charge[n], atoms.radius[n]);
-        }
+    const double p[3] = {atoms.x[n], atoms.y[n], atoms.z[n]};
+    maps::for_each_image(space, p, [&](const double image[3]) {
+      images.push_back({image[0], image[1], image[2]}, atoms.charge[n], atoms.radius[n]);
+    });
   }
   return images;
 }

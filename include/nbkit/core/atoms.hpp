@@ -18,6 +18,9 @@ constexpr double kMaxCoordinate = 1e6;
 // finite, a coordinate lies beyond kMaxCoordinate, or a radius is negative.
 struct Atoms;
 void validate_atoms(const Atoms& atoms);
+// The same checks for one atom, `index` 0-based (named 1-based): for atoms that are not in an
+// Atoms (GPU arrays, whose checks run there and report the first atom refused).
+void validate_atom(std::size_t index, Vec3 position, double charge, double radius);
 
 struct Atoms {
   std::vector<double> x, y, z, charge, radius;

@@ -10,6 +10,7 @@
 namespace nbkit {
 
 struct Atoms;
+struct BoundingBox;
 
 struct Lattice {
   Vec3 origin;
@@ -38,6 +39,8 @@ void validate(const Lattice& lattice);
 // The lattice that covers the atoms' bounding box plus `padding` on every side, centred
 // on the box, with points `spacing` apart.
 Lattice lattice_around(const Atoms& atoms, double spacing, double padding);
+// The same around a bounding box already found (atoms in a GPU's memory: check_device_atoms).
+Lattice lattice_around(const BoundingBox& box, double spacing, double padding);
 
 // A lattice centred on `center` whose edges are at least `length` long.
 Lattice lattice_centered(Vec3 center, Vec3 length, double spacing);

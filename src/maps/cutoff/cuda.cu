@@ -40,6 +40,7 @@
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "maps/device_atoms.cuh"
+#include "maps/device_input.cuh"
 #include "maps/kernels.hpp"
 #include "maps/gpu_slabs.cuh"
 #include "nbkit/core/error.hpp"
@@ -289,6 +290,26 @@ struct BinnedAtoms {
   int size() const { return static_cast<int>(atoms.size() / 2); }
 };
 
+// The bin of an atom at x, y, z (Angstrom from the lattice's origin), or -1 when it lies beyond
+// the reach of every lattice point. The host's binning and the GPU's (atoms from GPU arrays)
+// are this one, with no operation a compiler could fuse: both bin every atom alike.
+__host__ __device__ inline int bin_of(double x, double y, double z, double spacing, const CutoffGrid& grid,
+                                      double reach2) {
+  const double u[3] = {x / spacing, y / spacing, z / spacing};
+  const int points[3] = {grid.nx, grid.ny, grid.nz};
+  double gap2 = 0;
+  int bin[3];
+  for (int a = 0; a < 3; ++a) {
+    const double upper = static_cast<double>(points[a] - 1);
+    const double g = u[a] < 0 ? -u[a] : (u[a] > upper ? u[a] - upper : 0.0);
+    gap2 += mul_rn(g, g);
+    const double b = floor(u[a] / kRegion) + grid.margin, last = static_cast<double>(grid.bins[a] - 1);
+    bin[a] = static_cast<int>(b < 0.0 ? 0.0 : (b > last ? last : b));
+  }
+  if (!(gap2 < reach2)) return -1;  // beyond the cutoff of every point
+  return (bin[2] * grid.bins[1] + bin[1]) * grid.bins[0] + bin[0];
+}
+
 template <class Real>
 void bin_atoms(const PreparedAtoms& prepared, const Lattice& lattice, const CutoffLayout& layout,
                BinnedAtoms<Real>& regular, BinnedAtoms<Real>& on_lattice) {
@@ -301,22 +322,14 @@ void bin_atoms(const PreparedAtoms& prepared, const Lattice& lattice, const Cuto
   };
   std::vector<Entry> entries;
   entries.reserve(static_cast<std::size_t>(prepared.size()));
+  const double reach2 = layout.reach * layout.reach;
   for (std::int64_t n = 0; n < prepared.size(); ++n) {
-    const double u[3] = {prepared.x[n] / spacing, prepared.y[n] / spacing, prepared.z[n] / spacing};
-    double gap2 = 0;
-    int bin[3];
-    for (int a = 0; a < 3; ++a) {
-      const double upper = static_cast<double>(lattice.dims[a] - 1);
-      const double g = u[a] < 0 ? -u[a] : (u[a] > upper ? u[a] - upper : 0.0);
-      gap2 += g * g;
-      bin[a] = static_cast<int>(std::clamp(std::floor(u[a] / kRegion) + grid.margin, 0.0,
-                                           static_cast<double>(grid.bins[a] - 1)));
-    }
-    if (!(gap2 < layout.reach * layout.reach)) continue;  // beyond the cutoff of every point
+    const int bin = bin_of(prepared.x[n], prepared.y[n], prepared.z[n], spacing, grid, reach2);
+    if (bin < 0) continue;
     Quad<Real> xy, zc;
     bool singular = false;
     gpu::split_atom(prepared, n, spacing, xy, zc, singular);
-    entries.push_back({n, (bin[2] * grid.bins[1] + bin[1]) * grid.bins[0] + bin[0], singular});
+    entries.push_back({n, bin, singular});
   }
   if (entries.size() > (std::size_t{1} << 30)) throw Error("more than 2^30 atoms are not supported on the GPU");
   for (BinnedAtoms<Real>* set : {&regular, &on_lattice}) {
@@ -341,18 +354,142 @@ void bin_atoms(const PreparedAtoms& prepared, const Lattice& lattice, const Cuto
   }
 }
 
+// One binned set of atoms wherever it was made: on the host, or on the GPU that binned atoms
+// of GPU arrays.
+template <class Real>
+struct BinsSource {
+  gpu::Source<Quad<Real>> atoms;
+  gpu::Source<int> bin_start;  // empty: no atoms in the set
+  int size = 0;
+  static BinsSource of(const BinnedAtoms<Real>& host) {
+    return {{host.atoms.data(), host.atoms.size()}, {host.bin_start.data(), host.bin_start.size()}, host.size()};
+  }
+};
+
 // One binned set of atoms on a device.
 template <class Real>
 struct DeviceBins {
   cuda::DeviceBuffer<Quad<Real>> atoms;
   cuda::DeviceBuffer<int> bin_start;
   int size = 0;
-  explicit DeviceBins(const BinnedAtoms<Real>& host)
-      : atoms(host.atoms.size()), bin_start(host.bin_start.size()), size(host.size()) {
-    atoms.upload(host.atoms.data(), host.atoms.size());
-    bin_start.upload(host.bin_start.data(), host.bin_start.size());
+  DeviceBins(const BinsSource<Real>& source, int device)
+      : atoms(source.atoms.copy_to(device)), bin_start(source.bin_start.copy_to(device)), size(source.size) {}
+};
+
+// Atoms binned on their GPU, as bin_atoms bins them on the host: a key per atom (its bin, or
+// bin_count + bin for those that may sit on a lattice point, or 2 bin_count for those beyond
+// reach), a stable radix sort of the atoms by key (so a bin keeps the input's order), each
+// bin's start found by binary search, and the atoms split in their sorted places.
+template <class Real>
+struct DeviceBinned {
+  int device = 0;
+  cuda::DeviceBuffer<Quad<Real>> atoms;       // the regular set's, then the on-lattice set's
+  cuda::DeviceBuffer<int> regular_start, on_lattice_start;
+  int regular = 0, on_lattice = 0;            // atoms in each set
+  BinsSource<Real> regular_source() const {
+    return {{atoms.data(), 2 * static_cast<std::size_t>(regular), device},
+            {regular_start.data(), regular_start.size(), device}, regular};
+  }
+  BinsSource<Real> on_lattice_source() const {
+    if (on_lattice == 0) return {};  // the usual case: no second pass
+    return {{atoms.data() + 2 * static_cast<std::size_t>(regular), 2 * static_cast<std::size_t>(on_lattice), device},
+            {on_lattice_start.data(), on_lattice_start.size(), device}, on_lattice};
   }
 };
+
+template <class Real>
+__global__ void bin_key_kernel(long long count, double spacing, CutoffGrid grid, double reach2,
+                               unsigned bin_count, const double* __restrict__ x, const double* __restrict__ y,
+                               const double* __restrict__ z, const double* __restrict__ coefficient,
+                               unsigned* __restrict__ key, int* __restrict__ atom) {
+  const long long n = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (n >= count) return;
+  const int bin = bin_of(x[n], y[n], z[n], spacing, grid, reach2);
+  Quad<Real> xy, zc;
+  bool singular = false;
+  gpu::split_atom(x[n], y[n], z[n], coefficient[n], spacing, xy, zc, singular);
+  key[n] = bin < 0 ? 2 * bin_count : static_cast<unsigned>(bin) + (singular ? bin_count : 0u);
+  atom[n] = static_cast<int>(n);
+}
+
+__device__ __forceinline__ int lower_bound(const unsigned* keys, int count, unsigned value) {
+  int lo = 0, hi = count;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (keys[mid] < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// Bin b's first atom in each set (b = bin_count: the set's end), from the sorted keys.
+__global__ void bin_start_kernel(int count, unsigned bin_count, const unsigned* __restrict__ keys,
+                                 int* __restrict__ regular_start, int* __restrict__ on_lattice_start) {
+  const long long b = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b > bin_count) return;
+  const int regular_total = lower_bound(keys, count, bin_count);
+  regular_start[b] = lower_bound(keys, count, static_cast<unsigned>(b));
+  on_lattice_start[b] = lower_bound(keys, count, bin_count + static_cast<unsigned>(b)) - regular_total;
+}
+
+template <class Real>
+__global__ void binned_split_kernel(int kept, double spacing, const int* __restrict__ atom,
+                                    const double* __restrict__ x, const double* __restrict__ y,
+                                    const double* __restrict__ z, const double* __restrict__ coefficient,
+                                    Quad<Real>* __restrict__ out) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= kept) return;
+  const int n = atom[p];
+  bool unused = false;
+  gpu::split_atom(x[n], y[n], z[n], coefficient[n], spacing, out[2 * p], out[2 * p + 1], unused);
+}
+
+template <class Real>
+DeviceBinned<Real> bin_on_device(const gpu::AtomColumns& prepared, const Lattice& lattice,
+                                 const CutoffLayout& layout) {
+  DeviceBinned<Real> out;
+  out.device = prepared.device;
+  const std::int64_t n = prepared.count;
+  if (n > (std::int64_t{1} << 30)) throw Error("more than 2^30 atoms are not supported on the GPU");
+  const std::int64_t bins = layout.bin_count();
+  if (2 * bins >= (std::int64_t{1} << 32)) throw Error("cutoff summation on the GPU: too many bins for GPU arrays");
+  const auto bin_count = static_cast<unsigned>(bins);
+  const auto count = static_cast<int>(n);
+  cuda::DeviceBuffer<unsigned> key(static_cast<std::size_t>(n)), sorted_key(static_cast<std::size_t>(n));
+  cuda::DeviceBuffer<int> atom(static_cast<std::size_t>(n)), sorted_atom(static_cast<std::size_t>(n));
+  if (n > 0) {
+    bin_key_kernel<Real><<<gpu::blocks_for(n), gpu::kPrepareThreads>>>(
+        n, lattice.spacing, layout.grid, layout.reach * layout.reach, bin_count, prepared.x.data(), prepared.y.data(),
+        prepared.z.data(), prepared.charge.data(), key.data(), atom.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    int end_bit = 1;
+    while (end_bit < 32 && (std::uint64_t{1} << end_bit) <= 2 * static_cast<std::uint64_t>(bin_count)) ++end_bit;
+    std::size_t bytes = 0;
+    NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, key.data(), sorted_key.data(), atom.data(),
+                                                     sorted_atom.data(), count, 0, end_bit));
+    cuda::DeviceBuffer<unsigned char> scratch(bytes);
+    NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.data(), bytes, key.data(), sorted_key.data(), atom.data(),
+                                                     sorted_atom.data(), count, 0, end_bit));
+  }
+  out.regular_start = cuda::DeviceBuffer<int>(static_cast<std::size_t>(bins) + 1);
+  out.on_lattice_start = cuda::DeviceBuffer<int>(static_cast<std::size_t>(bins) + 1);
+  bin_start_kernel<<<gpu::blocks_for(bins + 1), gpu::kPrepareThreads>>>(
+      count, bin_count, sorted_key.data(), out.regular_start.data(), out.on_lattice_start.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  NBKIT_CUDA_CHECK(cudaMemcpy(&out.regular, out.regular_start.data() + bins, sizeof(int), cudaMemcpyDeviceToHost));
+  NBKIT_CUDA_CHECK(
+      cudaMemcpy(&out.on_lattice, out.on_lattice_start.data() + bins, sizeof(int), cudaMemcpyDeviceToHost));
+  const int kept = out.regular + out.on_lattice;
+  out.atoms = cuda::DeviceBuffer<Quad<Real>>(2 * static_cast<std::size_t>(kept));
+  if (kept > 0) {
+    binned_split_kernel<Real><<<gpu::blocks_for(kept), gpu::kPrepareThreads>>>(
+        kept, lattice.spacing, sorted_atom.data(), prepared.x.data(), prepared.y.data(), prepared.z.data(),
+        prepared.charge.data(), out.atoms.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+  NBKIT_CUDA_CHECK(cudaDeviceSynchronize());  // the other GPUs copy from it next
+  return out;
+}
 
 template <class Real, class Law, bool kCheckSingular, bool kAccumulate>
 void launch(const CutoffLayout& layout, const DeviceBins<Real>& bins, const cuda::DeviceBuffer<int4>& runs,
@@ -396,12 +533,12 @@ std::int64_t cutoff_slab_rows(const CutoffLayout& layout, std::int64_t total_row
 }
 
 template <class Real, class Law>
-double run_device(const gpu::Worker& worker, const BinnedAtoms<Real>& regular, const BinnedAtoms<Real>& on_lattice,
+double run_device(const gpu::Worker& worker, const BinsSource<Real>& regular, const BinsSource<Real>& on_lattice,
                   const CutoffLayout& layout, const Law& law, gpu::SharedRows& shared) {
   const int device = worker.device;
   const RowRange& rows = shared.rows();
   const Lattice& lattice = *rows.lattice;
-  const DeviceBins<Real> regular_bins(regular), on_lattice_bins(on_lattice);
+  const DeviceBins<Real> regular_bins(regular, device), on_lattice_bins(on_lattice, device);
   cuda::DeviceBuffer<int4> runs(layout.neighbour_runs.size());
   runs.upload(layout.neighbour_runs.data(), layout.neighbour_runs.size());
 
@@ -452,30 +589,62 @@ const LatticeBins<Real>& lattice_bins(const PreparedAtoms& prepared, const RowRa
   return made;
 }
 
+// Every device's share of the rows, from the binned atoms wherever they are.
 template <class Real, class Law>
-void run_devices(const PreparedAtoms& prepared, const Law& law, const RowRange& rows, const std::vector<int>& devices,
-                 CudaRunInfo* info) {
-  std::unique_ptr<LatticeBins<Real>> local;
-  const LatticeBins<Real>& bins = lattice_bins<Real>(prepared, rows, law.cutoff, local);
+void run_binned(const BinsSource<Real>& regular, const BinsSource<Real>& on_lattice, const CutoffLayout& layout,
+                const Law& law, const RowRange& rows, const std::vector<int>& devices, CudaRunInfo* info) {
   gpu::SharedRows shared(rows, devices);
   const std::vector<double> kernel_seconds = gpu::on_each_device(devices, shared, [&](const gpu::Worker& worker) {
-    return run_device<Real, Law>(worker, bins.regular, bins.on_lattice, bins.layout, law, shared);
+    return run_device<Real, Law>(worker, regular, on_lattice, layout, law, shared);
   });
   if (info) info->kernel_seconds = *std::max_element(kernel_seconds.begin(), kernel_seconds.end());
+}
+
+template <class Real, class Law>
+void run_devices(const PreparedAtoms& prepared, const std::optional<Vec3>&, const Law& law, const RowRange& rows,
+                 const std::vector<int>& devices, CudaRunInfo* info) {
+  std::unique_ptr<LatticeBins<Real>> local;
+  const LatticeBins<Real>& bins = lattice_bins<Real>(prepared, rows, law.cutoff, local);
+  run_binned<Real, Law>(BinsSource<Real>::of(bins.regular), BinsSource<Real>::of(bins.on_lattice), bins.layout, law,
+                        rows, devices, info);
+}
+
+// Atoms from GPU arrays: read, imaged, prepared and binned on their GPU.
+template <class Real, class Law>
+void run_devices(const DeviceAtomArrays& arrays, const std::optional<Vec3>& periodic_box, const Law& law,
+                 const RowRange& rows, const std::vector<int>& devices, CudaRunInfo* info) {
+  gpu::AtomColumns atoms = gpu::read_device_atoms(arrays);
+  if (periodic_box) atoms = gpu::periodic_images_on_device(atoms, *periodic_box, *rows.lattice, law.cutoff);
+  gpu::prepare_on_device(atoms, *rows.lattice, law);
+  const CutoffLayout layout = layout_for(*rows.lattice, law.cutoff);
+  const DeviceBinned<Real> binned = bin_on_device<Real>(atoms, *rows.lattice, layout);
+  run_binned<Real, Law>(binned.regular_source(), binned.on_lattice_source(), layout, law, rows, devices, info);
+}
+
+template <class Atoms>
+void cutoff_on_devices(const Atoms& atoms, const std::optional<Vec3>& periodic_box, const CutoffMapLaw& law,
+                       const RowRange& rows, bool double_precision, const std::vector<int>& requested_devices,
+                       CudaRunInfo* info) {
+  const std::vector<int> devices = gpu::resolve_devices(requested_devices, info);
+  std::visit(
+      [&](const auto& the_law) {
+        using Law = std::decay_t<decltype(the_law)>;
+        if (double_precision) run_devices<double, Law>(atoms, periodic_box, the_law, rows, devices, info);
+        else run_devices<float, Law>(atoms, periodic_box, the_law, rows, devices, info);
+      },
+      law);
 }
 
 }  // namespace
 
 void cutoff_cuda(const PreparedAtoms& atoms, const CutoffMapLaw& law, const RowRange& rows, bool double_precision,
-                 const std::vector<int>& requested_devices, CudaRunInfo* info) {
-  const std::vector<int> devices = gpu::resolve_devices(requested_devices, info);
-  std::visit(
-      [&](const auto& the_law) {
-        using Law = std::decay_t<decltype(the_law)>;
-        if (double_precision) run_devices<double, Law>(atoms, the_law, rows, devices, info);
-        else run_devices<float, Law>(atoms, the_law, rows, devices, info);
-      },
-      law);
+                 const std::vector<int>& devices, CudaRunInfo* info) {
+  cutoff_on_devices(atoms, std::nullopt, law, rows, double_precision, devices, info);
+}
+
+void cutoff_cuda(const DeviceAtomArrays& atoms, const std::optional<Vec3>& periodic_box, const CutoffMapLaw& law,
+                 const RowRange& rows, bool double_precision, const std::vector<int>& devices, CudaRunInfo* info) {
+  cutoff_on_devices(atoms, periodic_box, law, rows, double_precision, devices, info);
 }
 
 }  // namespace nbkit::maps

@@ -38,6 +38,7 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/stream.hpp"
 #include "maps/device_atoms.cuh"
+#include "maps/device_input.cuh"
 #include "maps/kernels.hpp"
 #include "maps/gpu_slabs.cuh"
 #include "nbkit/core/backend.hpp"
@@ -236,17 +237,18 @@ void run_slab(const Plan& plan, const cuda::DeviceBuffer<Quad<Real>>& regular,
                                      singular_r2, first, last, lattice, prefactor, out, 0, stream);
 }
 
-// One device's share: the atoms uploaded once, then slabs of whole waves of rows.
+// One device's share: the atoms copied there once (from the host, or from the GPU that split
+// them), then slabs of whole waves of rows.
 template <class Real, class Law>
-double run_device(const gpu::Worker& worker, const DeviceAtoms<Real>& atoms, const Plan& plan, const Law& law,
+double run_device(const gpu::Worker& worker, const gpu::Source<Quad<Real>>& regular_atoms,
+                  const gpu::Source<Quad<Real>>& on_lattice_atoms, const Plan& plan, const Law& law,
                   gpu::SharedRows& shared) {
   const int device = worker.device;
   const RowRange& rows = shared.rows();
   const Lattice& lattice = *rows.lattice;
   const std::int64_t nz = lattice.dims[2];
-  cuda::DeviceBuffer<Quad<Real>> regular(atoms.regular.size()), on_lattice(atoms.on_lattice.size());
-  regular.upload(atoms.regular.data(), atoms.regular.size());
-  on_lattice.upload(atoms.on_lattice.data(), atoms.on_lattice.size());
+  const cuda::DeviceBuffer<Quad<Real>> regular = regular_atoms.copy_to(device),
+                                       on_lattice = on_lattice_atoms.copy_to(device);
 
   int sms = 0, blocks_per_sm = 0;
   NBKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -255,7 +257,7 @@ double run_device(const gpu::Worker& worker, const DeviceAtoms<Real>& atoms, con
   std::size_t free_bytes = 0, total_bytes = 0;
   NBKIT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::int64_t slab_rows =
-      plan_slab_rows(plan, shared.total(), nz, static_cast<std::int64_t>(atoms.regular.size() / 2),
+      plan_slab_rows(plan, shared.total(), nz, static_cast<std::int64_t>(regular.size() / 2),
                      shared.device_count(), sms * std::max(blocks_per_sm, 1), free_bytes);
   const std::size_t slab_points = static_cast<std::size_t>(slab_rows * nz);
   if (slab_points * sizeof(double) * (plan.segments + 2) > free_bytes)
@@ -281,26 +283,48 @@ double run_device(const gpu::Worker& worker, const DeviceAtoms<Real>& atoms, con
                         });
 }
 
+// Every device's share of the rows, from the split atoms wherever they are.
 template <class Real, class Law>
-void run_devices(const PreparedAtoms& prepared, const Law& law, const RowRange& rows, const std::vector<int>& devices,
-                 CudaRunInfo* info) {
-  const DeviceAtoms<Real> atoms = atoms_in_lattice_units<Real>(prepared, rows.lattice->spacing);
-  const Plan plan = plan_for(*rows.lattice, rows.lattice->rows(), static_cast<std::int64_t>(atoms.regular.size() / 2));
+void run_split(const gpu::Source<Quad<Real>>& regular, const gpu::Source<Quad<Real>>& on_lattice, const Law& law,
+               const RowRange& rows, const std::vector<int>& devices, CudaRunInfo* info) {
+  const Plan plan = plan_for(*rows.lattice, rows.lattice->rows(), static_cast<std::int64_t>(regular.size / 2));
   gpu::SharedRows shared(rows, devices);
-  const std::vector<double> kernel_seconds = gpu::on_each_device(
-      devices, shared, [&](const gpu::Worker& worker) { return run_device<Real, Law>(worker, atoms, plan, law, shared); });
+  const std::vector<double> kernel_seconds = gpu::on_each_device(devices, shared, [&](const gpu::Worker& worker) {
+    return run_device<Real, Law>(worker, regular, on_lattice, plan, law, shared);
+  });
   if (info) {
     info->kernel_seconds = *std::max_element(kernel_seconds.begin(), kernel_seconds.end());
     info->segments = plan.segments;
   }
 }
 
+template <class Real, class Law>
+void run_devices(const PreparedAtoms& prepared, const Law& law, const RowRange& rows, const std::vector<int>& devices,
+                 CudaRunInfo* info) {
+  const DeviceAtoms<Real> atoms = atoms_in_lattice_units<Real>(prepared, rows.lattice->spacing);
+  run_split<Real, Law>({atoms.regular.data(), atoms.regular.size()}, {atoms.on_lattice.data(), atoms.on_lattice.size()},
+                       law, rows, devices, info);
+}
+
+// Atoms from GPU arrays: read, prepared and split on their GPU.
+template <class Real, class Law>
+void run_devices(const DeviceAtomArrays& arrays, const Law& law, const RowRange& rows, const std::vector<int>& devices,
+                 CudaRunInfo* info) {
+  gpu::AtomColumns atoms = gpu::read_device_atoms(arrays);
+  gpu::prepare_on_device(atoms, *rows.lattice, law);
+  const gpu::SplitAtoms<Real> split = gpu::split_on_device<Real>(atoms, rows.lattice->spacing);
+  run_split<Real, Law>(split.regular_source(), split.on_lattice_source(), law, rows, devices, info);
+}
+
 }  // namespace
 
-void direct_cuda(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& rows, bool double_precision,
-                 const std::vector<int>& requested_devices, CudaRunInfo* info) {
+namespace {
+
+template <class Atoms>
+void direct_on_devices(const Atoms& atoms, std::int64_t count, const MapLaw& law, const RowRange& rows,
+                       bool double_precision, const std::vector<int>& requested_devices, CudaRunInfo* info) {
   const std::vector<int> devices = gpu::resolve_devices(requested_devices, info);
-  if (atoms.size() > (std::int64_t{1} << 30)) throw Error("more than 2^30 atoms are not supported on the GPU");
+  if (count > (std::int64_t{1} << 30)) throw Error("more than 2^30 atoms are not supported on the GPU");
   std::visit(
       [&](const auto& the_law) {
         using Law = std::decay_t<decltype(the_law)>;
@@ -308,6 +332,18 @@ void direct_cuda(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& 
         else run_devices<float, Law>(atoms, the_law, rows, devices, info);
       },
       law);
+}
+
+}  // namespace
+
+void direct_cuda(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& rows, bool double_precision,
+                 const std::vector<int>& devices, CudaRunInfo* info) {
+  direct_on_devices(atoms, atoms.size(), law, rows, double_precision, devices, info);
+}
+
+void direct_cuda(const DeviceAtomArrays& atoms, const MapLaw& law, const RowRange& rows, bool double_precision,
+                 const std::vector<int>& devices, CudaRunInfo* info) {
+  direct_on_devices(atoms, atoms.n, law, rows, double_precision, devices, info);
 }
 
 }  // namespace nbkit::maps

@@ -15,6 +15,15 @@ void cutoff_cuda(const PreparedAtoms&, const CutoffMapLaw&, const RowRange&, boo
   throw_no_cuda_build();
 }
 
+void direct_cuda(const DeviceAtomArrays&, const MapLaw&, const RowRange&, bool, const std::vector<int>&, CudaRunInfo*) {
+  throw_no_cuda_build();
+}
+
+void cutoff_cuda(const DeviceAtomArrays&, const std::optional<Vec3>&, const CutoffMapLaw&, const RowRange&, bool,
+                 const std::vector<int>&, CudaRunInfo*) {
+  throw_no_cuda_build();
+}
+
 PinnedHostRange::PinnedHostRange(void*, std::size_t) {}
 PinnedHostRange::~PinnedHostRange() = default;
 
@@ -34,6 +43,10 @@ namespace nbkit {
 void compute_map_on_device(const Atoms&, const Lattice&, const MapOptions&, int, double*, MapStats*) {
   throw_no_cuda_build();
 }
+void compute_map_on_device(const DeviceAtomArrays&, const Lattice&, const MapOptions&, int, double*, MapStats*) {
+  throw_no_cuda_build();
+}
+DeviceAtomSummary check_device_atoms(const DeviceAtomArrays&) { throw_no_cuda_build(); }
 }  // namespace nbkit
 
 namespace nbkit::maps {
