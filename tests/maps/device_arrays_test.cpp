@@ -120,8 +120,10 @@ TEST(DeviceArrayMaps, EqualTheHostAtomsMapsBitForBit) {
         continue;
       }
       EXPECT_EQ(device, host) << what;
-      // The same GPU listed twice: two workers, the atoms split once and copied to the second.
-      options.gpus = {0, 0};
+      // Two GPUs, or the same GPU listed twice: two workers, the atoms split once on the
+      // arrays' GPU and copied to the other (a peer copy between GPUs).
+      std::string unused;
+      options.gpus = list_gpus(&unused).size() >= 2 ? std::vector<int>{0, 1} : std::vector<int>{0, 0};
       EXPECT_EQ(map_of_device_atoms(gpu.arrays, lattice, options), host) << what << ", two workers";
       options.gpus = {};
       // float32 arrays in a strided view: the host path's map of the same float32 values.
