@@ -56,7 +56,10 @@ class SharedRows {
 
   // Guided self-scheduling: slabs of slab_rows (a multiple of step_rows, counted from
   // row_begin) first, smaller ones (never under step_rows) as the end nears, so several
-  // GPUs finish together. False when no rows are left. With a device sink, a worker takes
+  // GPUs finish together, and so one GPU's last slab, whose copy to the host follows the
+  // last kernels with nothing left to overlap it, is short: at most half of what is left
+  // (a whole 268 MB map of 10,000 atoms in two slabs left 13 ms of copy after 96 ms of
+  // kernels, an H200's end to end at 0.87 of its kernels). False when no rows are left. With a device sink, a worker takes
   // slabs only from its fixed share (the rows cut in equal parts, in the order of the
   // device list), so a point meets every frame on the same device.
   bool take(const Worker& worker, std::int64_t slab_rows, std::int64_t step_rows, std::int64_t& first,
@@ -80,9 +83,8 @@ class SharedRows {
     }
     std::int64_t taken = next_.load();
     while (taken < total()) {
-      std::int64_t want = slab_rows;
-      if (device_count_ > 1)
-        want = std::min(want, std::max(step_rows, (total() - taken) / (2 * device_count_) / step_rows * step_rows));
+      const std::int64_t want =
+          std::min(slab_rows, std::max(step_rows, (total() - taken) / (2 * device_count_) / step_rows * step_rows));
       if (next_.compare_exchange_weak(taken, taken + want)) {
         first = rows_.row_begin + taken;
         last = std::min(rows_.row_end, first + want);
