@@ -220,9 +220,8 @@ DeviceAtomSummary check_device_atoms(const DeviceAtomArrays& atoms);
 // compute_map_on_device for atoms in a GPU's memory: neither the atoms nor the map pass through
 // the host (the atoms are checked, prepared, split into lattice units and binned on their GPU,
 // and copied from there to the other GPUs used). Periodic cutoff maps make the images there
-// too. The values are those of the host-atoms call for the same atoms, to the bit, except
-// mdh's: its per-atom factor exp(kappa a) / (1 + kappa a) takes CUDA's exp (within 1 ulp of the
-// host's), so an mdh map may differ from the host-atoms map in the last bits.
+// too. The values are those of the host-atoms call for the same atoms, to the bit: GPU maps of
+// host atoms upload them and take the same path from there.
 void compute_map_on_device(const DeviceAtomArrays& atoms, const Lattice& lattice, const MapOptions& options,
                            int device, double* values, MapStats* stats = nullptr);
 

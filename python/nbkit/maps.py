@@ -121,8 +121,7 @@ def map(positions: Any, charges: Any = None, radii: Any = None, *, method: str =
     cutoff, periodic or not), a :class:`DeviceMap` whose values stay on the GPU, an array of the
     same kind: the atoms are checked, prepared and binned on their GPU and never pass through
     the host (only the first refused atom's values do, for the error message). The values equal
-    those of numpy inputs bit for bit, but for mdh maps, whose per-atom factor exp(kappa a) /
-    (1 + kappa a) takes CUDA's exp (within an ulp of the host's): their last bits may differ.
+    those of numpy inputs on the GPU bit for bit.
     """
     if method in ("density", "occupancy") and charges is None and not _has_charges(positions):
         charges = np.zeros(len(np.asarray(getattr(getattr(positions, "atoms", positions), "positions", positions))))

@@ -53,8 +53,8 @@ CutoffLaw<S> in_lattice_units(const CutoffLaw<S>& law, double spacing) {
 // residual, so that (point index - atom index) - residual is exact to one rounding.
 // `on_lattice`: every residual within singular_distance, so the atom may sit on a lattice
 // point and must go through the kernels' checked pass. x, y, z relative to the lattice's
-// origin, Angstrom; the host's split and the GPU's (atoms from GPU arrays) are this one, with
-// no operation a compiler could fuse, so both give the same bits.
+// origin, Angstrom; done on the GPU (device_input.cuh, cutoff/cuda.cu), with no operation a
+// compiler could fuse, so it is the float64 arithmetic as written.
 template <class Real>
 __host__ __device__ inline void split_atom(double x, double y, double z, double coefficient, double spacing,
                                            Quad<Real>& xy, Quad<Real>& zc, bool& on_lattice) {
@@ -73,24 +73,16 @@ __host__ __device__ inline void split_atom(double x, double y, double z, double 
         Real(0)};
 }
 
-template <class Real>
-void split_atom(const PreparedAtoms& atoms, std::int64_t n, double spacing, Quad<Real>& xy, Quad<Real>& zc,
-                bool& on_lattice) {
-  split_atom(atoms.x[n], atoms.y[n], atoms.z[n], atoms.coefficient[n], spacing, xy, zc, on_lattice);
-}
-
-// Values on the host or in one GPU's memory (atoms split or binned on the GPU that holds them),
-// copied to the GPU a worker runs on.
+// Values in one GPU's memory (atoms split or binned on the GPU that prepared them), copied to
+// the GPU a worker runs on (a copy within that GPU, or between GPUs).
 template <class T>
 struct Source {
   const T* data = nullptr;
   std::size_t size = 0;
-  int device = -1;  // -1: the host
+  int device = 0;
   cuda::DeviceBuffer<T> copy_to(int here) const {
     cuda::DeviceBuffer<T> out(size);
-    if (size == 0) return out;
-    if (device < 0) out.upload(data, size);
-    else NBKIT_CUDA_CHECK(cudaMemcpyPeer(out.data(), here, data, device, size * sizeof(T)));
+    if (size > 0) NBKIT_CUDA_CHECK(cudaMemcpyPeer(out.data(), here, data, device, size * sizeof(T)));
     return out;
   }
 };

@@ -1,10 +1,11 @@
 #pragma once
-// Atoms from GPU arrays (compute_map_on_device of CuPy arrays or PyTorch tensors) made ready
-// for the map kernels on their own GPU, so that they never pass through the host: read and
-// checked (validate_atoms' rules), imaged in a periodic box (periodic_images), prepared
-// (prepare_atoms: relative to the lattice's origin, the law's coefficient) and split into
-// lattice units (split_atom) with the host's arithmetic, so the kernels see the bits the
-// host's path gives them. The cutoff sum's binning is in cutoff/cuda.cu. CUDA code only.
+// Atoms made ready for the map kernels on one GPU: GPU arrays (compute_map_on_device of CuPy
+// arrays or PyTorch tensors) on their own GPU, so that they never pass through the host, and
+// host atoms uploaded as they are (40 bytes an atom). Read and checked (validate_atoms' rules),
+// imaged in a periodic box (periodic_images' law), prepared (prepare_atoms: relative to the
+// lattice's origin, the law's coefficient) and split into lattice units (split_atom) in float64
+// with no fused operations; a few kernels and a scan, where the host took tens of milliseconds
+// a million atoms. The cutoff sum's binning is in cutoff/cuda.cu. CUDA code only.
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
 
@@ -13,10 +14,21 @@
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "maps/device_atoms.cuh"
+#include "maps/kernels.hpp"
 #include "nbkit/core/lattice.hpp"
 #include "nbkit/maps.hpp"
 
 namespace nbkit::maps::gpu {
+
+// The calling thread's current GPU again afterwards, whatever happens (the atoms are prepared
+// on the caller's thread; a Python caller's CuPy or PyTorch keeps its own current device).
+struct KeepCurrentDevice {
+  int previous = 0;
+  KeepCurrentDevice() { NBKIT_CUDA_CHECK(cudaGetDevice(&previous)); }
+  ~KeepCurrentDevice() { cudaSetDevice(previous); }
+  KeepCurrentDevice(const KeepCurrentDevice&) = delete;
+  KeepCurrentDevice& operator=(const KeepCurrentDevice&) = delete;
+};
 
 // Atoms as float64 columns on one GPU: as read (charges and radii), or once prepared,
 // positions relative to the lattice's origin and the law's coefficient in `charge`.
@@ -31,6 +43,11 @@ struct AtomColumns {
 // The arrays read into columns on their GPU (left current), after their stream's work, and
 // checked there: throws validate_atoms' message for the first atom it refuses.
 AtomColumns read_device_atoms(const DeviceAtomArrays& arrays);
+// Host atoms (checked by the caller: validate_atoms) copied into columns on `device` (left
+// current): the GPU maps of host atoms take the path of GPU arrays from here on.
+AtomColumns upload_atoms(const Atoms& atoms, int device);
+// Either kind of atoms in columns, host atoms on `device`.
+AtomColumns atom_columns(const MapAtoms& atoms, int device);
 
 // The images of the atoms within `cutoff` of the lattice in a periodic box, listed as
 // periodic_images lists them (periodic_images-inl.hpp), on the atoms' GPU.

@@ -71,13 +71,6 @@ T download_one(const T* device_value) {
   return value;
 }
 
-// The caller's current device again afterwards, whatever happens.
-struct KeepDevice {
-  int previous = 0;
-  KeepDevice() { NBKIT_CUDA_CHECK(cudaGetDevice(&previous)); }
-  ~KeepDevice() { cudaSetDevice(previous); }
-};
-
 }  // namespace
 
 AtomColumns::AtomColumns(int device_index, std::int64_t n)
@@ -105,6 +98,22 @@ AtomColumns read_device_atoms(const DeviceAtomArrays& a) {
     throw Error("atom " + std::to_string(bad + 1) + " was refused on the GPU but passes on the host (internal)");
   }
   return columns;
+}
+
+AtomColumns upload_atoms(const Atoms& atoms, int device) {
+  NBKIT_CUDA_CHECK(cudaSetDevice(device));
+  const auto n = static_cast<std::int64_t>(atoms.size());
+  AtomColumns columns(device, n);
+  columns.x.upload(atoms.x.data(), atoms.size());
+  columns.y.upload(atoms.y.data(), atoms.size());
+  columns.z.upload(atoms.z.data(), atoms.size());
+  columns.charge.upload(atoms.charge.data(), atoms.size());
+  columns.radius.upload(atoms.radius.data(), atoms.size());
+  return columns;
+}
+
+AtomColumns atom_columns(const MapAtoms& atoms, int device) {
+  return atoms.device ? read_device_atoms(*atoms.device) : upload_atoms(*atoms.host, device);
 }
 
 AtomColumns periodic_images_on_device(const AtomColumns& atoms, Vec3 box, const Lattice& lattice, double cutoff) {
@@ -139,7 +148,7 @@ namespace nbkit {
 
 DeviceAtomSummary check_device_atoms(const DeviceAtomArrays& arrays) {
   if (arrays.n <= 0) throw Error("no atoms");
-  maps::gpu::KeepDevice keep;
+  const maps::gpu::KeepCurrentDevice keep;
   const maps::gpu::AtomColumns atoms = maps::gpu::read_device_atoms(arrays);
   // Reduced on the GPU: the bounding box exactly (minima and maxima do not round), the net
   // charge in CUB's order.

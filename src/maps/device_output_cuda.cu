@@ -9,6 +9,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "maps/device_input.cuh"
 #include "maps/frame_combiner.hpp"
 #include "maps/methods.hpp"
 #include "nbkit/core/error.hpp"
@@ -96,11 +97,7 @@ void map_into_device(const maps::MapAtoms& atoms, const Lattice& lattice, const 
   if (resolve_backend(options.backend) != Backend::cuda)
     throw Error("maps into GPU memory need the cuda backend (backend \"" + to_string(options.backend) + "\" runs elsewhere)");
   if (!values) throw Error("maps into GPU memory: no output array");
-  struct KeepDevice {  // the caller's current device again afterwards, whatever happens
-    int previous = 0;
-    KeepDevice() { NBKIT_CUDA_CHECK(cudaGetDevice(&previous)); }
-    ~KeepDevice() { cudaSetDevice(previous); }
-  } keep;
+  const maps::gpu::KeepCurrentDevice keep;
   maps::CopyToDevice sink(lattice, device, values);
   maps::compute_map_on_devices(atoms, lattice, options, &sink, stats);
   const unsigned long long bad = sink.first_bad();

@@ -44,6 +44,16 @@ struct PreparedAtoms {
 template <class LawVariant>
 PreparedAtoms prepare_atoms(const Atoms& atoms, const Lattice& lattice, const LawVariant& law);
 
+// The atoms of a request: on the host, or in a GPU's memory (compute_map_on_device of GPU
+// arrays: the GPU backends of direct, mdh and cutoff only, which read them there).
+struct MapAtoms {
+  MapAtoms(const Atoms& atoms) : host(&atoms) {}               // NOLINT: either kind converts
+  MapAtoms(const DeviceAtomArrays& atoms) : device(&atoms) {}  // NOLINT
+  const Atoms* host = nullptr;
+  const DeviceAtomArrays* device = nullptr;
+  std::int64_t size() const { return host ? static_cast<std::int64_t>(host->size()) : device->n; }
+};
+
 // Where the GPU backends put their slabs of rows instead of copying them to RowRange::out:
 // the maps of a trajectory's frames are combined where they are computed (trajectory_cuda.cu).
 // consume() runs on the host thread of `device`, with that device current, and must queue its
@@ -102,24 +112,18 @@ struct CudaRunInfo {
 };
 
 // NVIDIA GPUs (device indices; empty: all), float32 (float64 sums across atom tiles) or
-// float64. Throws nbkit::Error when no GPU is usable or the build has no CUDA.
-void direct_cuda(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& rows, bool double_precision,
+// float64. The atoms, on the host or in a GPU's memory, go to the first GPU listed (or stay on
+// theirs), are checked, prepared and split into lattice units there (device_input.cuh), and
+// are copied from there to the other GPUs. Throws nbkit::Error when no GPU is usable or the
+// build has no CUDA.
+void direct_cuda(const MapAtoms& atoms, const MapLaw& law, const RowRange& rows, bool double_precision,
                  const std::vector<int>& devices, CudaRunInfo* info = nullptr);
 
-// Cutoff summation on NVIDIA GPUs (cutoff_cuda.cu): atoms in bins of one lattice region,
-// each thread block gathering the bins within the cutoff of its region. Same devices,
-// precision and guarantees as direct_cuda.
-void cutoff_cuda(const PreparedAtoms& atoms, const CutoffMapLaw& law, const RowRange& rows, bool double_precision,
-                 const std::vector<int>& devices, CudaRunInfo* info = nullptr);
-
-// The same for atoms in a GPU's memory (compute_map_on_device of GPU arrays): read, checked,
-// prepared, split and binned on their GPU (device_input.cuh) in the host's arithmetic, so the
-// map is the one of the host's PreparedAtoms of those atoms (mdh: maps.hpp says where not),
-// and copied from there to the other GPUs. With a periodic box the images within the cutoff
-// of the lattice are made there first, as periodic_images makes them.
-void direct_cuda(const DeviceAtomArrays& atoms, const MapLaw& law, const RowRange& rows, bool double_precision,
-                 const std::vector<int>& devices, CudaRunInfo* info = nullptr);
-void cutoff_cuda(const DeviceAtomArrays& atoms, const std::optional<Vec3>& periodic_box, const CutoffMapLaw& law,
+// Cutoff summation on NVIDIA GPUs (cutoff/cuda.cu): atoms in bins of one lattice region,
+// each thread block gathering the bins within the cutoff of its region, the atoms imaged (with
+// a periodic box: periodic_images), prepared and binned on one GPU as direct_cuda's are. Same
+// devices, precision and guarantees as direct_cuda.
+void cutoff_cuda(const MapAtoms& atoms, const std::optional<Vec3>& periodic_box, const CutoffMapLaw& law,
                  const RowRange& rows, bool double_precision, const std::vector<int>& devices,
                  CudaRunInfo* info = nullptr);
 

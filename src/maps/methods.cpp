@@ -113,22 +113,17 @@ MethodRun run_direct(const MapAtoms& input, const MapOptions& options, Backend b
                                                          : MapLaw{DebyeHuckelLaw{screening_kappa(options)}};
   const bool double_precision = options.precision == Precision::double_;
   MethodRun run;
-  if (input.device) {  // GPU arrays: read and prepared on their GPU (maps.cpp allows no other backend)
+  if (backend == Backend::cuda) {  // host atoms or GPU arrays: prepared and split on the GPU
     CudaRunInfo info;
-    direct_cuda(*input.device, law, rows, double_precision, options.gpus, &info);
+    direct_cuda(input, law, rows, double_precision, options.gpus, &info);
     run.kernel_seconds = info.kernel_seconds;
-    run.detail = gpu_detail(info, double_precision) + ", atoms from GPU arrays";
+    run.detail = gpu_detail(info, double_precision) + (input.device ? ", atoms from GPU arrays" : "");
     return run;
   }
-  const Atoms& atoms = *input.host;
+  const Atoms& atoms = *input.host;  // maps.cpp sends GPU arrays to the GPU backend only
   if (backend == Backend::reference) {
     direct_reference(atoms, law, rows);
     run.detail = "float64 reference, 1 thread";
-  } else if (backend == Backend::cuda) {
-    CudaRunInfo info;
-    direct_cuda(prepare_atoms(atoms, *rows.lattice, law), law, rows, double_precision, options.gpus, &info);
-    run.kernel_seconds = info.kernel_seconds;
-    run.detail = gpu_detail(info, double_precision);
   } else {
     direct_cpu(prepare_atoms(atoms, *rows.lattice, law), law, rows, double_precision, threads);
     run.detail = cpu_detail("", double_precision, threads);
@@ -143,33 +138,27 @@ MethodRun run_cutoff_or_msm(const MapAtoms& input, const MapOptions& options, Ba
   // msm: the short-range part is the cutoff sum with the splitting's smoothing.
   const bool msm = options.method == MapMethod::msm;
   const CutoffMapLaw cutoff_law = cutoff_law_for(msm ? options.msm_splitting : options.smoothing, options.cutoff);
-  if (input.device) {  // GPU arrays (cutoff only; maps.cpp allows no other method or backend)
+  MethodRun run;
+  if (backend == Backend::cuda) {  // host atoms or GPU arrays: imaged, prepared and binned on the GPU
     CudaRunInfo info;
     const std::optional<Vec3> box =
         options.periodic_box ? std::optional<Vec3>(options.periodic_box->edges()) : std::nullopt;
-    cutoff_cuda(*input.device, box, cutoff_law, rows, double_precision, options.gpus, &info);
-    MethodRun run;
+    cutoff_cuda(input, box, cutoff_law, rows, double_precision, options.gpus, &info);
     run.kernel_seconds = info.kernel_seconds;
-    run.detail = gpu_detail(info, double_precision) + ", atoms from GPU arrays";
-    return run;
+    run.detail = gpu_detail(info, double_precision) + (input.device ? ", atoms from GPU arrays" : "");
+    if (!msm) return run;
   }
-  const Atoms& atoms = *input.host;
+  const Atoms& atoms = *input.host;  // maps.cpp sends GPU arrays to the GPU backend's cutoff sums only
   Atoms images;  // periodic box: the atoms' images within the cutoff of the lattice
   if (options.periodic_box) images = periodic_images(atoms, options.periodic_box->edges(), *rows.lattice, options.cutoff);
   const Atoms& sources = options.periodic_box ? images : atoms;
-  // Prepared once: the fast paths' short range and msm's grids (with a periodic box, msm
+  // Prepared once: the CPU's short range and msm's grids (with a periodic box, msm
   // anterpolates the atoms themselves and takes the images for the points they sit on).
   const PreparedAtoms prepared = prepare_atoms(sources, *rows.lattice, cutoff_law);
-  MethodRun run;
   if (backend == Backend::reference) {
     direct_reference(sources, cutoff_law, rows);
     run.detail = "float64 reference, 1 thread";
-  } else if (backend == Backend::cuda) {
-    CudaRunInfo info;
-    cutoff_cuda(prepared, cutoff_law, rows, double_precision, options.gpus, &info);
-    run.kernel_seconds = info.kernel_seconds;
-    run.detail = gpu_detail(info, double_precision);
-  } else {
+  } else if (backend == Backend::cpu) {
     cutoff_cpu(prepared, cutoff_law, rows, double_precision, threads, options.bin_size);
     run.detail = cpu_detail("bins, ", double_precision, threads);
   }

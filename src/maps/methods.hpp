@@ -12,16 +12,6 @@
 
 namespace nbkit::maps {
 
-// The atoms of a request: on the host, or in a GPU's memory (compute_map_on_device of GPU
-// arrays: the GPU backends of direct, mdh and cutoff only, which read them there).
-struct MapAtoms {
-  MapAtoms(const Atoms& atoms) : host(&atoms) {}                 // NOLINT: either kind converts
-  MapAtoms(const DeviceAtomArrays& atoms) : device(&atoms) {}    // NOLINT
-  const Atoms* host = nullptr;
-  const DeviceAtomArrays* device = nullptr;
-  std::int64_t size() const { return host ? static_cast<std::int64_t>(host->size()) : device->n; }
-};
-
 // Where and how a method ran, for MapStats.
 struct MethodRun {
   std::string detail;

@@ -281,19 +281,9 @@ CutoffLayout layout_for(const Lattice& lattice, double cutoff) {
   return layout;
 }
 
-// Atoms within reach of the lattice, sorted by bin (the order of the input kept within a
-// bin), as two quads each; bin b holds atoms [bin_start[b], bin_start[b + 1]).
-template <class Real>
-struct BinnedAtoms {
-  std::vector<Quad<Real>> atoms;
-  std::vector<int> bin_start;
-  int size() const { return static_cast<int>(atoms.size() / 2); }
-};
-
 // The bin of an atom at x, y, z (Angstrom from the lattice's origin), or -1 when it lies beyond
-// the reach of every lattice point. The host's binning and the GPU's (atoms from GPU arrays)
-// are this one, with no operation a compiler could fuse: both bin every atom alike.
-__host__ __device__ inline int bin_of(double x, double y, double z, double spacing, const CutoffGrid& grid,
+// the reach of every lattice point; float64 with no operation a compiler could fuse.
+__device__ inline int bin_of(double x, double y, double z, double spacing, const CutoffGrid& grid,
                                       double reach2) {
   const double u[3] = {x / spacing, y / spacing, z / spacing};
   const int points[3] = {grid.nx, grid.ny, grid.nz};
@@ -310,60 +300,13 @@ __host__ __device__ inline int bin_of(double x, double y, double z, double spaci
   return (bin[2] * grid.bins[1] + bin[1]) * grid.bins[0] + bin[0];
 }
 
-template <class Real>
-void bin_atoms(const PreparedAtoms& prepared, const Lattice& lattice, const CutoffLayout& layout,
-               BinnedAtoms<Real>& regular, BinnedAtoms<Real>& on_lattice) {
-  const CutoffGrid& grid = layout.grid;
-  const double spacing = lattice.spacing;
-  struct Entry {
-    std::int64_t atom;
-    int bin;
-    bool on_lattice;
-  };
-  std::vector<Entry> entries;
-  entries.reserve(static_cast<std::size_t>(prepared.size()));
-  const double reach2 = layout.reach * layout.reach;
-  for (std::int64_t n = 0; n < prepared.size(); ++n) {
-    const int bin = bin_of(prepared.x[n], prepared.y[n], prepared.z[n], spacing, grid, reach2);
-    if (bin < 0) continue;
-    Quad<Real> xy, zc;
-    bool singular = false;
-    gpu::split_atom(prepared, n, spacing, xy, zc, singular);
-    entries.push_back({n, bin, singular});
-  }
-  if (entries.size() > (std::size_t{1} << 30)) throw Error("more than 2^30 atoms are not supported on the GPU");
-  for (BinnedAtoms<Real>* set : {&regular, &on_lattice}) {
-    const bool want_singular = set == &on_lattice;
-    set->bin_start.assign(static_cast<std::size_t>(layout.bin_count()) + 1, 0);
-    std::size_t count = 0;
-    for (const Entry& e : entries)
-      if (e.on_lattice == want_singular) ++set->bin_start[e.bin + 1], ++count;
-    if (want_singular && count == 0) {  // the usual case: no second pass
-      set->bin_start.clear();
-      break;
-    }
-    for (std::size_t b = 0; b + 1 < set->bin_start.size(); ++b) set->bin_start[b + 1] += set->bin_start[b];
-    std::vector<int> fill(set->bin_start.begin(), set->bin_start.end() - 1);
-    set->atoms.resize(2 * count);
-    for (const Entry& e : entries) {
-      if (e.on_lattice != want_singular) continue;
-      bool unused = false;
-      const int slot = fill[e.bin]++;
-      gpu::split_atom(prepared, e.atom, spacing, set->atoms[2 * slot], set->atoms[2 * slot + 1], unused);
-    }
-  }
-}
-
-// One binned set of atoms wherever it was made: on the host, or on the GPU that binned atoms
-// of GPU arrays.
+// One binned set of atoms on the GPU that binned them: the atoms in bin order, two quads each,
+// and bin b's atoms [bin_start[b], bin_start[b + 1]).
 template <class Real>
 struct BinsSource {
   gpu::Source<Quad<Real>> atoms;
   gpu::Source<int> bin_start;  // empty: no atoms in the set
   int size = 0;
-  static BinsSource of(const BinnedAtoms<Real>& host) {
-    return {{host.atoms.data(), host.atoms.size()}, {host.bin_start.data(), host.bin_start.size()}, host.size()};
-  }
 };
 
 // One binned set of atoms on a device.
@@ -376,10 +319,11 @@ struct DeviceBins {
       : atoms(source.atoms.copy_to(device)), bin_start(source.bin_start.copy_to(device)), size(source.size) {}
 };
 
-// Atoms binned on their GPU, as bin_atoms bins them on the host: a key per atom (its bin, or
-// bin_count + bin for those that may sit on a lattice point, or 2 bin_count for those beyond
-// reach), a stable radix sort of the atoms by key (so a bin keeps the input's order), each
-// bin's start found by binary search, and the atoms split in their sorted places.
+// Atoms binned on one GPU: a key per atom (its bin, or bin_count + bin for those that may sit
+// on a lattice point, or 2 bin_count for those beyond reach of every point), a stable radix
+// sort of the atoms by key (so a bin keeps the input's order, and the sums' order depends on
+// the input alone), each bin's start found by binary search, and the atoms split in their
+// sorted places.
 template <class Real>
 struct DeviceBinned {
   int device = 0;
@@ -563,33 +507,7 @@ double run_device(const gpu::Worker& worker, const BinsSource<Real>& regular, co
                         });
 }
 
-// The atoms binned for the whole lattice: the same for every slab of a streamed map, so kept
-// between them (RowRange::keep).
-template <class Real>
-struct LatticeBins : KeptWork {
-  double cutoff = 0;
-  CutoffLayout layout;
-  BinnedAtoms<Real> regular, on_lattice;
-};
-
-template <class Real>
-const LatticeBins<Real>& lattice_bins(const PreparedAtoms& prepared, const RowRange& rows, double cutoff,
-                                      std::unique_ptr<LatticeBins<Real>>& local) {
-  std::unique_ptr<KeptWork>* kept = rows.keep ? &rows.keep->cutoff_bins : nullptr;
-  if (kept && *kept)
-    if (const auto* bins = dynamic_cast<const LatticeBins<Real>*>(kept->get()); bins && bins->cutoff == cutoff)
-      return *bins;
-  auto bins = std::make_unique<LatticeBins<Real>>();
-  bins->cutoff = cutoff;
-  bins->layout = layout_for(*rows.lattice, cutoff);
-  bin_atoms(prepared, *rows.lattice, bins->layout, bins->regular, bins->on_lattice);
-  const LatticeBins<Real>& made = *bins;
-  if (kept) *kept = std::move(bins);
-  else local = std::move(bins);
-  return made;
-}
-
-// Every device's share of the rows, from the binned atoms wherever they are.
+// Every device's share of the rows, from the binned atoms on one GPU.
 template <class Real, class Law>
 void run_binned(const BinsSource<Real>& regular, const BinsSource<Real>& on_lattice, const CutoffLayout& layout,
                 const Law& law, const RowRange& rows, const std::vector<int>& devices, CudaRunInfo* info) {
@@ -600,31 +518,53 @@ void run_binned(const BinsSource<Real>& regular, const BinsSource<Real>& on_latt
   if (info) info->kernel_seconds = *std::max_element(kernel_seconds.begin(), kernel_seconds.end());
 }
 
+// The atoms binned for the whole lattice: the same for every slab of a streamed map, so kept
+// between them (RowRange::keep) on the GPU that binned them.
+template <class Real>
+struct LatticeBins : KeptWork {
+  double cutoff = 0;
+  CutoffLayout layout;
+  DeviceBinned<Real> binned;
+  ~LatticeBins() override {  // freed with their GPU current, whichever thread ends the stream
+    int previous = 0;
+    if (cudaGetDevice(&previous) != cudaSuccess) return;
+    cudaSetDevice(binned.device);
+    binned = DeviceBinned<Real>{};
+    cudaSetDevice(previous);
+  }
+};
+
+// The atoms imaged (periodic box), prepared and binned on the first GPU listed (GPU arrays: on
+// theirs), or the bins kept from an earlier slab of the same stream.
 template <class Real, class Law>
-void run_devices(const PreparedAtoms& prepared, const std::optional<Vec3>&, const Law& law, const RowRange& rows,
+void run_devices(const MapAtoms& input, const std::optional<Vec3>& periodic_box, const Law& law, const RowRange& rows,
                  const std::vector<int>& devices, CudaRunInfo* info) {
-  std::unique_ptr<LatticeBins<Real>> local;
-  const LatticeBins<Real>& bins = lattice_bins<Real>(prepared, rows, law.cutoff, local);
-  run_binned<Real, Law>(BinsSource<Real>::of(bins.regular), BinsSource<Real>::of(bins.on_lattice), bins.layout, law,
-                        rows, devices, info);
+  const gpu::KeepCurrentDevice keep;
+  std::unique_ptr<KeptWork>* kept = rows.keep ? &rows.keep->cutoff_bins : nullptr;
+  const LatticeBins<Real>* bins = nullptr;
+  if (kept && *kept)
+    if (const auto* k = dynamic_cast<const LatticeBins<Real>*>(kept->get()); k && k->cutoff == law.cutoff) bins = k;
+  std::unique_ptr<LatticeBins<Real>> made;
+  if (!bins) {
+    made = std::make_unique<LatticeBins<Real>>();
+    made->cutoff = law.cutoff;
+    made->layout = layout_for(*rows.lattice, law.cutoff);
+    gpu::AtomColumns atoms = gpu::atom_columns(input, devices.front());
+    if (periodic_box) atoms = gpu::periodic_images_on_device(atoms, *periodic_box, *rows.lattice, law.cutoff);
+    gpu::prepare_on_device(atoms, *rows.lattice, law);
+    made->binned = bin_on_device<Real>(atoms, *rows.lattice, made->layout);
+    bins = made.get();
+  }
+  run_binned<Real, Law>(bins->binned.regular_source(), bins->binned.on_lattice_source(), bins->layout, law, rows,
+                        devices, info);
+  if (made && kept) *kept = std::move(made);
 }
 
-// Atoms from GPU arrays: read, imaged, prepared and binned on their GPU.
-template <class Real, class Law>
-void run_devices(const DeviceAtomArrays& arrays, const std::optional<Vec3>& periodic_box, const Law& law,
-                 const RowRange& rows, const std::vector<int>& devices, CudaRunInfo* info) {
-  gpu::AtomColumns atoms = gpu::read_device_atoms(arrays);
-  if (periodic_box) atoms = gpu::periodic_images_on_device(atoms, *periodic_box, *rows.lattice, law.cutoff);
-  gpu::prepare_on_device(atoms, *rows.lattice, law);
-  const CutoffLayout layout = layout_for(*rows.lattice, law.cutoff);
-  const DeviceBinned<Real> binned = bin_on_device<Real>(atoms, *rows.lattice, layout);
-  run_binned<Real, Law>(binned.regular_source(), binned.on_lattice_source(), layout, law, rows, devices, info);
-}
+}  // namespace
 
-template <class Atoms>
-void cutoff_on_devices(const Atoms& atoms, const std::optional<Vec3>& periodic_box, const CutoffMapLaw& law,
-                       const RowRange& rows, bool double_precision, const std::vector<int>& requested_devices,
-                       CudaRunInfo* info) {
+void cutoff_cuda(const MapAtoms& atoms, const std::optional<Vec3>& periodic_box, const CutoffMapLaw& law,
+                 const RowRange& rows, bool double_precision, const std::vector<int>& requested_devices,
+                 CudaRunInfo* info) {
   const std::vector<int> devices = gpu::resolve_devices(requested_devices, info);
   std::visit(
       [&](const auto& the_law) {
@@ -633,18 +573,6 @@ void cutoff_on_devices(const Atoms& atoms, const std::optional<Vec3>& periodic_b
         else run_devices<float, Law>(atoms, periodic_box, the_law, rows, devices, info);
       },
       law);
-}
-
-}  // namespace
-
-void cutoff_cuda(const PreparedAtoms& atoms, const CutoffMapLaw& law, const RowRange& rows, bool double_precision,
-                 const std::vector<int>& devices, CudaRunInfo* info) {
-  cutoff_on_devices(atoms, std::nullopt, law, rows, double_precision, devices, info);
-}
-
-void cutoff_cuda(const DeviceAtomArrays& atoms, const std::optional<Vec3>& periodic_box, const CutoffMapLaw& law,
-                 const RowRange& rows, bool double_precision, const std::vector<int>& devices, CudaRunInfo* info) {
-  cutoff_on_devices(atoms, periodic_box, law, rows, double_precision, devices, info);
 }
 
 }  // namespace nbkit::maps

@@ -130,28 +130,6 @@ __global__ void reduce_segments_kernel(const double* __restrict__ partial, int s
   }
 }
 
-// Atoms in lattice units, split into those that may sit on a lattice point (every
-// residual within singular_distance) and the rest.
-template <class Real>
-struct DeviceAtoms {
-  std::vector<Quad<Real>> regular, on_lattice;
-};
-
-template <class Real>
-DeviceAtoms<Real> atoms_in_lattice_units(const PreparedAtoms& atoms, double spacing) {
-  DeviceAtoms<Real> out;
-  out.regular.reserve(2 * static_cast<std::size_t>(atoms.size()));
-  for (std::int64_t n = 0; n < atoms.size(); ++n) {
-    Quad<Real> xy, zc;
-    bool on_lattice = false;
-    gpu::split_atom(atoms, n, spacing, xy, zc, on_lattice);
-    auto& list = on_lattice ? out.on_lattice : out.regular;
-    list.push_back(xy);
-    list.push_back(zc);
-  }
-  return out;
-}
-
 // How the lattice is cut: points per thread, atom segments (from the input alone, so the
 // bits never depend on the device), and rows per slab.
 struct Plan {
@@ -298,33 +276,25 @@ void run_split(const gpu::Source<Quad<Real>>& regular, const gpu::Source<Quad<Re
   }
 }
 
+// The atoms checked, prepared and split on the first GPU listed (GPU arrays: on theirs).
 template <class Real, class Law>
-void run_devices(const PreparedAtoms& prepared, const Law& law, const RowRange& rows, const std::vector<int>& devices,
+void run_devices(const MapAtoms& input, const Law& law, const RowRange& rows, const std::vector<int>& devices,
                  CudaRunInfo* info) {
-  const DeviceAtoms<Real> atoms = atoms_in_lattice_units<Real>(prepared, rows.lattice->spacing);
-  run_split<Real, Law>({atoms.regular.data(), atoms.regular.size()}, {atoms.on_lattice.data(), atoms.on_lattice.size()},
-                       law, rows, devices, info);
-}
-
-// Atoms from GPU arrays: read, prepared and split on their GPU.
-template <class Real, class Law>
-void run_devices(const DeviceAtomArrays& arrays, const Law& law, const RowRange& rows, const std::vector<int>& devices,
-                 CudaRunInfo* info) {
-  gpu::AtomColumns atoms = gpu::read_device_atoms(arrays);
-  gpu::prepare_on_device(atoms, *rows.lattice, law);
-  const gpu::SplitAtoms<Real> split = gpu::split_on_device<Real>(atoms, rows.lattice->spacing);
+  const gpu::KeepCurrentDevice keep;
+  const gpu::SplitAtoms<Real> split = [&] {  // the columns freed once split
+    gpu::AtomColumns atoms = gpu::atom_columns(input, devices.front());
+    gpu::prepare_on_device(atoms, *rows.lattice, law);
+    return gpu::split_on_device<Real>(atoms, rows.lattice->spacing);
+  }();
   run_split<Real, Law>(split.regular_source(), split.on_lattice_source(), law, rows, devices, info);
 }
 
 }  // namespace
 
-namespace {
-
-template <class Atoms>
-void direct_on_devices(const Atoms& atoms, std::int64_t count, const MapLaw& law, const RowRange& rows,
-                       bool double_precision, const std::vector<int>& requested_devices, CudaRunInfo* info) {
+void direct_cuda(const MapAtoms& atoms, const MapLaw& law, const RowRange& rows, bool double_precision,
+                 const std::vector<int>& requested_devices, CudaRunInfo* info) {
   const std::vector<int> devices = gpu::resolve_devices(requested_devices, info);
-  if (count > (std::int64_t{1} << 30)) throw Error("more than 2^30 atoms are not supported on the GPU");
+  if (atoms.size() > (std::int64_t{1} << 30)) throw Error("more than 2^30 atoms are not supported on the GPU");
   std::visit(
       [&](const auto& the_law) {
         using Law = std::decay_t<decltype(the_law)>;
@@ -332,18 +302,6 @@ void direct_on_devices(const Atoms& atoms, std::int64_t count, const MapLaw& law
         else run_devices<float, Law>(atoms, the_law, rows, devices, info);
       },
       law);
-}
-
-}  // namespace
-
-void direct_cuda(const PreparedAtoms& atoms, const MapLaw& law, const RowRange& rows, bool double_precision,
-                 const std::vector<int>& devices, CudaRunInfo* info) {
-  direct_on_devices(atoms, atoms.size(), law, rows, double_precision, devices, info);
-}
-
-void direct_cuda(const DeviceAtomArrays& atoms, const MapLaw& law, const RowRange& rows, bool double_precision,
-                 const std::vector<int>& devices, CudaRunInfo* info) {
-  direct_on_devices(atoms, atoms.n, law, rows, double_precision, devices, info);
 }
 
 }  // namespace nbkit::maps

@@ -7,19 +7,11 @@
 
 namespace nbkit::maps {
 
-void direct_cuda(const PreparedAtoms&, const MapLaw&, const RowRange&, bool, const std::vector<int>&, CudaRunInfo*) {
+void direct_cuda(const MapAtoms&, const MapLaw&, const RowRange&, bool, const std::vector<int>&, CudaRunInfo*) {
   throw_no_cuda_build();
 }
 
-void cutoff_cuda(const PreparedAtoms&, const CutoffMapLaw&, const RowRange&, bool, const std::vector<int>&, CudaRunInfo*) {
-  throw_no_cuda_build();
-}
-
-void direct_cuda(const DeviceAtomArrays&, const MapLaw&, const RowRange&, bool, const std::vector<int>&, CudaRunInfo*) {
-  throw_no_cuda_build();
-}
-
-void cutoff_cuda(const DeviceAtomArrays&, const std::optional<Vec3>&, const CutoffMapLaw&, const RowRange&, bool,
+void cutoff_cuda(const MapAtoms&, const std::optional<Vec3>&, const CutoffMapLaw&, const RowRange&, bool,
                  const std::vector<int>&, CudaRunInfo*) {
   throw_no_cuda_build();
 }
