@@ -497,7 +497,13 @@ double run_device(const gpu::Worker& worker, const BinsSource<Real>& regular, co
   const Law lattice_law = gpu::in_lattice_units(law, lattice.spacing);
   const Real singular_r2 =
       static_cast<Real>(singular_distance * singular_distance / (lattice.spacing * lattice.spacing));
-  return gpu::run_slabs(shared, worker, slab_rows, std::min<std::int64_t>(slab_rows, kRegion * lattice.dims[1]),
+  // The smallest slab the scheduler cuts (the last ones): a wave of blocks in whole layers of
+  // regions, so no slab leaves most SMs idle (one layer of Parboil's lattice is 256 blocks).
+  const std::int64_t layer_rows = kRegion * lattice.dims[1];
+  const std::int64_t blocks_per_layer = static_cast<std::int64_t>(layout.grid.regions[1]) * layout.grid.regions[2];
+  const std::int64_t wave_layers =
+      (static_cast<std::int64_t>(sms) * std::max(blocks_per_sm, 1) + blocks_per_layer - 1) / blocks_per_layer;
+  return gpu::run_slabs(shared, worker, slab_rows, std::min<std::int64_t>(slab_rows, wave_layers * layer_rows),
                         [&](std::int64_t first, std::int64_t last, double* out, cudaStream_t stream) {
                           launch<Real, Law, false, false>(layout, regular_bins, runs, lattice_law, singular_r2, first,
                                                           last, rows.prefactor, out, stream);
