@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "maps/kernels.hpp"
-#include "maps/methods.hpp"
 #include "nbkit/core/lattice.hpp"
 #include "nbkit/trajectory.hpp"
 
@@ -21,7 +20,7 @@ namespace nbkit::maps {
 // compute_map_rows for the whole lattice, with the GPU backend's slabs going to `sink`
 // instead of the host (maps.cpp). Direct, mdh and cutoff maps (msm's long range is summed
 // on the host: it throws); the backend must resolve to cuda. The atoms on the host or in a
-// GPU's memory (methods.hpp's MapAtoms).
+// GPU's memory (kernels.hpp's MapAtoms).
 void compute_map_on_devices(const MapAtoms& atoms, const Lattice& lattice, const MapOptions& options,
                             DeviceSlabSink* sink, MapStats* stats);
 

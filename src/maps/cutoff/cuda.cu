@@ -283,8 +283,7 @@ CutoffLayout layout_for(const Lattice& lattice, double cutoff) {
 
 // The bin of an atom at x, y, z (Angstrom from the lattice's origin), or -1 when it lies beyond
 // the reach of every lattice point; float64 with no operation a compiler could fuse.
-__device__ inline int bin_of(double x, double y, double z, double spacing, const CutoffGrid& grid,
-                                      double reach2) {
+__device__ inline int bin_of(double x, double y, double z, double spacing, const CutoffGrid& grid, double reach2) {
   const double u[3] = {x / spacing, y / spacing, z / spacing};
   const int points[3] = {grid.nx, grid.ny, grid.nz};
   double gap2 = 0;
@@ -396,7 +395,8 @@ DeviceBinned<Real> bin_on_device(const gpu::AtomColumns& prepared, const Lattice
   const std::int64_t n = prepared.count;
   if (n > (std::int64_t{1} << 30)) throw Error("more than 2^30 atoms are not supported on the GPU");
   const std::int64_t bins = layout.bin_count();
-  if (2 * bins >= (std::int64_t{1} << 32)) throw Error("cutoff summation on the GPU: too many bins for GPU arrays");
+  if (2 * bins >= (std::int64_t{1} << 32))  // the sort's keys (layout_for refuses as many already)
+    throw Error("cutoff summation on the GPU: " + std::to_string(bins) + " bins are too many");
   const auto bin_count = static_cast<unsigned>(bins);
   const auto count = static_cast<int>(n);
   cuda::DeviceBuffer<unsigned> key(static_cast<std::size_t>(n)), sorted_key(static_cast<std::size_t>(n));
