@@ -215,8 +215,8 @@ void run_slab(const Plan& plan, const cuda::DeviceBuffer<Quad<Real>>& regular,
                                      singular_r2, first, last, lattice, prefactor, out, 0, stream);
 }
 
-// One device's share: the atoms copied there once (from the host, or from the GPU that split
-// them), then slabs of whole waves of rows.
+// One device's share: the atoms copied there once from the GPU that split them, then slabs of
+// whole waves of rows.
 template <class Real, class Law>
 double run_device(const gpu::Worker& worker, const gpu::Source<Quad<Real>>& regular_atoms,
                   const gpu::Source<Quad<Real>>& on_lattice_atoms, const Plan& plan, const Law& law,
@@ -261,7 +261,7 @@ double run_device(const gpu::Worker& worker, const gpu::Source<Quad<Real>>& regu
                         });
 }
 
-// Every device's share of the rows, from the split atoms wherever they are.
+// Every device's share of the rows, from the atoms split on one GPU.
 template <class Real, class Law>
 void run_split(const gpu::Source<Quad<Real>>& regular, const gpu::Source<Quad<Real>>& on_lattice, const Law& law,
                const RowRange& rows, const std::vector<int>& devices, CudaRunInfo* info) {
