@@ -25,8 +25,7 @@ void Atoms::push_back(Vec3 position, double q, double r) {
   radius.push_back(r);
 }
 
-void validate_atom(std::size_t index, Vec3 position, double charge, double radius) {
-  const std::size_t i = index;
+void validate_atom(std::size_t i, Vec3 position, double charge, double radius) {
   if (!std::isfinite(position.x) || !std::isfinite(position.y) || !std::isfinite(position.z) ||
       !std::isfinite(charge) || !std::isfinite(radius))
     throw Error(fmt::format("atom {} has a coordinate, charge or radius that is not a finite number", i + 1));

@@ -59,8 +59,8 @@ class SharedRows {
   // GPUs finish together, and so one GPU's last slab, whose copy to the host follows the
   // last kernels with nothing left to overlap it, is short: at most half of what is left
   // (a whole 268 MB map of 10,000 atoms in two slabs left 13 ms of copy after 96 ms of
-  // kernels, an H200's end to end at 0.87 of its kernels). False when no rows are left. With a device sink, a worker takes
-  // slabs only from its fixed share (the rows cut in equal parts, in the order of the
+  // kernels, an H200's end to end at 0.87 of its kernels). False when no rows are left.
+  // With a device sink, a worker takes slabs only from its fixed share (the rows cut in equal parts, in the order of the
   // device list), so a point meets every frame on the same device.
   bool take(const Worker& worker, std::int64_t slab_rows, std::int64_t step_rows, std::int64_t& first,
             std::int64_t& last) {

@@ -25,7 +25,7 @@ struct CoulombLaw {
 // kappa = 0 gives the Coulomb law exactly.
 struct DebyeHuckelLaw {
   double kappa = 0;  // 1/Angstrom
-  // mul_rn: never fused into 1 + kappa a, so the GPU prepares atoms of GPU arrays as the host does.
+  // mul_rn: never fused into 1 + kappa a, on the host (CPU maps) or the GPU (GPU maps' atoms).
   NBKIT_HOST_DEVICE double coefficient(double charge, double radius) const {
     const double ka = mul_rn(kappa, radius);
     return charge * exp(ka) / (1 + ka);
