@@ -76,12 +76,19 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // exp(k v) for k v <= 0, the laws' only use of it (Debye-Hueckel's exp(-kappa r)). float32:
 // 2^t with t = (k log2 e) v split into n = round(t) and f = t - n in [-1/2, 1/2]; 2^f from a
-// degree-6 polynomial fitted for relative error over that interval (1.9e-9 in exact
-// arithmetic, ~1e-7 with float32 rounding, as hn::Exp), 2^n added to its exponent bits. t is
+// degree-5 minimax polynomial for relative error over that interval (Remez: 7.5e-8 in exact
+// arithmetic; evaluated by float32 FMAs 2.1e-7 at most, 8e-8 RMS, against degree 6's 7.9e-8
+// and 2.7e-8: the maps' float32 error against float64 stays 3.0e-7 to 3.8e-7 on random atoms,
+// bench_map_cpu, and one FMA goes), 2^n added to its exponent bits. t is
 // clamped at -125 so that the exponent stays normal: past exp(-86.6) (r > 700 A at 0.15 M)
-// the factor is 2^-125 instead of smaller, 1e-38 of the atom's term. 12 operations against
-// hn::Exp's ~27 and the multiply by k (its range checks and two-step scaling, which t <= 0
-// does not need): the Debye-Hueckel loop went from 9 to 12-13 times the scalar loop a core.
+// the factor is 2^-125 instead of smaller, 1e-38 of the atom's term. n comes from adding
+// 1.5 * 2^23, which leaves round-to-nearest(t) in the low mantissa bits (|t| < 2^22): those
+// bits shifted to the exponent's place are n << 23 (the constant's own bits shift out), and
+// subtracting the constant again gives n as a float, exactly; one uop fewer than Round and
+// ConvertTo (vrndscaleps is two). 10 operations against hn::Exp's ~27 and the multiply by k
+// (its range checks and two-step scaling, which t <= 0 does not need): the Debye-Hueckel loop
+// went from 9 to 12-13 times the scalar loop a core with the first version of this (Round,
+// degree 6), and about 1.15 times faster again with these two changes (docs/performance.md).
 // float64: hn::Exp.
 template <class D>
 HWY_INLINE hn::Vec<D> exp_scaled_nonpositive(D d, double k, hn::Vec<D> v) {
@@ -90,16 +97,16 @@ HWY_INLINE hn::Vec<D> exp_scaled_nonpositive(D d, double k, hn::Vec<D> v) {
   } else {
     const hn::RebindToSigned<D> di;
     const auto t = hn::Max(hn::Mul(v, hn::Set(d, static_cast<float>(k * 1.4426950408889634))), hn::Set(d, -125.0f));
-    const auto n = hn::Round(t);
-    const auto f = hn::Sub(t, n);
-    auto p = hn::Set(d, 1.5345389e-4f);
-    p = hn::MulAdd(p, f, hn::Set(d, 1.3399927e-3f));
-    p = hn::MulAdd(p, f, hn::Set(d, 9.618491e-3f));
-    p = hn::MulAdd(p, f, hn::Set(d, 5.5503286e-2f));
-    p = hn::MulAdd(p, f, hn::Set(d, 0.24022646f));
-    p = hn::MulAdd(p, f, hn::Set(d, 0.6931472f));
-    p = hn::MulAdd(p, f, hn::Set(d, 1.0f));
-    return hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(hn::ConvertTo(di, n))));
+    const auto shifter = hn::Set(d, 12582912.0f);  // 1.5 * 2^23
+    const auto rounded = hn::Add(t, shifter);      // n in the low mantissa bits
+    const auto f = hn::Sub(t, hn::Sub(rounded, shifter));
+    auto p = hn::Set(d, 1.3276472e-3f);
+    p = hn::MulAdd(p, f, hn::Set(d, 9.675541e-3f));
+    p = hn::MulAdd(p, f, hn::Set(d, 5.550713e-2f));
+    p = hn::MulAdd(p, f, hn::Set(d, 0.2402212f));
+    p = hn::MulAdd(p, f, hn::Set(d, 0.69314694f));
+    p = hn::MulAdd(p, f, hn::Set(d, 1.0000001f));
+    return hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(hn::BitCast(di, rounded))));
   }
 }
 
