@@ -99,6 +99,27 @@ TEST_P(CudaMaps, PointsOnAtomsWithManyAtomsInSegments) {
   lattice.dims = {9, 7, 24};  // eight points a thread
   const auto reference8 = run(atoms, lattice, with(GetParam(), Backend::reference));
   EXPECT_LT(test::relative_rms(run(atoms, lattice, with(GetParam(), Backend::cuda)), reference8), kSingleTolerance);
+  lattice.dims = {9, 7, 29};  // sixteen points a thread, 3 past each row's end
+  const auto reference16 = run(atoms, lattice, with(GetParam(), Backend::reference));
+  EXPECT_LT(test::relative_rms(run(atoms, lattice, with(GetParam(), Backend::cuda)), reference16), kSingleTolerance);
+}
+
+TEST_P(CudaMaps, ThreadsOfEightAndSixteenPointsAgreeBitForBit) {
+  // Rows of 40 points take 8 a thread, rows of 48 take 16 (direct_cuda's plan): each point is
+  // computed alike (dz from every 8th point, the same points' rsqrt on the FP32 pipe), so the
+  // first 40 points of every row have the same bits. 6000 atoms: two atom segments either way.
+  const Atoms atoms = test::random_atoms(6000, {-6, -5, -4}, {6, 5, 4}, 23);
+  Lattice lattice;
+  lattice.origin = {-2.25, -1.5, -10.1};
+  lattice.spacing = 0.5;
+  lattice.dims = {9, 7, 40};
+  const auto eights = run(atoms, lattice, with(GetParam(), Backend::cuda));
+  lattice.dims = {9, 7, 48};
+  const auto sixteens = run(atoms, lattice, with(GetParam(), Backend::cuda));
+  for (std::int64_t row = 0; row < 9 * 7; ++row)
+    for (std::int64_t k = 0; k < 40; ++k)
+      ASSERT_EQ(eights[static_cast<std::size_t>(row * 40 + k)], sixteens[static_cast<std::size_t>(row * 48 + k)])
+          << "row " << row << " point " << k;
 }
 
 TEST_P(CudaMaps, BadDeviceIsAClearError) {

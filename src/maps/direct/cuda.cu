@@ -9,7 +9,9 @@
 // - Atoms stream through shared memory in tiles of one block's width, read as 16-byte
 //   broadcasts; any atom count works, with no constant-memory limit and no host stalls.
 // - One rsqrt.approx (the special-function unit, MUFU.RSQ) and three float32 operations
-//   per evaluation: the MUFU pipe is the only limit (~4.17e12/s on an H100/H200).
+//   per evaluation: the MUFU pipe is the limit (~4.15e12/s on an H100/H200), so Coulomb maps
+//   take one rsqrt in 8 on the FP32 pipe instead (cuda::reciprocal_sqrt_fp32_pipe), where
+//   the issue slots allow it (kFp32PipeRsqrt).
 // - Accuracy as on the CPU (cpu.cpp): coordinates in lattice units with each atom's x, y, z
 //   split into an integer lattice index and a residual, so distances are exact to float32
 //   rounding of the distance itself; float32 sums over a tile of atoms, float64 across tiles.
@@ -50,17 +52,27 @@ namespace nbkit::maps {
 namespace {
 
 constexpr int kBlock = 128;  // threads per block = atoms per shared-memory tile
-constexpr int kPointsPerThread = 8;
+// Points a thread (unroll-and-jam over z): 16 where the row allows (plan_for). Measured on an
+// H100 (session 23, 512x512x128, 100k atoms): 8 points 3.70e12 evaluations/s (89.6% of the
+// rsqrt ceiling), 16 points 3.88e12 (94.1%), 32 points (128 registers) no faster.
+constexpr int kPointsPerThread = 16;
 
 using gpu::Quad;
 using gpu::DeviceMath;
 using gpu::reciprocal_sqrt;
 using gpu::in_lattice_units;
 
+// Whether point p of a thread's P takes its reciprocal square root on the FP32 pipe
+// (kFp32Pipe): every 8th, so threads of 8 and 16 points compute each point alike.
+template <bool kFp32Pipe>
+__device__ constexpr bool on_fp32_pipe(int p) {
+  return kFp32Pipe && p % 8 == 7;
+}
+
 // Sums atoms [segment * atoms_per_segment, ...) (segment = blockIdx.y) for P points of a
 // row per thread and stores scale * sum to out[segment * segment_stride + point] (or adds
 // it, kAccumulate). kCheckSingular leaves out atoms within singular distance of a point.
-template <class Real, class Law, int P, bool kCheckSingular, bool kAccumulate>
+template <class Real, class Law, int P, bool kFp32Pipe, bool kCheckSingular, bool kAccumulate>
 __global__ void __launch_bounds__(kBlock)
     direct_sum_kernel(const Quad<Real>* __restrict__ atoms, int natoms, int atoms_per_segment, Law law,
                       Real singular_r2, long long row_begin, long long row_end, int ny, int nz, int chunks_per_row,
@@ -72,7 +84,13 @@ __global__ void __launch_bounds__(kBlock)
   const bool active = row < row_end;
   const Real i = active ? static_cast<Real>(row / ny) : Real(0);
   const Real j = active ? static_cast<Real>(row % ny) : Real(0);
-  const Real k = static_cast<Real>(k0);
+  // dz from the thread's first point's z, and from every 8th point's after it (k0 + 8 h,
+  // exact): dz = (k0 + 8 h - z_index) - z_residual + (p - 8 h) stays within 8 lattice units of
+  // the exactly computed start, so its rounding stays that of a distance under 8 spacings.
+  constexpr int kBases = P >= 8 ? P / 8 : 1;
+  Real k_base[kBases];
+#pragma unroll
+  for (int b = 0; b < kBases; ++b) k_base[b] = static_cast<Real>(k0 + 8 * b);
   const int first_atom = blockIdx.y * atoms_per_segment;
   const int last_atom = min(natoms, first_atom + atoms_per_segment);
   const DeviceMath<Real> math;
@@ -96,12 +114,16 @@ __global__ void __launch_bounds__(kBlock)
       const Quad<Real> xy = tile[2 * a], zc = tile[2 * a + 1];
       const Real dx = (i - xy.a) - xy.b, dy = (j - xy.c) - xy.d;  // first subtractions exact
       const Real dxy2 = dx * dx + dy * dy;
-      const Real dz0 = (k - zc.a) - zc.b;
+      Real dz_base[kBases];
+#pragma unroll
+      for (int b = 0; b < kBases; ++b) dz_base[b] = (k_base[b] - zc.a) - zc.b;
 #pragma unroll
       for (int p = 0; p < P; ++p) {
-        const Real dz = dz0 + static_cast<Real>(p);
+        const Real dz = dz_base[p / 8] + static_cast<Real>(p % 8);
         const Real r2 = dz * dz + dxy2;
-        Real rinv = reciprocal_sqrt(r2);
+        Real rinv;
+        if (on_fp32_pipe<kFp32Pipe>(p)) rinv = cuda::reciprocal_sqrt_fp32_pipe(r2);  // folded once unrolled
+        else rinv = reciprocal_sqrt(r2);
         if constexpr (kCheckSingular) rinv = r2 > singular_r2 ? rinv : Real(0);  // nbkit::singular_distance
         acc[p] += maps::law_term(law, math, zc.c, r2, rinv);
       }
@@ -142,7 +164,11 @@ struct Plan {
 Plan plan_for(const Lattice& lattice, std::int64_t rows, std::int64_t natoms) {
   Plan plan;
   const std::int64_t nz = lattice.dims[2];
-  plan.points_per_thread = nz >= kPointsPerThread ? kPointsPerThread : 1;
+  // 16 points a thread where that pads the rows no more than 8 would (a row of 24 takes 8s);
+  // a thread's points are computed the same way either way (direct_sum_kernel), so this
+  // changes no bits.
+  const std::int64_t padded16 = (nz + 15) / 16 * 16, padded8 = (nz + 7) / 8 * 8;
+  plan.points_per_thread = nz < 8 ? 1 : padded16 <= padded8 ? kPointsPerThread : 8;
   plan.chunks_per_row = static_cast<int>((nz + plan.points_per_thread - 1) / plan.points_per_thread);
   const std::int64_t blocks = (rows * plan.chunks_per_row + kBlock - 1) / kBlock;
   // Enough blocks to fill the GPU to the end: >= 32768 (about 25 waves of a 132-SM GPU).
@@ -180,20 +206,20 @@ std::int64_t plan_slab_rows(const Plan& plan, std::int64_t total_rows, std::int6
   return std::clamp<std::int64_t>(rows, 1, total_rows);
 }
 
-template <class Real, class Law, int P, bool kCheckSingular, bool kAccumulate>
+template <class Real, class Law, int P, bool kFp32Pipe, bool kCheckSingular, bool kAccumulate>
 void launch(const Plan& plan, int segments, const Quad<Real>* atoms, int natoms, const Law& law, Real singular_r2,
             std::int64_t first, std::int64_t last, const Lattice& lattice, double scale, double* out,
             std::int64_t segment_stride, cudaStream_t stream) {
   const long long threads = static_cast<long long>(last - first) * plan.chunks_per_row;
   const dim3 blocks(static_cast<unsigned>((threads + kBlock - 1) / kBlock), static_cast<unsigned>(segments));
-  direct_sum_kernel<Real, Law, P, kCheckSingular, kAccumulate><<<blocks, kBlock, 0, stream>>>(
+  direct_sum_kernel<Real, Law, P, kFp32Pipe, kCheckSingular, kAccumulate><<<blocks, kBlock, 0, stream>>>(
       atoms, natoms, segments == 1 ? natoms : plan.atoms_per_segment, law, singular_r2, first, last,
       static_cast<int>(lattice.dims[1]), static_cast<int>(lattice.dims[2]), plan.chunks_per_row, scale, out,
       segment_stride);
   NBKIT_CUDA_CHECK_LAUNCH();
 }
 
-template <class Real, class Law, int P>
+template <class Real, class Law, int P, bool kFp32Pipe>
 void run_slab(const Plan& plan, const cuda::DeviceBuffer<Quad<Real>>& regular,
               const cuda::DeviceBuffer<Quad<Real>>& on_lattice, const Law& law, Real singular_r2, std::int64_t first,
               std::int64_t last, const Lattice& lattice, double prefactor, cuda::DeviceBuffer<double>& partial,
@@ -201,18 +227,38 @@ void run_slab(const Plan& plan, const cuda::DeviceBuffer<Quad<Real>>& regular,
   const int regular_atoms = static_cast<int>(regular.size() / 2);
   const long long points = static_cast<long long>(last - first) * lattice.dims[2];
   if (plan.segments == 1) {
-    launch<Real, Law, P, false, false>(plan, 1, regular.data(), regular_atoms, law, singular_r2, first, last, lattice,
-                                       prefactor, out, 0, stream);
+    launch<Real, Law, P, kFp32Pipe, false, false>(plan, 1, regular.data(), regular_atoms, law, singular_r2, first,
+                                                  last, lattice, prefactor, out, 0, stream);
   } else {
-    launch<Real, Law, P, false, false>(plan, plan.segments, regular.data(), regular_atoms, law, singular_r2, first,
-                                       last, lattice, 1.0, partial.data(), points, stream);
+    launch<Real, Law, P, kFp32Pipe, false, false>(plan, plan.segments, regular.data(), regular_atoms, law,
+                                                  singular_r2, first, last, lattice, 1.0, partial.data(), points,
+                                                  stream);
     const int blocks = static_cast<int>(std::min<long long>((points + 255) / 256, 65535));
     reduce_segments_kernel<<<blocks, 256, 0, stream>>>(partial.data(), plan.segments, points, prefactor, out);
     NBKIT_CUDA_CHECK_LAUNCH();
   }
   if (on_lattice.size() > 0)
-    launch<Real, Law, P, true, true>(plan, 1, on_lattice.data(), static_cast<int>(on_lattice.size() / 2), law,
-                                     singular_r2, first, last, lattice, prefactor, out, 0, stream);
+    launch<Real, Law, P, false, true, true>(plan, 1, on_lattice.data(), static_cast<int>(on_lattice.size() / 2),
+                                            law, singular_r2, first, last, lattice, prefactor, out, 0, stream);
+}
+
+// Whether one reciprocal square root in 8 goes to the FP32 pipe (on_fp32_pipe): Coulomb in
+// float32. Measured on an H100 (session 23, 512x512x128, 100k atoms, 16 points a thread): none
+// 3.88e12 evaluations/s, 1 in 8 3.95e12 (95% of the MUFU ceiling), 3 in 16 3.85e12: the loop is
+// then issue-bound (16 points an atom: 102 instructions with 14 MUFU against 80 with 16);
+// the float32 error on the bundled proteins the same to two digits (1a63 7.2e-7 -> 7.3e-7, hca
+// 1.39e-6 -> 1.40e-6). Debye-Hueckel: none; its exp already fills the FP32 pipe's slack
+// (1.63e12 with none, 1.57e12 with 1 in 8).
+template <class Real, class Law>
+constexpr bool kFp32PipeRsqrt = std::is_same_v<Real, float> && std::is_same_v<Law, CoulombLaw>;
+
+// Calls f(points) with the plan's points a thread as an integral constant.
+template <class F>
+void with_points(const Plan& plan, F&& f) {
+  using std::integral_constant;
+  if (plan.points_per_thread == kPointsPerThread) return f(integral_constant<int, kPointsPerThread>{});
+  if (plan.points_per_thread == 8) return f(integral_constant<int, 8>{});
+  return f(integral_constant<int, 1>{});
 }
 
 // One device's share: the atoms copied there once from the GPU that split them, then slabs of
@@ -230,8 +276,11 @@ double run_device(const gpu::Worker& worker, const gpu::Source<Quad<Real>>& regu
 
   int sms = 0, blocks_per_sm = 0;
   NBKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  NBKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks_per_sm, direct_sum_kernel<Real, Law, kPointsPerThread, false, false>, kBlock, 0));
+  with_points(plan, [&](auto points) {
+    NBKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &blocks_per_sm, direct_sum_kernel<Real, Law, points(), kFp32PipeRsqrt<Real, Law>, false, false>, kBlock,
+        0));
+  });
   std::size_t free_bytes = 0, total_bytes = 0;
   NBKIT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::int64_t slab_rows =
@@ -251,13 +300,11 @@ double run_device(const gpu::Worker& worker, const gpu::Source<Quad<Real>>& regu
       1, static_cast<std::int64_t>(sms) * std::max(blocks_per_sm, 1) * kBlock / plan.chunks_per_row / plan.segments);
   return gpu::run_slabs(shared, worker, slab_rows, wave_rows,
                         [&](std::int64_t first, std::int64_t last, double* out, cudaStream_t stream) {
-                          if (plan.points_per_thread == kPointsPerThread)
-                            run_slab<Real, Law, kPointsPerThread>(plan, regular, on_lattice, lattice_law, singular_r2,
-                                                                  first, last, lattice, rows.prefactor, partial, out,
-                                                                  stream);
-                          else
-                            run_slab<Real, Law, 1>(plan, regular, on_lattice, lattice_law, singular_r2, first, last,
-                                                   lattice, rows.prefactor, partial, out, stream);
+                          with_points(plan, [&](auto points) {
+                            run_slab<Real, Law, points(), kFp32PipeRsqrt<Real, Law>>(
+                                plan, regular, on_lattice, lattice_law, singular_r2, first, last, lattice,
+                                rows.prefactor, partial, out, stream);
+                          });
                         });
 }
 
