@@ -21,6 +21,8 @@
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "nbkit/core/backend.hpp"
+#include "nbkit/core/lattice.hpp"
+#include "nbkit/io/pqr.hpp"
 #include "nbkit/maps.hpp"
 #include "bench_args.hpp"
 #include "rsqrt_ceiling.cuh"
@@ -130,8 +132,9 @@ struct Timing {
 };
 
 Timing run_nbkit(const nbkit::Atoms& atoms, const nbkit::Lattice& lattice, std::vector<int> gpus, int repeats,
-                 bool check) {
+                 bool check, nbkit::MapMethod method = nbkit::MapMethod::direct) {
   nbkit::MapOptions options;
+  options.method = method;
   options.backend = nbkit::Backend::cuda;
   options.gpus = std::move(gpus);
   nbkit::MapStats stats;
@@ -150,8 +153,9 @@ Timing run_nbkit(const nbkit::Atoms& atoms, const nbkit::Lattice& lattice, std::
   t.wall_rate = stats.evaluations / walls[walls.size() / 2];
   t.kernel_rate = stats.evaluations / kernels[kernels.size() / 2];
   if (check) {  // two rows against the float64 reference
-    nbkit::MapOptions reference;
+    nbkit::MapOptions reference = options;
     reference.backend = nbkit::Backend::reference;
+    reference.precision = nbkit::Precision::double_;
     const std::int64_t nz = lattice.dims[2], first = lattice.rows() / 2 + 7;
     std::vector<double> exact(static_cast<std::size_t>(2 * nz));
     nbkit::compute_map_rows(atoms, lattice, reference, first, first + 2, exact.data());
@@ -159,6 +163,31 @@ Timing run_nbkit(const nbkit::Atoms& atoms, const nbkit::Lattice& lattice, std::
     t.error = nbkit::test::relative_rms(fast, exact);
   }
   return t;
+}
+
+// float32 GPU map of a bundled protein (0.5 A, 10 A padding) against the float64 reference
+// on 48 rows spread over the lattice: where issue 24 states the direct kernels' accuracy.
+double protein_error(const std::string& file, nbkit::MapMethod method) {
+  const nbkit::Atoms atoms = nbkit::io::read_pqr(nbkit::test::data_file(file));
+  const nbkit::Lattice lattice = nbkit::lattice_around(atoms, 0.5, 10.0);
+  nbkit::MapOptions options;
+  options.method = method;
+  options.backend = nbkit::Backend::cuda;
+  const std::int64_t nz = lattice.dims[2], rows = lattice.rows();
+  std::vector<double> map(static_cast<std::size_t>(lattice.size()));
+  nbkit::compute_map_rows(atoms, lattice, options, 0, rows, map.data());
+  nbkit::MapOptions reference = options;
+  reference.backend = nbkit::Backend::reference;
+  reference.precision = nbkit::Precision::double_;
+  std::vector<double> fast, exact;
+  for (int s = 0; s < 48; ++s) {
+    const std::int64_t row = (2 * s + 1) * rows / 96;
+    std::vector<double> one(static_cast<std::size_t>(nz));
+    nbkit::compute_map_rows(atoms, lattice, reference, row, row + 1, one.data());
+    exact.insert(exact.end(), one.begin(), one.end());
+    fast.insert(fast.end(), map.begin() + row * nz, map.begin() + (row + 1) * nz);
+  }
+  return nbkit::test::relative_rms(fast, exact);
 }
 
 }  // namespace
@@ -216,6 +245,37 @@ int main(int argc, char** argv) {
                          {"relative_rms_error_float32", t.error},
                          {"gpu", gpus[0].name}});
     }
+  // Debye-Hueckel (mdh): an rsqrt and an exp a evaluation, both on the special-function unit.
+  const double mdh_ceiling = nbkit::bench::measure_rsqrt_ceiling(true);
+  std::printf("\nmdh (Debye-Hueckel, 0.15 M), float32; ceiling: rsqrt + ex2 (MUFU) %.3e /s measured in this run\n",
+              mdh_ceiling);
+  nlohmann::json mdh = nlohmann::json::array();
+  for (const std::size_t n : {std::size_t{100000}}) {
+    nbkit::Lattice lattice;
+    lattice.spacing = 0.5;
+    lattice.dims = {512, 512, 128};
+    const nbkit::Atoms atoms = nbkit::test::random_atoms(n, {0, 0, 0}, lattice.extent(), 17);
+    const Timing t = run_nbkit(atoms, lattice, {0}, 3, true, nbkit::MapMethod::mdh);
+    std::printf("%-12s %8zu %11.3e %11.3e %6.1f%% %9.1e\n", "512x512x128", n, t.kernel_rate, t.wall_rate,
+                100 * t.kernel_rate / mdh_ceiling, t.error);
+    mdh.push_back({{"lattice", lattice.dims},
+                   {"atoms", n},
+                   {"kernel_evaluations_per_second", t.kernel_rate},
+                   {"end_to_end_evaluations_per_second", t.wall_rate},
+                   {"rsqrt_ex2_ceiling_per_second", mdh_ceiling},
+                   {"ratio_to_ceiling", t.kernel_rate / mdh_ceiling},
+                   {"relative_rms_error_float32", t.error}});
+  }
+  std::printf("\nfloat32 error against float64 on the bundled proteins (0.5 A, 48 rows):\n");
+  nlohmann::json proteins = nlohmann::json::array();
+  for (const char* file : {"1a63.pqr", "hca.pqr"})
+    for (const auto method : {nbkit::MapMethod::direct, nbkit::MapMethod::mdh}) {
+      const double error = protein_error(file, method);
+      std::printf("  %-9s %-6s rel RMS %.2e\n", file, method == nbkit::MapMethod::direct ? "direct" : "mdh", error);
+      proteins.push_back({{"input", file},
+                          {"method", method == nbkit::MapMethod::direct ? "direct" : "mdh"},
+                          {"relative_rms_error_float32", error}});
+    }
   nlohmann::json multi = nlohmann::json::array();
   if (gpus.size() >= 2) {
     std::vector<int> all;
@@ -241,7 +301,7 @@ int main(int argc, char** argv) {
               "chunk), measured on a subset of planes; x u8: nbkit over slides-u8; rel RMS: float32 against the\n"
               "float64 reference on two rows.\n");
   if (!json_path.empty()) {
-    std::ofstream(json_path) << nlohmann::json{{"benchmark", "map_cuda"}, {"results", results}, {"multi_gpu", multi}}.dump(2)
+    std::ofstream(json_path) << nlohmann::json{{"benchmark", "map_cuda"}, {"results", results}, {"mdh", mdh}, {"proteins", proteins}, {"multi_gpu", multi}}.dump(2)
                              << "\n";
     std::printf("wrote %s\n", json_path.c_str());
   }

@@ -31,8 +31,29 @@ __global__ void rsqrt_ceiling_kernel(float* out, int iterations) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 
-// Evaluations per second of device 0.
-inline double measure_rsqrt_ceiling() {
+// The Debye-Hueckel law's ceiling: each evaluation takes an rsqrt and an ex2.approx (the
+// exp of exp(-kappa r)), both on the special-function unit.
+__global__ void rsqrt_ex2_ceiling_kernel(float* out, int iterations) {
+  float x[8];
+#pragma unroll
+  for (int c = 0; c < 8; ++c) x[c] = 1.0f + 0.001f * (threadIdx.x + c);
+  for (int it = 0; it < iterations; ++it) {
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      float y, e;
+      asm volatile("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x[c]));
+      asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(-x[c]));
+      x[c] = y + e + 1.0f;
+    }
+  }
+  float s = 0;
+#pragma unroll
+  for (int c = 0; c < 8; ++c) s += x[c];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+// Evaluations per second of device 0 (with_exp: an rsqrt and an ex2 per evaluation).
+inline double measure_rsqrt_ceiling(bool with_exp = false) {
   int sms = 0;
   NBKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int blocks = sms * 8, threads = 256, iterations = 4096;
@@ -40,12 +61,13 @@ inline double measure_rsqrt_ceiling() {
   cudaEvent_t start, stop;
   NBKIT_CUDA_CHECK(cudaEventCreate(&start));
   NBKIT_CUDA_CHECK(cudaEventCreate(&stop));
-  rsqrt_ceiling_kernel<<<blocks, threads>>>(out.data(), iterations);  // warm-up
+  auto kernel = with_exp ? rsqrt_ex2_ceiling_kernel : rsqrt_ceiling_kernel;
+  kernel<<<blocks, threads>>>(out.data(), iterations);  // warm-up
   NBKIT_CUDA_CHECK_LAUNCH();
   std::vector<float> times;
   for (int r = 0; r < 5; ++r) {
     NBKIT_CUDA_CHECK(cudaEventRecord(start));
-    rsqrt_ceiling_kernel<<<blocks, threads>>>(out.data(), iterations);
+    kernel<<<blocks, threads>>>(out.data(), iterations);
     NBKIT_CUDA_CHECK_LAUNCH();
     NBKIT_CUDA_CHECK(cudaEventRecord(stop));
     NBKIT_CUDA_CHECK(cudaEventSynchronize(stop));
