@@ -19,7 +19,9 @@ int gpu_of_pointer(const void* pointer) {
   return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged ? attributes.device : -1;
 }
 
-std::vector<GpuInfo> list_gpus(std::string* why_none) {
+namespace {
+
+std::vector<GpuInfo> query_gpus(std::string* why_none) {
   std::vector<GpuInfo> gpus;
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
@@ -52,6 +54,25 @@ std::vector<GpuInfo> list_gpus(std::string* why_none) {
   }
   if (gpus.empty() && why_none) *why_none = "no CUDA device found";
   return gpus;
+}
+
+}  // namespace
+
+// The runtime's devices do not change within a process (CUDA_VISIBLE_DEVICES is read once),
+// and cudaGetDeviceProperties fills every field of every device: asked once, not on every map
+// call (resolve_backend and resolve_gpus each asked).
+std::vector<GpuInfo> list_gpus(std::string* why_none) {
+  struct Answer {
+    std::vector<GpuInfo> gpus;
+    std::string why_none;
+  };
+  static const Answer answer = [] {
+    Answer a;
+    a.gpus = query_gpus(&a.why_none);
+    return a;
+  }();
+  if (why_none && answer.gpus.empty()) *why_none = answer.why_none;
+  return answer.gpus;
 }
 
 std::string cuda_runtime_version() {
