@@ -11,6 +11,7 @@
 #include <bit>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <future>
@@ -65,8 +66,10 @@ class Sink {
 
 class File final : public Sink {
  public:
-  File(const std::string& temporary, const std::string& path) : path_(path) {
-    fd_ = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // must_exist: open a temporary made earlier, never make it again (a job's failing rank may
+  // have removed it: making it again would leave it behind, write_rank_part).
+  File(const std::string& temporary, const std::string& path, bool must_exist = false) : path_(path) {
+    fd_ = ::open(temporary.c_str(), O_WRONLY | (must_exist ? 0 : O_CREAT) | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0) throw Error(fmt::format("{}: cannot open for writing: {}", path, std::strerror(errno)));
     struct stat info {};
     seekable_ = ::fstat(fd_, &info) == 0 && S_ISREG(info.st_mode);
@@ -594,7 +597,10 @@ void write_rank_part(const Ranks& ranks, MapFormat format, const std::string& te
     placed_sink = sink.get();
     out = std::move(sink);
   } else if (ranks.root()) {
-    out = std::make_unique<File>(temporary, path);
+    // The temporary rank 0 made before the barrier, opened without O_CREAT: a rank that has
+    // failed since removed it, and making it again here would leave it behind once mpirun
+    // stops rank 0.
+    out = std::make_unique<File>(temporary, path, true);
   } else {
     out = std::make_unique<RootSink>(ranks);
   }
@@ -657,12 +663,22 @@ void write_map_file(const Ranks& ranks, const std::string& path, const Lattice& 
   } else {
     std::string plan;
     ranks.broadcast(plan);
-    const bool stream = is_stream_target(plan.substr(1));
+    const std::string temporary = plan.substr(1);
+    const bool stream = is_stream_target(temporary);
     std::optional<RemoveOnSignal> job_temporary;
-    if (!stream) job_temporary.emplace(plan.substr(1));
+    if (!stream) job_temporary.emplace(temporary);
     ranks.barrier();
-    write_rank_part(ranks, format, plan.substr(1), plan[0] == '1', path, lattice, comments, row_begin * nz,
-                    row_end * nz, produce, threads);
+    try {
+      write_rank_part(ranks, format, temporary, plan[0] == '1', path, lattice, comments, row_begin * nz,
+                      row_end * nz, produce, threads);
+    } catch (...) {
+      // Removed here, as rank 0's write_atomically does: once the exception has left this scope
+      // the temporary is no longer registered, so main's error path (remove_registered_paths)
+      // would not find it, and the job's only other remover is rank 0's signal handler, which
+      // mpirun's SIGKILL may pre-empt on a loaded machine (a test left it there, 1 run in 3).
+      if (!stream) std::remove(temporary.c_str());
+      throw;
+    }
   }
   ranks.barrier();  // every rank returns once the file is in place
 }
