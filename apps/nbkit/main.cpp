@@ -30,8 +30,9 @@ constexpr std::array<nbkit::cli::Command, 7> kCommands{{
 }};
 
 // An error: one line on stderr and the exit status; in a job of several ranks the failing rank's
-// message, then every rank stopped (the others cannot finish the work alone, and an output
-// in the making is removed by rank 0's signal handler: no partial output).
+// message, then every rank stopped (the others cannot finish the work alone; an output in the
+// making is removed by the failing rank (io::write_map_file) and by rank 0's signal handler:
+// no partial output).
 int fail(const std::string& message, int status) {
   const nbkit::Ranks& ranks = nbkit::Ranks::world();
   if (ranks.distributed()) {
