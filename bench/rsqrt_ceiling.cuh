@@ -13,6 +13,9 @@
 
 namespace nbkit::bench {
 
+// kWithExp: an ex2.approx beside each rsqrt, the Debye-Hueckel law's ceiling (the exp of
+// exp(-kappa r) takes the special-function unit too).
+template <bool kWithExp>
 __global__ void rsqrt_ceiling_kernel(float* out, int iterations) {
   float x[8];
 #pragma unroll
@@ -20,30 +23,10 @@ __global__ void rsqrt_ceiling_kernel(float* out, int iterations) {
   for (int it = 0; it < iterations; ++it) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) {
-      float y;
+      float y, e = 0.0f;
       asm volatile("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x[c]));
-      x[c] = y + 1.0f;  // keeps the chain alive; the FADD runs on the FP32 pipe
-    }
-  }
-  float s = 0;
-#pragma unroll
-  for (int c = 0; c < 8; ++c) s += x[c];
-  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
-}
-
-// The Debye-Hueckel law's ceiling: each evaluation takes an rsqrt and an ex2.approx (the
-// exp of exp(-kappa r)), both on the special-function unit.
-__global__ void rsqrt_ex2_ceiling_kernel(float* out, int iterations) {
-  float x[8];
-#pragma unroll
-  for (int c = 0; c < 8; ++c) x[c] = 1.0f + 0.001f * (threadIdx.x + c);
-  for (int it = 0; it < iterations; ++it) {
-#pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      float y, e;
-      asm volatile("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x[c]));
-      asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(-x[c]));
-      x[c] = y + e + 1.0f;
+      if constexpr (kWithExp) asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(-x[c]));
+      x[c] = (kWithExp ? y + e : y) + 1.0f;  // keeps the chain alive; FADDs run on the FP32 pipe
     }
   }
   float s = 0;
@@ -61,7 +44,7 @@ inline double measure_rsqrt_ceiling(bool with_exp = false) {
   cudaEvent_t start, stop;
   NBKIT_CUDA_CHECK(cudaEventCreate(&start));
   NBKIT_CUDA_CHECK(cudaEventCreate(&stop));
-  auto kernel = with_exp ? rsqrt_ex2_ceiling_kernel : rsqrt_ceiling_kernel;
+  auto kernel = with_exp ? rsqrt_ceiling_kernel<true> : rsqrt_ceiling_kernel<false>;
   kernel<<<blocks, threads>>>(out.data(), iterations);  // warm-up
   NBKIT_CUDA_CHECK_LAUNCH();
   std::vector<float> times;
