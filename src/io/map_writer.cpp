@@ -675,7 +675,7 @@ void write_map_file(const Ranks& ranks, const std::string& path, const Lattice& 
       // Removed here, as rank 0's write_atomically does: once the exception has left this scope
       // the temporary is no longer registered, so main's error path (remove_registered_paths)
       // would not find it, and the job's only other remover is rank 0's signal handler, which
-      // mpirun's SIGKILL may pre-empt on a loaded machine (a test left it there, 1 run in 3).
+      // mpirun's SIGKILL may pre-empt on a loaded machine (a test left it there in 2 runs of 11).
       if (!stream) std::remove(temporary.c_str());
       throw;
     }

@@ -88,7 +88,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // ConvertTo (vrndscaleps is two). 10 operations against hn::Exp's ~27 and the multiply by k
 // (its range checks and two-step scaling, which t <= 0 does not need): the Debye-Hueckel loop
 // went from 9 to 12-13 times the scalar loop a core with the first version of this (Round,
-// degree 6), and about 1.15 times faster again with these two changes (docs/performance.md).
+// degree 6), and about 1.3 times faster again with these two changes (docs/performance.md).
 // float64: hn::Exp.
 template <class D>
 HWY_INLINE hn::Vec<D> exp_scaled_nonpositive(D d, double k, hn::Vec<D> v) {
