@@ -271,10 +271,9 @@ int main(int argc, char** argv) {
   for (const char* file : {"1a63.pqr", "hca.pqr"})
     for (const auto method : {nbkit::MapMethod::direct, nbkit::MapMethod::mdh}) {
       const double error = protein_error(file, method);
-      std::printf("  %-9s %-6s rel RMS %.2e\n", file, method == nbkit::MapMethod::direct ? "direct" : "mdh", error);
-      proteins.push_back({{"input", file},
-                          {"method", method == nbkit::MapMethod::direct ? "direct" : "mdh"},
-                          {"relative_rms_error_float32", error}});
+      const std::string name = nbkit::to_string(method);
+      std::printf("  %-9s %-6s rel RMS %.2e\n", file, name.c_str(), error);
+      proteins.push_back({{"input", file}, {"method", name}, {"relative_rms_error_float32", error}});
     }
   nlohmann::json multi = nlohmann::json::array();
   if (gpus.size() >= 2) {
