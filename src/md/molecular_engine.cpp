@@ -131,6 +131,7 @@ class MolecularEngine final : public Engine {
     pull();
     forces_ = f;
     if (terms) terms_ = *terms;
+    energies_current_ = true;
     host_newer_ = true;
   }
   void reevaluate() override {
@@ -158,6 +159,8 @@ class MolecularEngine final : public Engine {
   // low corner, the energy evaluated there, and the old state put back unless the move is kept.
   bool barostat_move(MonteCarloBarostat& barostat) override {
     if (!periodic_) throw Error("a barostat needs a periodic box");
+    // The device's step sums energies only when asked (Engine::step): a move needs them current.
+    if (!energies_current_) throw Error("internal: a barostat move after a step without energies");
     pull();
     lap();
     if (molecules_.first.empty()) molecules_ = find_molecules(field_.topology);
@@ -210,7 +213,7 @@ class MolecularEngine final : public Engine {
       lap(&StepPhases::integrate);
       device_->constrain_positions(dt, b);
       lap(&StepPhases::constraints);
-      device_->evaluate(b);
+      device_->evaluate(b, energies);
       lap(&StepPhases::forces);
     } else {
       device_->kick(0.5 * dt * u.force_to_acceleration);
@@ -219,7 +222,7 @@ class MolecularEngine final : public Engine {
       lap(&StepPhases::integrate);
       device_->constrain_positions(dt, b);
       lap(&StepPhases::constraints);
-      device_->evaluate(b);
+      device_->evaluate(b, energies);
       lap(&StepPhases::forces);
       device_->kick(0.5 * dt * u.force_to_acceleration);
       lap(&StepPhases::integrate);
@@ -231,6 +234,7 @@ class MolecularEngine final : public Engine {
       add_gpu_phases();
     }
     device_newer_ = true;
+    energies_current_ = energies;
     if (energies) pull();
   }
   // The host's System, forces and energies brought up to date from the device (when it is ahead).
@@ -356,6 +360,7 @@ class MolecularEngine final : public Engine {
     forces_.potential = result.energy.total();
     forces_.virial = result.virial;
     terms_ = result.energy;
+    energies_current_ = true;
   }
 
   System& system_;
@@ -370,6 +375,7 @@ class MolecularEngine final : public Engine {
   std::unique_ptr<MolecularGpuForces> gpu_;
   std::unique_ptr<MolecularGpuDynamics> device_;  // the GPU's step (not MSM's)
   mutable bool device_newer_ = false;  // the device has stepped since the host's copy
+  bool energies_current_ = true;       // the last evaluation summed the energies (host ones always do)
   mutable std::string device_error_;   // what the device's last read-back found wrong
   bool host_newer_ = true;             // the host's copy changed since the device's
   std::unique_ptr<MolecularCpuForces> cpu_;

@@ -41,9 +41,10 @@ class MolecularGpuForces {
   // The device-resident step's side (MolecularGpuDynamics): an evaluation of the positions
   // already on the device (positions()), the forces left there (forces()) and every sum kept
   // there until device_sums() reads them back (the energies and virial, no forces; waits). Not
-  // MSM's (resident() false: its grids run on the host).
+  // MSM's (resident() false: its grids run on the host). Without `energies` only the forces are
+  // made (the same bits) and device_sums() keeps the last evaluation's that had them.
   bool resident() const;
-  void evaluate_on_device(const std::optional<PeriodicBox>& box);
+  void evaluate_on_device(const std::optional<PeriodicBox>& box, bool energies = true);
   MolecularForces device_sums();
   Vector3<double>* positions();             // device, n
   Vector3<double>* forces();                // device, n
@@ -67,7 +68,8 @@ class MolecularGpuForces {
 
  private:
   struct State;
-  static void launch(State& s, const std::optional<PeriodicBox>& box);
+  static void launch(State& s, const std::optional<PeriodicBox>& box, bool energies);
+  static void launch_after_check(State& s, const std::optional<PeriodicBox>& box, bool energies);
   static void finish_sums(State& s, MolecularForces& result, bool mark);
   std::unique_ptr<State> state_;
 };

@@ -51,8 +51,9 @@ class MolecularGpuDynamics {
   void constrain_positions(double dt, const std::optional<PeriodicBox>& box);
   void constrain_velocities(double dt, const std::optional<PeriodicBox>& box);
   // Atoms wrapped into the box one by one (as the host engine wraps before each GPU evaluation),
-  // then the energy and forces.
-  void evaluate(const std::optional<PeriodicBox>& box);
+  // then the forces, and the energies and virial when `energies` (download() reads the last
+  // evaluation's that had them).
+  void evaluate(const std::optional<PeriodicBox>& box, bool energies = true);
   void synchronize();  // waits for the device (phase timing)
 
  private:

@@ -35,7 +35,7 @@ void MolecularGpuForces::rebuild_next() {}
 void MolecularGpuForces::time_phases() {}
 MolecularGpuForces::Phases MolecularGpuForces::phase_seconds() const { return {}; }
 bool MolecularGpuForces::resident() const { return false; }
-void MolecularGpuForces::evaluate_on_device(const std::optional<PeriodicBox>&) {}
+void MolecularGpuForces::evaluate_on_device(const std::optional<PeriodicBox>&, bool) {}
 MolecularForces MolecularGpuForces::device_sums() { return {}; }
 Vector3<double>* MolecularGpuForces::positions() { return nullptr; }
 Vector3<double>* MolecularGpuForces::forces() { return nullptr; }
@@ -55,7 +55,7 @@ void MolecularGpuDynamics::langevin_middle(double, double, double, double, std::
 void MolecularGpuDynamics::save_reference() {}
 void MolecularGpuDynamics::constrain_positions(double, const std::optional<PeriodicBox>&) {}
 void MolecularGpuDynamics::constrain_velocities(double, const std::optional<PeriodicBox>&) {}
-void MolecularGpuDynamics::evaluate(const std::optional<PeriodicBox>&) {}
+void MolecularGpuDynamics::evaluate(const std::optional<PeriodicBox>&, bool) {}
 void MolecularGpuDynamics::synchronize() {}
 
 }  // namespace nbkit::md

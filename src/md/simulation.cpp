@@ -191,11 +191,13 @@ RunSummary Simulation::run(std::int64_t steps, const Reporters& reporters) {
   const auto start = std::chrono::steady_clock::now();
   for (std::int64_t done = 1; done <= steps; ++done) {
     const std::int64_t next = step_ + 1;
-    // Energies where a row is reported, and at the run's last step (thermo() after a run).
+    // Energies where a row is reported, at the run's last step (thermo() after a run), and
+    // before a barostat move (its Metropolis test starts from the present potential energy).
     const bool thermo_step = next == last || (reporters.thermo_every > 0 && next % reporters.thermo_every == 0);
-    engine_->step(integrator_.timestep, thermo_step, thermostat_.get());
+    const bool barostat_step = barostat_ && next % barostat_->settings().frequency == 0;
+    engine_->step(integrator_.timestep, thermo_step || barostat_step, thermostat_.get());
     step_ = next;
-    if (barostat_ && step_ % barostat_->settings().frequency == 0) engine_->barostat_move(*barostat_);
+    if (barostat_step) engine_->barostat_move(*barostat_);
     downloaded_ = backend_ != Backend::cuda;
     if (thermo_step) report_thermo();
     report_frame();

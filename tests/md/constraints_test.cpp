@@ -322,6 +322,44 @@ TEST(Constraints, NptRestartsBitForBit) {
   }
 }
 
+// The GPU's step sums energies only where they are read (thermo rows, barostat moves, the last
+// step): an NPT run reporting every step and one reporting every 9th take the same forces to
+// the bit (the pair kernels without energies do the same arithmetic for the forces), the same
+// barostat decisions (a move compared against a stale energy would accept other moves and
+// leave another box), and give the same row where both report one.
+TEST(Constraints, GpuStepsWithoutEnergiesChangeNoBit) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  for (const bool mixed : {true, false}) {
+    WaterBox w = water_box(4, 300);
+    Integrator integrator = rigid(2.0);
+    integrator.langevin_middle = Integrator::LangevinMiddleSettings{300, 1e-3, 4};
+    integrator.barostat = BarostatSettings{};
+    integrator.barostat->frequency = 5;
+    SimulationOptions gpu = cpu();
+    gpu.backend = Backend::cuda;
+    if (!mixed) gpu.precision = Precision::double_;
+    Simulation every(w.system, w.field(), integrator, gpu), sparse(w.system, w.field(), integrator, gpu);
+    std::vector<Thermo> rows_every, rows_sparse;
+    Reporters r_every, r_sparse;
+    r_every.thermo_every = 1, r_sparse.thermo_every = 9;
+    r_every.thermo = [&](const Thermo& t) { rows_every.push_back(t); };
+    r_sparse.thermo = [&](const Thermo& t) { rows_sparse.push_back(t); };
+    every.run(40, r_every), sparse.run(40, r_sparse);
+    EXPECT_EQ(sparse.state().x, every.state().x) << (mixed ? "mixed" : "float64");
+    EXPECT_EQ(sparse.state().vz, every.state().vz);
+    EXPECT_EQ(sparse.state().box.hi, every.state().box.hi);
+    EXPECT_NE(every.state().box.hi[0], w.system.box.hi[0]);  // the box moved
+    ASSERT_EQ(rows_every.size(), 41u);
+    ASSERT_EQ(rows_sparse.size(), 6u);  // steps 0, 9, 18, 27, 36 and the last
+    for (const Thermo& t : rows_sparse) {
+      const Thermo& same = rows_every[static_cast<std::size_t>(t.step)];
+      EXPECT_EQ(t.potential, same.potential) << "step " << t.step;
+      EXPECT_EQ(t.pressure, same.pressure) << "step " << t.step;
+    }
+  }
+}
+
 // NPT of 216 rigid TIP3P waters at 300 K and 1 bar (PME, 9 A cutoff with the dispersion
 // correction, Langevin middle at 2 fs, the barostat every 25 steps) gives TIP3P's density.
 TEST(Constraints, NptTip3pWaterHasItsDensity) {

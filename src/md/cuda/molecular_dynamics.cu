@@ -197,7 +197,7 @@ void MolecularGpuDynamics::constrain_velocities(double dt, const std::optional<P
   s.constraints->constrain_velocities(s.forces->positions(), s.v.data(), constraint_images(box), dt);
 }
 
-void MolecularGpuDynamics::evaluate(const std::optional<PeriodicBox>& box) {
+void MolecularGpuDynamics::evaluate(const std::optional<PeriodicBox>& box, bool energies) {
   State& s = *state_;
   if (box) {
     BoxEdges edges{};
@@ -205,7 +205,7 @@ void MolecularGpuDynamics::evaluate(const std::optional<PeriodicBox>& box) {
     wrap_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.forces->positions(), edges);
     NBKIT_CUDA_CHECK_LAUNCH();
   }
-  s.forces->evaluate_on_device(box);
+  s.forces->evaluate_on_device(box, energies);
 }
 
 void MolecularGpuDynamics::synchronize() { NBKIT_CUDA_CHECK(cudaStreamSynchronize(state_->stream)); }

@@ -418,7 +418,7 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   s.sums = DeviceBuffer<double>(kSums), s.partial_sums = DeviceBuffer<double>(kSums * kSlices);
   s.nonfinite = DeviceBuffer<int>(1);
   NBKIT_CUDA_CHECK(cudaMemset(s.nonfinite.data(), 0x7f, sizeof(int)));
-  if (settings.method == NonbondedSettings::Method::pme) s.mesh_force = DeviceBuffer<V3>(s.n), s.mesh_sums = DeviceBuffer<double>(2);
+  if (settings.method == NonbondedSettings::Method::pme) s.mesh_force = DeviceBuffer<V3>(s.n), s.mesh_sums = DeviceBuffer<double>(4);
   std::vector<Range> ranges(kSums);
   for (int kind = 0; kind < kKinds; ++kind)
     ranges[kind] = {s.term_energy.data() + s.term_offset[kind], static_cast<int>(s.count[kind])};
@@ -460,14 +460,14 @@ MolecularGpuForces::Phases MolecularGpuForces::phase_seconds() const {
   Phases p;
   p.upload = e[1].seconds_since(e[0]);
   p.bonded = e[2].seconds_since(e[1]);
-  const double nonbonded = e[3].seconds_since(e[2]);
+  p.mesh = e[3].seconds_since(e[2]);
+  const double nonbonded = e[4].seconds_since(e[3]);
   if (s.list) {
     const MolecularPairListGpu::Seconds list = s.list->phase_seconds();
     p.list = list.list, p.pairs = nonbonded - list.list;
   } else {
     p.pairs = nonbonded;
   }
-  p.mesh = e[4].seconds_since(e[3]);
   if (s.pme) {
     const std::array<double, 5> mesh = s.pme->phase_seconds();
     std::copy(mesh.begin(), mesh.end(), p.mesh_phases.begin());
@@ -486,7 +486,7 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
   s.mark(0);
   s.x.upload(reinterpret_cast<const V3*>(positions.data()), positions.size(), s.stream);
   s.mark(1);
-  launch(s, box);
+  launch(s, box, true);
   // MSM's grids on the host while the GPU sums the pairs.
   const NonbondedSettings& settings = s.settings;
   const bool msm = settings.method == NonbondedSettings::Method::msm;
@@ -514,13 +514,13 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>& positions,
 
 bool MolecularGpuForces::resident() const { return state_->settings.method != NonbondedSettings::Method::msm; }
 
-void MolecularGpuForces::evaluate_on_device(const std::optional<PeriodicBox>& box) {
+void MolecularGpuForces::evaluate_on_device(const std::optional<PeriodicBox>& box, bool energies) {
   State& s = *state_;
   if (!resident()) throw Error("MSM's grids run on the host: its evaluations take positions from the host");
   NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
   s.mark(0);
   s.mark(1);
-  launch(s, box);
+  launch(s, box, energies);
   s.mark(6);
 }
 
@@ -546,9 +546,21 @@ int MolecularGpuForces::first_nonfinite_force() {
 }
 
 // Everything an evaluation does on the device, from the positions in s.x to the forces in
-// s.force and the sums in s.sums (PME's in s.mesh_sums); MSM's grids excepted (the host's).
-void MolecularGpuForces::launch(State& s, const std::optional<PeriodicBox>& box) {
-  s.box = box;
+// s.force and, with `energies`, the sums in s.sums (PME's in s.mesh_sums); MSM's grids excepted
+// (the host's). The pair list's check goes first on its own stream, then the work that does not
+// need the list (bonded terms, PME's mesh) while the host waits for the check's one word.
+void MolecularGpuForces::launch(State& s, const std::optional<PeriodicBox>& box, bool energies) {
+  if (s.list) s.list->start_check(s.x.data(), *box);
+  try {
+    launch_after_check(s, box, energies);
+  } catch (...) {
+    if (s.list) s.list->forget_check();
+    throw;
+  }
+}
+
+void MolecularGpuForces::launch_after_check(State& s, const std::optional<PeriodicBox>& box, bool energies) {
+  if (energies) s.box = box;
   const NonbondedSettings& settings = s.settings;
   const bool periodic = settings.periodic();
   DeviceImages im{s.x.data(), periodic ? 1 : 0, {0, 0, 0}, {0, 0, 0}};
@@ -584,6 +596,22 @@ void MolecularGpuForces::launch(State& s, const std::optional<PeriodicBox>& box)
     NBKIT_CUDA_CHECK_LAUNCH();
   }
   s.mark(2);
+  const bool pme = settings.method == NonbondedSettings::Method::pme;
+  const int n = static_cast<int>(s.n);
+  if (pme) {
+    const PmeParameters mesh = pme_parameters(settings, *box);
+    if (!s.pme || mesh.mesh != s.pme_mesh) {
+      s.pme.reset();
+      s.pme = std::make_unique<PmeGpu>(mesh.mesh, settings.pme_order, mesh.alpha, s.host_charge, stream);
+      if (s.events) s.pme->time_phases();
+      s.pme_mesh = mesh.mesh;
+    }
+    // Without energies the mesh's energy and virial go to a scratch pair: s.mesh_sums keeps the
+    // last evaluation's that had them, as s.sums does.
+    s.pme->evaluate(s.x.data(), s.charge.data(), n, *box, coulomb_k,
+                    s.mesh_force.data(), energies ? s.mesh_sums.data() : s.mesh_sums.data() + 2);
+  }
+  s.mark(3);
   // The nonbonded law's constants, as molecular_forces.cpp sets them.
   PairTable table{s.charge.data(), s.type.data(), s.types, s.c12.data(), s.c6.data(), coulomb_k,
                   settings.cutoff * settings.cutoff, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, s.excluded_first.data(),
@@ -592,7 +620,6 @@ void MolecularGpuForces::launch(State& s, const std::optional<PeriodicBox>& box)
   PairSwitch switched;
   PairCoulomb coulomb_law;
   table.k = molecular_pair_constants(settings, switched, coulomb_law);
-  const int n = static_cast<int>(s.n);
   auto pairs = [&](auto kernel) {
     kernel<<<blocks(n), kThreads, 0, stream>>>(n, im, table, s.nonbonded_force.data(), s.atom_lj.data(),
                                                s.atom_coulomb.data(), s.atom_virial.data(), s.atom_excluded.data());
@@ -601,7 +628,8 @@ void MolecularGpuForces::launch(State& s, const std::optional<PeriodicBox>& box)
   if (s.list) {
     s.list->evaluate(s.x.data(), *box,
                      PairSums{s.nonbonded_force.data(), s.atom_lj.data(), s.atom_coulomb.data(), s.atom_virial.data(),
-                              s.atom_excluded.data()});
+                              s.atom_excluded.data()},
+                     energies);
   } else if (!cut) {
     pairs(nonbonded_pairs<PairSwitch::none, PairCoulomb::reaction_field, false>);
   } else {
@@ -609,28 +637,17 @@ void MolecularGpuForces::launch(State& s, const std::optional<PeriodicBox>& box)
       pairs(nonbonded_pairs<decltype(sw)::value, decltype(c)::value, true>);
     });
   }
-  s.mark(3);
-  const bool pme = settings.method == NonbondedSettings::Method::pme;
-  PmeParameters mesh{};
-  if (pme) {
-    mesh = pme_parameters(settings, *box);
-    if (!s.pme || mesh.mesh != s.pme_mesh) {
-      s.pme.reset();
-      s.pme = std::make_unique<PmeGpu>(mesh.mesh, settings.pme_order, mesh.alpha, s.host_charge, stream);
-      if (s.events) s.pme->time_phases();
-      s.pme_mesh = mesh.mesh;
-    }
-    s.pme->evaluate(s.x.data(), s.charge.data(), n, *box, coulomb_k, s.mesh_force.data(), s.mesh_sums.data());
-  }
   s.mark(4);
   gather_forces<<<blocks(n), kThreads, 0, stream>>>(n, s.nonbonded_force.data(), pme ? s.mesh_force.data() : nullptr,
                                                     s.slot.data(), s.gather_first.data(), s.gather_slots.data(),
                                                     s.force.data(), s.nonfinite.data());
   NBKIT_CUDA_CHECK_LAUNCH();
-  sum_slices<<<dim3(kSlices, kSums), kReduceThreads, 0, stream>>>(s.ranges.data(), s.partial_sums.data());
-  NBKIT_CUDA_CHECK_LAUNCH();
-  sum_partials<<<kSums, kReduceThreads, 0, stream>>>(s.partial_sums.data(), s.sums.data());
-  NBKIT_CUDA_CHECK_LAUNCH();
+  if (energies) {
+    sum_slices<<<dim3(kSlices, kSums), kReduceThreads, 0, stream>>>(s.ranges.data(), s.partial_sums.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    sum_partials<<<kSums, kReduceThreads, 0, stream>>>(s.partial_sums.data(), s.sums.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
   s.mark(5);
 }
 

@@ -11,6 +11,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/pinned_buffer.hpp"
 #include "cuda/stream.hpp"
 #include "md/cuda/cell_starts.cuh"
 #include "md/molecular_pair_constants.hpp"
@@ -154,10 +155,14 @@ __global__ void largest_displacement(int n, const V3* __restrict__ x, const V3* 
   if (threadIdx.x % 32 == 0 && bits) atomicMax(out, bits);
 }
 
-// Entry k of row t in a list of n rows whose entries come in chunks of `lanes`: chunk k / lanes of
-// every row, then the next chunk (lanes = 1: entry-major, a thread per row reading coalesced).
-__device__ inline std::size_t list_index(int k, int t, int n, int lanes) {
-  return (static_cast<std::size_t>(k / lanes) * n + t) * lanes + k % lanes;
+// Entry k of row t in a list of n rows whose entries come in chunks of kChunk, one 32-byte
+// sector: chunk k / kChunk of every row, then the next chunk. The build writes a row's chunk
+// whole (two 16-byte stores): written entry by entry, a million-atom list cost 36 ms a build on
+// an H100, every 4-byte store a read-modify-write of its sector in DRAM (Nsight Compute: 30 GB
+// of DRAM traffic for 2.2 GB of list; session 24).
+constexpr int kChunk = 8;
+__device__ inline std::size_t list_index(int k, int t, int n) {
+  return (static_cast<std::size_t>(k / kChunk) * n + t) * kChunk + k % kChunk;
 }
 
 // Is (a, b) (topology indices) an excluded pair? Row a, sorted.
@@ -177,17 +182,24 @@ __device__ inline bool is_excluded(int a, int b, const int* __restrict__ first, 
 // idle: 6 ms a build for 30,000 atoms in 125 cells). A cell whose nearest
 // face is beyond reach from atom t is skipped by that atom. A row longer than `capacity` keeps
 // its first `capacity` entries; every row's length goes to `longest`, so the host can grow the list.
-// Layout: rows in chunks of `lanes` entries (list_index), so that the lanes sharing a row in the
+// Layout: rows in chunks of kChunk entries (list_index), so that the lanes sharing a row in the
 // pair kernel read consecutive words.
 template <class Real>
 __global__ void __launch_bounds__(kRowThreads)
     build_rows(int n, const PositionCharge<Real>* __restrict__ packed, const TypeCell* __restrict__ attributes,
                const int* __restrict__ order, const int* __restrict__ cell_start, Cells g, Frame<Real> f,
-               Real reach2, const int* __restrict__ excluded_first, const int* __restrict__ excluded, int lanes,
-               int capacity,
+               Real reach2, const int* __restrict__ excluded_first, const int* __restrict__ excluded, int capacity,
                int* __restrict__ list, int* __restrict__ row_length, int* __restrict__ longest) {
   __shared__ PositionCharge<Real> tile[kRowThreads];
   __shared__ int tile_atom[kRowThreads], tile_cell[kRowThreads];
+  __shared__ int pending[kRowThreads][kChunk + 1];  // each lane's unwritten chunk (+1: no bank conflicts)
+  int* mine = pending[threadIdx.x];
+  // Row t's chunk c from `mine` (entries past the row's length are never read).
+  auto write_chunk = [&](int t, int c) {
+    int4* to = reinterpret_cast<int4*>(list + list_index(c * kChunk, t, n));
+    to[0] = make_int4(mine[0], mine[1], mine[2], mine[3]);
+    to[1] = make_int4(mine[4], mine[5], mine[6], mine[7]);
+  };
   const int home = blockIdx.x;
   const int home_begin = cell_start[home], home_end = cell_start[home + 1];
   const int c[3] = {home % g.count[0], home / g.count[0] % g.count[1], home / g.count[0] / g.count[1]};
@@ -262,7 +274,10 @@ __global__ void __launch_bounds__(kRowThreads)
               const int atom_j = tile_atom[k];
               if (atom_j >= lowest && atom_j <= highest && is_excluded(atom_i, atom_j, excluded_first, excluded))
                 continue;
-              if (count < capacity) list[list_index(count, t, n, lanes)] = j;
+              if (count < capacity) {
+                mine[count % kChunk] = j;
+                if (count % kChunk == kChunk - 1) write_chunk(t, count / kChunk);
+              }
               ++count;
             }
           }
@@ -270,6 +285,7 @@ __global__ void __launch_bounds__(kRowThreads)
       }
     }
     if (!active) continue;
+    if (count < capacity && count % kChunk != 0) write_chunk(t, count / kChunk);  // the last, part full
     row_length[t] = count;
     atomicMax(longest, count);
   }
@@ -290,8 +306,10 @@ struct PairLaw {
 // a fixed tree of shuffles, so the order is fixed for a given `lanes` (chosen from the atom count
 // alone). Several lanes an atom keep a small system's GPU busy (30,000 atoms on one thread each
 // are 0.1 of an H100's resident threads). Half of each pair's energy and virial: each pair is in
-// both its atoms' rows.
-template <class Real, PairSwitch Switch, PairCoulomb Coulomb>
+// both its atoms' rows. Without `Energies` only the force is summed (the steps between thermo
+// rows, as OpenMM computes energies only when asked): float32 laws give the same force bits
+// either way; float64 always sums them (evaluate).
+template <class Real, PairSwitch Switch, PairCoulomb Coulomb, bool Energies>
 __global__ void __launch_bounds__(kThreads)
     listed_pairs(int n, int lanes, const PositionCharge<Real>* __restrict__ packed,
                  const TypeCell* __restrict__ attributes, const int* __restrict__ order, const int* __restrict__ list,
@@ -307,10 +325,8 @@ __global__ void __launch_bounds__(kThreads)
   const Real* c6 = law.c6 + ai.type * law.types;
   double sum[6] = {0, 0, 0, 0, 0, 0};  // force x, y, z; Lennard-Jones, Coulomb; virial
   const int length = row_length[t];
-  const int* entry = list + static_cast<std::size_t>(t) * lanes + lane;
-  const std::size_t chunk = static_cast<std::size_t>(n) * lanes;
-  for (int k = lane; k < length; k += lanes, entry += chunk) {
-    const int j = __ldg(entry);
+  for (int k = lane; k < length; k += lanes) {
+    const int j = __ldg(list + list_index(k, t, n));
     const PositionCharge<Real> pj = packed[j];
     const TypeCell aj = attributes[j];
     const Real dx = axis_separation(law.frame, 0, pi.x, pj.x, ai.cell, aj.cell);
@@ -324,26 +340,32 @@ __global__ void __launch_bounds__(kThreads)
                                     coulomb_f);
     const Real f = lj_f + coulomb_f;
     sum[0] += static_cast<double>(f * dx), sum[1] += static_cast<double>(f * dy), sum[2] += static_cast<double>(f * dz);
-    sum[3] += static_cast<double>(lj), sum[4] += static_cast<double>(coulomb);
-    sum[5] += static_cast<double>(f * r2);
+    if constexpr (Energies) {
+      sum[3] += static_cast<double>(lj), sum[4] += static_cast<double>(coulomb);
+      sum[5] += static_cast<double>(f * r2);
+    }
   }
+  constexpr int kSummed = Energies ? 6 : 3;
   if (lanes > 1) {
     const int first = (threadIdx.x % 32) / lanes * lanes;
     const unsigned group = (lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1)) << first;
     for (int offset = lanes / 2; offset > 0; offset /= 2)
-      for (double& v : sum) v += __shfl_down_sync(group, v, offset, lanes);
+      for (int v = 0; v < kSummed; ++v) sum[v] += __shfl_down_sync(group, sum[v], offset, lanes);
     if (lane != 0) return;
   }
   const int a = order[t];
   out.force[a] = V3{sum[0], sum[1], sum[2]};
-  out.lennard_jones[a] = 0.5 * sum[3], out.coulomb[a] = 0.5 * sum[4], out.virial[a] = 0.5 * sum[5];
-  out.excluded[a] = 0;
+  if constexpr (Energies) {
+    out.lennard_jones[a] = 0.5 * sum[3], out.coulomb[a] = 0.5 * sum[4], out.virial[a] = 0.5 * sum[5];
+    out.excluded[a] = 0;
+  }
 }
 
 // With PME or MSM, each excluded pair takes away the part of its Coulomb that the mesh or the
 // grids put in (ewald_excluded_pair, msm_excluded_pair), in float64 for either arithmetic: atom
-// i walks its own excluded partners after the pairs (same stream), adding to its sums.
-template <PairCoulomb Coulomb>
+// i walks its own excluded partners after the pairs (same stream), adding to its sums (to its
+// force alone without `Energies`).
+template <PairCoulomb Coulomb, bool Energies>
 __global__ void excluded_corrections(int n, const V3* __restrict__ x, const double* __restrict__ charge,
                                      double coulomb_k, Cells g, const int* __restrict__ first,
                                      const int* __restrict__ partner, MolecularPairConstants<double> k, PairSums out) {
@@ -369,8 +391,10 @@ __global__ void excluded_corrections(int n, const V3* __restrict__ x, const doub
     energy_sum += energy, virial += force_over_r * r2;
   }
   out.force[i] = out.force[i] + f;
-  out.excluded[i] = 0.5 * energy_sum;
-  out.virial[i] += 0.5 * virial;
+  if constexpr (Energies) {
+    out.excluded[i] = 0.5 * energy_sum;
+    out.virial[i] += 0.5 * virial;
+  }
 }
 
 template <class T>
@@ -422,10 +446,16 @@ struct MolecularPairListGpu::State {
   DeviceBuffer<PositionCharge<float>> packed_f;
   DeviceBuffer<PositionCharge<double>> packed_d;
   DeviceBuffer<V3> built;
-  int capacity = 0;  // a multiple of lanes
+  int capacity = 0;  // a multiple of kChunk
   int lanes = 1;     // threads per atom in the pair kernel (listed_pairs)
   std::int64_t builds = 0;
   bool rebuild_next = false;  // asked for (checkpoints)
+  // The check's stream, the event it waits for (the positions final on the main stream) and
+  // the largest displacement's bits read back to page-locked memory.
+  cuda::Stream check_stream;
+  cuda::Event positions_ready;
+  cuda::PinnedBuffer<unsigned> moved_host{1};
+  bool check_started = false;
   std::unique_ptr<std::array<cuda::Event, 3>> events;
   void mark(int k) {
     if (!events) events = std::make_unique<std::array<cuda::Event, 3>>();
@@ -445,8 +475,10 @@ struct MolecularPairListGpu::State {
   template <class Real>
   void build_list();
   void rebuild(const V3* x, const PeriodicBox& box);
+  bool must_rebuild(const PeriodicBox& box) const;  // whatever the atoms did
+  void start_check(const V3* x);
   bool needs_rebuild(const V3* x, const PeriodicBox& box);
-  template <class Real>
+  template <class Real, bool Energies>
   void sum_pairs(const V3* x, const PairSums& out);
 };
 
@@ -495,15 +527,30 @@ std::int64_t MolecularPairListGpu::builds() const { return state_->builds; }
 void MolecularPairListGpu::rebuild_next() { state_->rebuild_next = true; }
 int MolecularPairListGpu::capacity() const { return state_->capacity; }
 
-bool MolecularPairListGpu::State::needs_rebuild(const V3* x, const PeriodicBox& box) {
+bool MolecularPairListGpu::State::must_rebuild(const PeriodicBox& box) const {
   const std::array<double, 3> now{box.length(0), box.length(1), box.length(2)};
-  if (builds == 0 || now != edges || skin == 0 || rebuild_next) return true;
-  NBKIT_CUDA_CHECK(cudaMemsetAsync(moved.data(), 0, sizeof(unsigned), stream));
-  largest_displacement<<<blocks(n), kThreads, 0, stream>>>(n, x, built.data(), cells, moved.data());
+  return builds == 0 || now != edges || skin == 0 || rebuild_next;
+}
+
+// The check on its own stream, after everything queued on the main stream so far (the positions'
+// last writers); `built` was last written on the main stream before that too.
+void MolecularPairListGpu::State::start_check(const V3* x) {
+  positions_ready.record(stream);
+  NBKIT_CUDA_CHECK(cudaStreamWaitEvent(check_stream, positions_ready, 0));
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(moved.data(), 0, sizeof(unsigned), check_stream));
+  largest_displacement<<<blocks(n), kThreads, 0, check_stream>>>(n, x, built.data(), cells, moved.data());
   NBKIT_CUDA_CHECK_LAUNCH();
-  unsigned bits = 0;
-  moved.download(&bits, 1, stream);
-  NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  NBKIT_CUDA_CHECK(
+      cudaMemcpyAsync(moved_host.data(), moved.data(), sizeof(unsigned), cudaMemcpyDeviceToHost, check_stream));
+  check_started = true;
+}
+
+bool MolecularPairListGpu::State::needs_rebuild(const V3* x, const PeriodicBox& box) {
+  if (must_rebuild(box)) return check_started = false, true;
+  if (!check_started) start_check(x);
+  check_started = false;
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(check_stream));
+  const unsigned bits = moved_host.data()[0];
   float largest2 = 0;
   static_assert(sizeof(bits) == sizeof(largest2));
   std::memcpy(&largest2, &bits, sizeof(bits));
@@ -520,7 +567,7 @@ void MolecularPairListGpu::State::build_list() {
   build_rows<Real><<<grid, kRowThreads, 0, stream>>>(n, packed<Real>(), attributes.data(), order.data(),
                                                      cell_start.data(), cells, frame_of<Real>(cells),
                                                      Real(reach() * reach()), excluded_first.data(), excluded.data(),
-                                                     lanes, capacity, list.data(), row_length.data(), longest.data());
+                                                     capacity, list.data(), row_length.data(), longest.data());
   NBKIT_CUDA_CHECK_LAUNCH();
 }
 
@@ -547,8 +594,8 @@ void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
                                                         attributes.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   NBKIT_CUDA_CHECK(cudaMemcpyAsync(built.data(), x, sizeof(V3) * n, cudaMemcpyDeviceToDevice, stream));
-  // A capacity of at most n entries a row (every other atom), in whole chunks of lanes.
-  auto fit = [&](int entries) { return (std::min(n, entries) + lanes - 1) / lanes * lanes; };
+  // A capacity of at most n entries a row (every other atom), in whole chunks.
+  auto fit = [&](int entries) { return (std::min(n, entries) + kChunk - 1) / kChunk * kChunk; };
   auto pack_and_build = [&](auto real) {
     using Real = decltype(real);
     pack<Real><<<blocks(n), kThreads, 0, stream>>>(n, x, charge.data(), order.data(), attributes.data(), cells,
@@ -579,7 +626,7 @@ void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
   rebuild_next = false;
 }
 
-template <class Real>
+template <class Real, bool Energies>
 void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out) {
   PairSwitch switched;
   PairCoulomb coulomb;
@@ -595,7 +642,7 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out) {
            Real(k.inverse_switch_width), Real(k.cutoff2), Real(k.charmm_inverse_denominator),
            Real(k.ewald_alpha),   Real(k.ewald_gauss), Real(k.inverse_cutoff)};
   with_law(switched, coulomb, [&](auto sw, auto c) {
-    listed_pairs<Real, decltype(sw)::value, decltype(c)::value>
+    listed_pairs<Real, decltype(sw)::value, decltype(c)::value, Energies>
         <<<blocks(static_cast<std::int64_t>(n) * lanes), kThreads, 0, stream>>>(
             n, lanes, packed<Real>(), attributes.data(), order.data(), list.data(), row_length.data(), law, out);
     NBKIT_CUDA_CHECK_LAUNCH();
@@ -605,11 +652,19 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out) {
                                                excluded.data(), k, out);
     NBKIT_CUDA_CHECK_LAUNCH();
   };
-  if (coulomb == PairCoulomb::ewald) corrections(excluded_corrections<PairCoulomb::ewald>);
-  if (coulomb == PairCoulomb::msm) corrections(excluded_corrections<PairCoulomb::msm>);
+  if (coulomb == PairCoulomb::ewald) corrections(excluded_corrections<PairCoulomb::ewald, Energies>);
+  if (coulomb == PairCoulomb::msm) corrections(excluded_corrections<PairCoulomb::msm, Energies>);
 }
 
-void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const PairSums& out) {
+void MolecularPairListGpu::start_check(const V3* x, const PeriodicBox& box) {
+  State& s = *state_;
+  if (s.n == 0 || s.must_rebuild(box)) return;
+  s.start_check(x);
+}
+
+void MolecularPairListGpu::forget_check() { state_->check_started = false; }
+
+void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const PairSums& out, bool energies) {
   State& s = *state_;
   if (s.n == 0) return;  // no atoms, no pairs (and no empty launches)
   s.mark(0);
@@ -625,8 +680,12 @@ void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const P
     NBKIT_CUDA_CHECK_LAUNCH();
   }
   s.mark(1);
-  if (s.single) s.sum_pairs<float>(x, out);
-  else s.sum_pairs<double>(x, out);
+  // float64 always sums its energies: its kernel without them gave forces that differed in the
+  // last bits (nvcc fuses the float64 multiply-adds of the two variants differently; measured
+  // on an H100 in session 24), and float64 runs are the checks, not the production runs. The
+  // mixed kernels give the same bits either way (Constraints.GpuStepsWithoutEnergiesChangeNoBit).
+  if (s.single) energies ? s.sum_pairs<float, true>(x, out) : s.sum_pairs<float, false>(x, out);
+  else s.sum_pairs<double, true>(x, out);
   s.mark(2);
 }
 

@@ -46,9 +46,17 @@ class MolecularPairListGpu {
   MolecularPairListGpu(const MolecularPairListGpu&) = delete;
   MolecularPairListGpu& operator=(const MolecularPairListGpu&) = delete;
 
-  // The pairs of the positions `x` (device, n, any image) in `box`: rebuilds the list first where
-  // needed (one small read-back per evaluation: the largest displacement), then sums. On the stream.
-  void evaluate(const Vector3<double>* x, const PeriodicBox& box, const PairSums& out);
+  // The list's check for the positions `x` (device, n, any image) in `box` started on a stream of
+  // its own: the largest displacement since the build, read back to the host. Called once the
+  // positions are final on the stream and before the work that does not need the list (bonded
+  // terms, the mesh), so that the host's wait for that one word does not leave the GPU idle.
+  void start_check(const Vector3<double>* x, const PeriodicBox& box);
+  void forget_check();  // a started check that no evaluation follows (an error between them)
+  // The pairs of the positions `x` in `box`: rebuilds the list first where the check (started
+  // here if start_check was not called) says so, then sums. On the stream. `energies`: each
+  // atom's energies and virial too (out.lennard_jones, coulomb, virial, excluded); otherwise only
+  // the forces are written, with the same bits (mixed precision; float64 sums them anyway).
+  void evaluate(const Vector3<double>* x, const PeriodicBox& box, const PairSums& out, bool energies = true);
   std::int64_t builds() const;
   void rebuild_next();  // the next evaluation builds the list afresh
   int capacity() const;  // the longest row the list holds
