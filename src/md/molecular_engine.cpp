@@ -87,7 +87,8 @@ class MolecularEngine final : public Engine {
     if (thermostat) thermostat->apply(system_, forces_, dt);
     half_kick(system_, forces_, dt, threads_);
     lap(&StepPhases::integrate);
-    forces_.virial += position_virial + constrain_velocities(dt);
+    constraint_virial_ = position_virial + constrain_velocities(dt);
+    forces_.virial += constraint_virial_;
     lap(&StepPhases::constraints);
   }
   void time_phases() override {
@@ -184,7 +185,14 @@ class MolecularEngine final : public Engine {
     lap(&StepPhases::barostat);
     wrap_and_evaluate();
     lap(&StepPhases::forces);
-    if (barostat.accept(energy_before, forces_.potential, volume_before, system_.box.volume())) return true;
+    if (barostat.accept(energy_before, forces_.potential, volume_before, system_.box.volume())) {
+      // The evaluation's virial has no constraint forces in it. The move carries each molecule
+      // whole (its constrained lengths and the step's constraint forces stand), so the step's
+      // constraint virial is still the pressure's; without it a row here was off by the
+      // constraints' share (12,000 bar for rigid water; Constraints.PressureAfterAnAccepted...).
+      forces_.virial += constraint_virial_;
+      return true;
+    }
     system_.x.swap(saved_x_), system_.y.swap(saved_y_), system_.z.swap(saved_z_);
     system_.box = box_before;
     forces_ = forces_before;
@@ -245,7 +253,7 @@ class MolecularEngine final : public Engine {
     if (!device_error_.empty()) throw Error(device_error_);
     if (!device_newer_) return;
     try {
-      device_->download(system_, forces_, terms_);
+      constraint_virial_ = device_->download(system_, forces_, terms_);
     } catch (const Error& e) {
       device_error_ = e.what();
       throw;
@@ -296,7 +304,8 @@ class MolecularEngine final : public Engine {
     lap(&StepPhases::constraints);
     wrap_and_evaluate();
     lap(&StepPhases::forces);
-    forces_.virial += position_virial + velocity_virial;
+    constraint_virial_ = position_virial + velocity_virial;
+    forces_.virial += constraint_virial_;
   }
   // Phase timing: the time since the last lap added to `phase` (none: only the clock reset).
   void lap(double StepPhases::*phase = nullptr) {
@@ -376,6 +385,7 @@ class MolecularEngine final : public Engine {
   std::unique_ptr<MolecularGpuDynamics> device_;  // the GPU's step (not MSM's)
   mutable bool device_newer_ = false;  // the device has stepped since the host's copy
   bool energies_current_ = true;       // the last evaluation summed the energies (host ones always do)
+  mutable double constraint_virial_ = 0;  // the last step's constraint forces' virial (in forces_.virial)
   mutable std::string device_error_;   // what the device's last read-back found wrong
   bool host_newer_ = true;             // the host's copy changed since the device's
   std::unique_ptr<MolecularCpuForces> cpu_;

@@ -34,8 +34,9 @@ class MolecularGpuDynamics {
   void upload(const System& system, const Forces& forces);
   // The device's positions, velocities and forces into the host's, with the last evaluation's
   // energies and virial (the constraint forces' virial of the last step added, as the host
-  // engine adds it); throws nbkit::Error for what failed on the device since the last download.
-  void download(System& system, Forces& forces, EnergyTerms& terms);
+  // engine adds it; returned); throws nbkit::Error for what failed on the device since the last
+  // download.
+  double download(System& system, Forces& forces, EnergyTerms& terms);
 
   // v += scale f / m (scale: dt or dt/2 times the units' force-to-acceleration factor).
   void kick(double scale);

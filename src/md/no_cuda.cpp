@@ -48,7 +48,7 @@ MolecularGpuDynamics::MolecularGpuDynamics(MolecularGpuForces&, const System&, c
 }
 MolecularGpuDynamics::~MolecularGpuDynamics() = default;
 void MolecularGpuDynamics::upload(const System&, const Forces&) {}
-void MolecularGpuDynamics::download(System&, Forces&, EnergyTerms&) {}
+double MolecularGpuDynamics::download(System&, Forces&, EnergyTerms&) { return 0; }
 void MolecularGpuDynamics::kick(double) {}
 void MolecularGpuDynamics::drift(double) {}
 void MolecularGpuDynamics::langevin_middle(double, double, double, double, std::uint64_t, std::uint64_t) {}

@@ -123,7 +123,7 @@ void MolecularGpuDynamics::upload(const System& system, const Forces& forces) {
   put(forces.fx, forces.fy, forces.fz, s.forces->forces());
 }
 
-void MolecularGpuDynamics::download(System& system, Forces& forces, EnergyTerms& terms) {
+double MolecularGpuDynamics::download(System& system, Forces& forces, EnergyTerms& terms) {
   State& s = *state_;
   NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
   const int nonfinite = s.forces->first_nonfinite_force();
@@ -146,8 +146,11 @@ void MolecularGpuDynamics::download(System& system, Forces& forces, EnergyTerms&
   terms = sums.energy;
   forces.potential = sums.energy.total();
   forces.virial = sums.virial;
+  double constraints = 0;
   if (s.constraints && s.dt > 0)
-    forces.virial += (constraint_virial[0] / (s.dt * s.dt) + constraint_virial[1] / s.dt) / s.force_to_acceleration;
+    constraints = (constraint_virial[0] / (s.dt * s.dt) + constraint_virial[1] / s.dt) / s.force_to_acceleration;
+  forces.virial += constraints;
+  return constraints;
 }
 
 void MolecularGpuDynamics::kick(double scale) {
