@@ -15,6 +15,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "md/barostat.hpp"
@@ -66,6 +67,7 @@ class MolecularEngine final : public Engine {
                                                        constraints_ ? constraints_->set() : ConstraintSet{});
   }
   void step(double dt, bool energies, Langevin* thermostat) override {
+    start_constraint_virial_.reset();  // a step makes its own
     if (phases_) {
       if (phases_->steps == 0) phases_ = StepPhases{};  // from the first step: not the minimiser's evaluations
       ++phases_->steps;
@@ -91,6 +93,26 @@ class MolecularEngine final : public Engine {
     forces_.virial += constraint_virial_;
     lap(&StepPhases::constraints);
   }
+  // A trial velocity-Verlet step from the present state, x' = x + dt (v + dt F / 2m), put onto
+  // the constraints against x (on copies): SHAKE's correction delta = dt^2 G / 2m gives the
+  // constraint forces G of the start, and their virial sum r . G is twice the position half's
+  // (a step's own constraint virial is its position half at the start plus its velocity half
+  // at the end: G(0) and G(dt) halved). Without it the step-0 row's pressure had no constraint
+  // forces in it (about +12,000 bar for rigid water: Constraints.StepZeroPressureHasTheConstraintVirial).
+  void estimate_start_constraint_virial(double dt) override {
+    if (!constraints_ || !(dt > 0)) return;
+    pull();
+    const auto n = static_cast<std::int64_t>(system_.size());
+    const double to_acceleration = unit_constants(system_.units).force_to_acceleration;
+    std::array<std::vector<double>, 3> trial{system_.x, system_.y, system_.z};
+    const std::vector<double>* v[3] = {&system_.vx, &system_.vy, &system_.vz};
+    const std::vector<double>* f[3] = {&forces_.fx, &forces_.fy, &forces_.fz};
+    for (int a = 0; a < 3; ++a)
+      for (std::int64_t i = 0; i < n; ++i)
+        trial[a][i] += dt * ((*v[a])[i] + 0.5 * dt * to_acceleration * (*f[a])[i] / system_.mass(i));
+    const double w = constraints_->constrain_positions(positions(), atoms(trial[0], trial[1], trial[2]), box());
+    start_constraint_virial_ = 2 * w / (dt * dt) / to_acceleration;
+  }
   void time_phases() override {
     phases_ = StepPhases{};
     if (gpu_) gpu_->time_phases();
@@ -103,7 +125,11 @@ class MolecularEngine final : public Engine {
   }
   Thermo thermo(std::int64_t step) const override {
     pull();
-    return md::thermo(system_, forces_, step, constraints_ ? constraints_->count() : 0);
+    const double virial = forces_.virial;
+    if (start_constraint_virial_) forces_.virial += *start_constraint_virial_;
+    const Thermo t = md::thermo(system_, forces_, step, constraints_ ? constraints_->count() : 0);
+    forces_.virial = virial;
+    return t;
   }
   void sync_host() override { pull(); }
   void forces(Forces& out) const override {
@@ -133,6 +159,7 @@ class MolecularEngine final : public Engine {
     forces_ = f;
     if (terms) terms_ = *terms;
     energies_current_ = true;
+    start_constraint_virial_.reset();
     host_newer_ = true;
   }
   void reevaluate() override {
@@ -370,6 +397,7 @@ class MolecularEngine final : public Engine {
     forces_.virial = result.virial;
     terms_ = result.energy;
     energies_current_ = true;
+    start_constraint_virial_.reset();
   }
 
   System& system_;
@@ -386,6 +414,9 @@ class MolecularEngine final : public Engine {
   mutable bool device_newer_ = false;  // the device has stepped since the host's copy
   bool energies_current_ = true;       // the last evaluation summed the energies (host ones always do)
   mutable double constraint_virial_ = 0;  // the last step's constraint forces' virial (in forces_.virial)
+  // Before the first step: the start's estimated constraint virial, added to the thermo rows'
+  // (estimate_start_constraint_virial); forgotten at any step or evaluation.
+  std::optional<double> start_constraint_virial_;
   mutable std::string device_error_;   // what the device's last read-back found wrong
   bool host_newer_ = true;             // the host's copy changed since the device's
   std::unique_ptr<MolecularCpuForces> cpu_;

@@ -187,6 +187,7 @@ RunSummary Simulation::run(std::int64_t steps, const Reporters& reporters) {
   };
   // The first frame before the first thermo row: a start that is not finite keeps its frame.
   if (first == 0) report_frame();
+  if (first == 0) engine_->estimate_start_constraint_virial(integrator_.timestep);
   report_thermo();
   const auto start = std::chrono::steady_clock::now();
   for (std::int64_t done = 1; done <= steps; ++done) {
