@@ -12,6 +12,10 @@ namespace nbkit::md {
 
 Checkpoint Simulation::checkpoint() {
   if (!molecular_) throw Error("checkpoints are for biomolecular runs (Lennard-Jones runs restart from their data file)");
+  // The GPU's steps sum energies only where they are read: a checkpoint keeps its step's.
+  if (!engine_->energies_current())
+    throw Error("a checkpoint needs its step's energies: take it from Reporters::checkpoint, at a thermo row "
+                "or between runs");
   state();
   // Both the run going on and its restart wrap here and rebuild the list at the next step.
   if (molecular_->nonbonded.periodic()) wrap_into_box(system_);

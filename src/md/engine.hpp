@@ -53,6 +53,9 @@ class Engine {
   // present positions and velocities put on them (then the forces again).
   virtual std::int64_t constraint_count() const { return 0; }
   virtual double largest_constraint_deviation() const { return 0; }
+  // Whether the last step summed the energies (Engine::step's flag; engines that always sum
+  // them say true).
+  virtual bool energies_current() const { return true; }
   // Before a run's first step (biomolecular engines with constraints): the constraint forces'
   // virial at the start, which no step has made yet, estimated for the step-0 row's pressure.
   virtual void estimate_start_constraint_virial(double /*dt*/) {}

@@ -113,6 +113,7 @@ class MolecularEngine final : public Engine {
     const double w = constraints_->constrain_positions(positions(), atoms(trial[0], trial[1], trial[2]), box());
     start_constraint_virial_ = 2 * w / (dt * dt) / to_acceleration;
   }
+  bool energies_current() const override { return energies_current_; }
   void time_phases() override {
     phases_ = StepPhases{};
     if (gpu_) gpu_->time_phases();

@@ -192,11 +192,14 @@ RunSummary Simulation::run(std::int64_t steps, const Reporters& reporters) {
   const auto start = std::chrono::steady_clock::now();
   for (std::int64_t done = 1; done <= steps; ++done) {
     const std::int64_t next = step_ + 1;
-    // Energies where a row is reported, at the run's last step (thermo() after a run), and
-    // before a barostat move (its Metropolis test starts from the present potential energy).
+    // Energies where a row is reported, at the run's last step (thermo() after a run), before
+    // a barostat move (its Metropolis test starts from the present potential energy) and where
+    // a checkpoint keeps them (a restart's first row reports them).
     const bool thermo_step = next == last || (reporters.thermo_every > 0 && next % reporters.thermo_every == 0);
     const bool barostat_step = barostat_ && next % barostat_->settings().frequency == 0;
-    engine_->step(integrator_.timestep, thermo_step || barostat_step, thermostat_.get());
+    const bool checkpoint_step =
+        reporters.checkpoint && reporters.checkpoint_every > 0 && next % reporters.checkpoint_every == 0;
+    engine_->step(integrator_.timestep, thermo_step || barostat_step || checkpoint_step, thermostat_.get());
     step_ = next;
     if (barostat_step) engine_->barostat_move(*barostat_);
     downloaded_ = backend_ != Backend::cuda;

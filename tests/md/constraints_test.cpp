@@ -438,6 +438,44 @@ TEST(Constraints, GpuStepsWithoutEnergiesChangeNoBit) {
   }
 }
 
+// A checkpoint keeps its step's energies (a restart's first row reports them): the GPU's step
+// sums them at checkpoint steps too, and a checkpoint taken at a step without them is refused
+// rather than written with an earlier step's. Checkpoints rebuild the pair list (the pairs'
+// order changes in the last bits), so the potentials are compared to 1e-9 relative: a stale
+// one is off by a step's change, ~1e-3 of it here.
+TEST(Constraints, GpuCheckpointsKeepTheirStepsEnergies) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  WaterBox w = water_box(4, 300);
+  Integrator integrator = rigid(2.0);
+  integrator.langevin_middle = Integrator::LangevinMiddleSettings{300, 1e-3, 4};
+  SimulationOptions gpu = cpu();
+  gpu.backend = Backend::cuda;
+  Simulation every(w.system, w.field(), integrator, gpu), checked(w.system, w.field(), integrator, gpu);
+  std::vector<double> potential_every;
+  Reporters r_every;
+  r_every.thermo_every = 1;
+  r_every.thermo = [&](const Thermo& t) { potential_every.push_back(t.potential); };
+  every.run(30, r_every);
+  std::vector<std::pair<std::int64_t, double>> kept;
+  Reporters r_checked;
+  r_checked.thermo_every = 10;
+  r_checked.checkpoint_every = 7;
+  r_checked.checkpoint = [&](std::int64_t step) { kept.emplace_back(step, checked.checkpoint().forces.potential); };
+  r_checked.frame_every = 3;
+  int refused = 0;
+  r_checked.frame = [&](const System&, std::int64_t step) {
+    if (step % 7 == 0 || step % 10 == 0) return;
+    EXPECT_THROW(checked.checkpoint(), Error) << "step " << step;
+    ++refused;
+  };
+  checked.run(30, r_checked);
+  ASSERT_EQ(kept.size(), 4u);  // steps 7, 14, 21, 28
+  EXPECT_GT(refused, 0);
+  for (const auto& [step, potential] : kept)
+    EXPECT_NEAR(potential, potential_every[static_cast<std::size_t>(step)], 1e-9 * std::abs(potential)) << "step " << step;
+}
+
 // NPT of 216 rigid TIP3P waters at 300 K and 1 bar (PME, 9 A cutoff with the dispersion
 // correction, Langevin middle at 2 fs, the barostat every 25 steps) gives TIP3P's density.
 TEST(Constraints, NptTip3pWaterHasItsDensity) {
