@@ -238,6 +238,25 @@ SimulationOptions cpu() {
   return o;
 }
 
+// The CPU, and the GPU where there is one (mixed precision forces, the step on the device).
+std::vector<SimulationOptions> cpu_and_gpu() {
+  std::vector<SimulationOptions> backends{cpu()};
+  if (!list_gpus().empty()) {
+    backends.push_back(cpu());
+    backends.back().backend = Backend::cuda;
+  }
+  return backends;
+}
+
+// Rigid water at 2 fs, Langevin middle at 300 K, the barostat every `frequency` steps.
+Integrator npt_at_2fs(int frequency) {
+  Integrator integrator = rigid(2.0);
+  integrator.langevin_middle = Integrator::LangevinMiddleSettings{300, 1e-3, 4};
+  integrator.barostat = BarostatSettings{};
+  integrator.barostat->frequency = frequency;
+  return integrator;
+}
+
 // Velocity Verlet with SETTLE at 2 fs: every step's geometry within the tolerance, the energy
 // conserved, and the temperature counting 6 degrees of freedom per rigid water.
 TEST(Constraints, RigidWaterNveConservesEnergyAt2Fs) {
@@ -291,17 +310,9 @@ TEST(Constraints, LangevinMiddleHoldsTheTemperature) {
 // A restart of an NPT run with constraints repeats it bit for bit: the Langevin-middle stream,
 // the barostat's stream, its adapted step and tallies all come back.
 TEST(Constraints, NptRestartsBitForBit) {
-  std::vector<SimulationOptions> backends{cpu()};
-  if (!list_gpus().empty()) {
-    backends.push_back(cpu());
-    backends.back().backend = Backend::cuda;  // mixed precision forces, the host's constraints
-  }
-  for (const SimulationOptions& options : backends) {
+  for (const SimulationOptions& options : cpu_and_gpu()) {
   WaterBox w = water_box(4, 300);
-  Integrator integrator = rigid(2.0);
-  integrator.langevin_middle = Integrator::LangevinMiddleSettings{300, 1e-3, 4};
-  integrator.barostat = BarostatSettings{};
-  integrator.barostat->frequency = 5;
+  const Integrator integrator = npt_at_2fs(5);
   test::ScratchDir dir;
   Simulation whole(w.system, w.field(), integrator, options);
   whole.run(43);
@@ -331,18 +342,9 @@ TEST(Constraints, NptRestartsBitForBit) {
 // before the fix; the bound, 2,000 bar, leaves the GPU's own trajectory room for its noise.
 TEST(Constraints, PressureAfterAnAcceptedMoveKeepsTheConstraintVirial) {
   if (test::kSanitized) GTEST_SKIP() << "a statistical run of hundreds of steps: the release build runs it";
-  std::vector<SimulationOptions> backends{cpu()};
-  if (!list_gpus().empty()) {
-    backends.push_back(cpu());
-    backends.back().backend = Backend::cuda;
-  }
-  for (const SimulationOptions& options : backends) {
+  for (const SimulationOptions& options : cpu_and_gpu()) {
     WaterBox w = water_box(4, 300);
-    Integrator integrator = rigid(2.0);
-    integrator.langevin_middle = Integrator::LangevinMiddleSettings{300, 1e-3, 4};
-    integrator.barostat = BarostatSettings{};
-    integrator.barostat->frequency = 1;
-    Simulation s(w.system, w.field(), integrator, options);
+    Simulation s(w.system, w.field(), npt_at_2fs(1), options);
     s.run(100);
     std::vector<double> pressure;
     std::vector<double> volume;
@@ -374,12 +376,7 @@ TEST(Constraints, PressureAfterAnAcceptedMoveKeepsTheConstraintVirial) {
 // against 17,023 bar, Langevin middle 10,784 against 11,855 (its rows carry the noise's kicks);
 // without the estimate 35,229 and 27,623. Bound: 4,000 bar.
 TEST(Constraints, StepZeroPressureHasTheConstraintVirial) {
-  std::vector<SimulationOptions> backends{cpu()};
-  if (!list_gpus().empty()) {
-    backends.push_back(cpu());
-    backends.back().backend = Backend::cuda;
-  }
-  for (const SimulationOptions& options : backends)
+  for (const SimulationOptions& options : cpu_and_gpu())
     for (const bool middle : {false, true}) {
       WaterBox w = water_box(4, 300);
       Integrator integrator = rigid(2.0);
@@ -410,10 +407,7 @@ TEST(Constraints, GpuStepsWithoutEnergiesChangeNoBit) {
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
   for (const bool mixed : {true, false}) {
     WaterBox w = water_box(4, 300);
-    Integrator integrator = rigid(2.0);
-    integrator.langevin_middle = Integrator::LangevinMiddleSettings{300, 1e-3, 4};
-    integrator.barostat = BarostatSettings{};
-    integrator.barostat->frequency = 5;
+    const Integrator integrator = npt_at_2fs(5);
     SimulationOptions gpu = cpu();
     gpu.backend = Backend::cuda;
     if (!mixed) gpu.precision = Precision::double_;
