@@ -98,7 +98,7 @@ class MolecularEngine final : public Engine {
   // constraint forces G of the start, and their virial sum r . G is twice the position half's
   // (a step's own constraint virial is its position half at the start plus its velocity half
   // at the end: G(0) and G(dt) halved). Without it the step-0 row's pressure had no constraint
-  // forces in it (about +12,000 bar for rigid water: Constraints.StepZeroPressureHasTheConstraintVirial).
+  // forces in it (+18,000 bar for 64 rigid waters: Constraints.StepZeroPressureHasTheConstraintVirial).
   void estimate_start_constraint_virial(double dt) override {
     if (!constraints_ || !(dt > 0)) return;
     pull();

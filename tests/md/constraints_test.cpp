@@ -399,7 +399,8 @@ TEST(Constraints, StepZeroPressureHasTheConstraintVirial) {
 
 // The GPU's step sums energies only where they are read (thermo rows, barostat moves, the last
 // step): an NPT run reporting every step and one reporting every 9th take the same forces to
-// the bit (the pair kernels without energies do the same arithmetic for the forces), the same
+// the bit (the mixed kernels without energies give the same force bits; float64's always sum
+// them, since nvcc fused its variant's multiply-adds otherwise), the same
 // barostat decisions (a move compared against a stale energy would accept other moves and
 // leave another box), and give the same row where both report one.
 TEST(Constraints, GpuStepsWithoutEnergiesChangeNoBit) {
