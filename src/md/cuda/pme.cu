@@ -33,6 +33,12 @@ struct Mesh {
 __device__ int splines(const Mesh& m, int order, int a, double x, double* value, double* derivative) {
   double u = (x - m.lo[a]) * m.scale[a];
   u -= m.k[a] * floor(u / m.k[a]);
+  // A position not finite, or so far out (a run blowing up) that the reduction above loses it
+  // (|u| beyond 2^53 / K), lands at mesh point 0 rather than outside the mesh: such a step's
+  // forces or constraints are reported (the device's flags); before this its mesh writes went
+  // out of bounds (compute-sanitizer, Constraints.RefusesWhatItCannotRun). u = K from rounding
+  // gives the same points and weights as u = 0.
+  if (!(u >= 0 && u < m.k[a])) u = 0;
   const double cell = floor(u);
   bspline_weights(order, u - cell, value, derivative);
   return static_cast<int>(cell);
