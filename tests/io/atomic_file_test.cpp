@@ -7,8 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/resources.hpp"
@@ -47,6 +51,36 @@ TEST(AtomicFile, SignalsMidWriteLeaveNoTemporary) {
     EXPECT_EQ(WTERMSIG(status), signal);
     EXPECT_EQ(files_in(dir.path()), 0) << "a temporary file was left behind after signal " << signal;
   }
+}
+
+// The signal handler reads the registered paths while other threads may be registering new ones
+// in the same slots: a path read half old, half new must never be removed (it may name someone's
+// file). One thread registers two paths in turn as fast as it can; another removes what is
+// registered (remove_registered_paths, the handler's walk) as fast as it can; every name a torn
+// read could make (a prefix of one path, the rest of the other) is a file that must survive.
+TEST(AtomicFile, RemovalOnSignalsNeverTakesAHalfWrittenPath) {
+  test::ScratchDir dir;
+  const std::string a = dir.file("aaaaaaaaaaaaaaaaaaaaaaaa.tmp"), b = dir.file("bbbbbbbbbbbb.tmp");
+  const std::size_t common = dir.file("").size();
+  std::vector<std::string> torn;
+  for (std::size_t k = common + 1; k < b.size(); ++k) torn.push_back(b.substr(0, k) + a.substr(k));
+  for (std::size_t k = common + 1; k < b.size(); ++k) torn.push_back(a.substr(0, k) + b.substr(k));
+  for (const std::string& name : torn) std::ofstream(name) << "someone's file";
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      { const RemoveOnSignal one(a); }
+      { const RemoveOnSignal other(b); }
+    }
+  });
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  std::int64_t walks = 0;
+  while (std::chrono::steady_clock::now() < end) remove_registered_paths(), ++walks;
+  stop = true;
+  writer.join();
+  int removed = 0;
+  for (const std::string& name : torn) removed += !std::filesystem::exists(name);
+  EXPECT_EQ(removed, 0) << "of " << torn.size() << " files named by torn reads, after " << walks << " walks";
 }
 
 TEST(AtomicFile, ErrorsLeaveNoTemporaryAndTheOldFile) {
