@@ -58,7 +58,9 @@ class DxParser {
         ++deltas;
       } else if (fields[0] == "object" && contains(fields, "array")) {
         const auto n = numbers_after(fields, "items", 1, "items");
-        if (n[0] < 0 || n[0] != std::floor(n[0])) fail("items", "expected a whole number of items");
+        // At most 2^53, where doubles still count every integer (and a cast to int64 is defined).
+        if (n[0] < 0 || n[0] != std::floor(n[0]) || n[0] > 9007199254740992.0)
+          fail("items", "expected a whole number of items");
         items = static_cast<std::int64_t>(n[0]);
         binary = contains(fields, "binary");
         have_array = true;

@@ -251,6 +251,8 @@ TEST(AmberInpcrd, RefusesWithFileLineAndField) {
   };
   const std::string two = "title\n    2\n   1.0000000   2.0000000   3.0000000   4.0000000   5.0000000   6.0000000\n";
   EXPECT_EQ(error(two, 3), "x.inpcrd:2: atom count: 2 atoms, the topology has 3");
+  // A count beyond every integer type is named as written (the fuzzer's: a cast of it was undefined).
+  EXPECT_EQ(error("title\n1e106\n", 3), "x.inpcrd:2: atom count: 1e106 atoms, the topology has 3");
   EXPECT_EQ(error("title\n    2\n   1.0000000   2.00x0000\n", 2),
             "x.inpcrd:3: field 2 (columns 13-24): expected a finite number in 12 columns, got '   2.00x0000'");
   EXPECT_NE(error("title\n    2\n   1.0000000\n", 2).find("1 numbers after the header"), std::string::npos);

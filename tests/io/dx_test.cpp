@@ -98,6 +98,9 @@ TEST(Dx, ErrorsNameLineAndField) {
             "m.dx:8: data: expected a number, got 'x'");
   EXPECT_EQ(message(header + "object 3 class array type double rank 0 items 2 data follows\n1\n"),
             "m.dx:8: data: expected 2 values, the file ends after 1");
+  // An item count past 2^53 (the fuzzer's 6.7e121: its cast to an integer was undefined).
+  EXPECT_EQ(message(header + "object 3 class array type double rank 0 items 6.7e121 data follows\n1 2\n"),
+            "m.dx:7: items: expected a whole number of items");
   EXPECT_EQ(message("origin 0 0\n"), "m.dx:1: origin: expected 3 numbers after 'origin'");
   EXPECT_EQ(message("hello\n"), "m.dx:1: no 'object 1 class gridpositions counts nx ny nz' line: not an OpenDX grid");
   EXPECT_EQ(message("object 1 class gridpositions counts 2 1 1\norigin 0 0 0\ndelta 1 0 0\ndelta 0 2 0\n"),
