@@ -67,6 +67,17 @@ class DeviceSlabSink {
   virtual void consume(int device, std::int64_t first, std::int64_t last, const double* device_slab, void* stream) = 0;
 };
 
+// Added to every GPU slab on its device before the slab leaves for the host (msm's long range,
+// interpolated from its finest grid: msm/interpolation_cuda.cu), so that a method whose parts are
+// all on the GPU copies its map once. add() runs on the host thread of `device`, with that device
+// current, and queues its work on `stream` (a cudaStream_t) after the kernels that wrote
+// `device_slab` (rows [first, last), nz values a row).
+class DeviceSlabTerm {
+ public:
+  virtual ~DeviceSlabTerm() = default;
+  virtual void add(int device, std::int64_t first, std::int64_t last, double* device_slab, void* stream) = 0;
+};
+
 // Kept between the slabs of one streamed map (stream_map): work that depends on the atoms and the
 // whole lattice, never on the rows, so that each slab pays only for its own rows. A slab finds
 // each part empty the first time and fills it. (A 2048^3 map in 24 slabs on an H100 spent 0.4 s
@@ -86,6 +97,7 @@ struct RowRange {
   const std::function<void(double)>* progress = nullptr;  // may be null or empty
   DeviceSlabSink* device_sink = nullptr;                  // GPU backends only; null: copy to out
   SlabKeep* keep = nullptr;                               // stream_map: work kept between its slabs
+  DeviceSlabTerm* slab_term = nullptr;                    // GPU backends only: added to each slab there
 };
 
 // float64 plain loops over the textbook formula, every atom for every point: the oracle
