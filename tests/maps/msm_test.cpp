@@ -179,6 +179,56 @@ TEST(MsmCuda, LongRangeOnTheGpuMatchesTheCpu) {
   EXPECT_LT(test::relative_rms(test::run(random, cell, gpu), test::run(random, cell, cpu)), 1e-11) << "periodic";
 }
 
+// Every stage on the GPU (the grids, then the interpolation added to the short range's slabs):
+// the same bits on every run and with the device listed twice (two host threads adding the
+// interpolation to their slabs at once); and against the CPU where the grids are degenerate:
+// one level only (the top), one atom, many atoms in one cell of the finest grid, atoms far from
+// a small lattice (a large, nearly empty finest grid). Both float64: 1e-11 as above.
+TEST(MsmCuda, LongRangeOnTheGpuIsDeterministicAndHandlesDegenerateGrids) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const Atoms protein = io::read_pqr(test::data_file("hca.pqr"));
+  const Lattice around = lattice_around(protein, 1.1, 7.0);
+  for (const MsmInterpolation ip : {MsmInterpolation::cubic, MsmInterpolation::quintic}) {
+    MapOptions gpu = msm_options(Backend::cuda, ip);
+    gpu.gpus = {0};
+    const auto first = test::run(protein, around, gpu);
+    EXPECT_EQ(test::run(protein, around, gpu), first) << to_string(ip) << ": a second run";
+    MapOptions twice = gpu;
+    twice.gpus = {0, 0};
+    EXPECT_EQ(test::run(protein, around, twice), first) << to_string(ip) << ": GPU 0 listed twice";
+  }
+
+  Atoms one;
+  one.push_back({1.3, 2.2, 1.7}, 0.8, 1.5);
+  Lattice small;
+  small.dims = {5, 5, 5};  // a 6^3 finest grid: under the top level's 4,096 points, so one level
+  Atoms clump;             // 200 atoms within 0.1 A, one cell of the finest grid
+  for (int n = 0; n < 200; ++n)
+    clump.push_back({10.01 + 0.0005 * n, 9.53 - 0.0003 * n, 11.27 + 0.0002 * n}, 0.1 + 0.001 * n, 1.5);
+  Lattice box;
+  box.spacing = 0.7;
+  box.dims = {31, 27, 33};
+  Atoms far = test::random_atoms(50, {0, 0, 0}, {20, 20, 20}, 17);
+  far.push_back({150, -90, 60}, 1.0, 1.5);
+  far.push_back({-120, 40, 200}, -1.0, 1.5);
+  struct Case {
+    const char* name;
+    const Atoms& atoms;
+    const Lattice& lattice;
+  };
+  for (const Case& c : {Case{"one atom, one level", one, small}, Case{"a clump", clump, box}, Case{"far atoms", far, box}})
+    for (const MsmInterpolation ip : {MsmInterpolation::cubic, MsmInterpolation::quintic}) {
+      MapOptions cpu = msm_options(Backend::cpu, ip);
+      cpu.precision = Precision::double_;
+      MapOptions gpu = cpu;
+      gpu.backend = Backend::cuda;
+      gpu.gpus = {0};
+      EXPECT_LT(test::relative_rms(test::run(c.atoms, c.lattice, gpu), test::run(c.atoms, c.lattice, cpu)), 1e-11)
+          << c.name << ", " << to_string(ip);
+    }
+}
+
 TEST(MsmDeterminism, SameBitsForOneAndTwoThreads) {
   const Atoms atoms = io::read_pqr(test::data_file("hca.pqr"));
   const Lattice lattice = lattice_around(atoms, 1.9, 5.0);

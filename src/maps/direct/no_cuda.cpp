@@ -57,6 +57,13 @@ void lattice_cutoff_cuda(int, const std::vector<StencilRow>&, const std::vector<
                          bool) {
   throw_no_cuda_build();
 }
+std::vector<double> finest_potential_cuda(const PreparedAtoms&, const DeviceGridsPlan&, Stages&) { throw_no_cuda_build(); }
+struct GpuInterpolation::State {};
+GpuInterpolation::GpuInterpolation(std::shared_future<InterpolationPlan>) { throw_no_cuda_build(); }
+void GpuInterpolation::wait() const {}
+GpuInterpolation::~GpuInterpolation() = default;
+void GpuInterpolation::add(int, std::int64_t, std::int64_t, double*, void*) {}
+double GpuInterpolation::kernel_seconds() const { return 0; }
 }  // namespace msm
 
 }  // namespace nbkit::maps

@@ -9,7 +9,9 @@
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/stream.hpp"
+#include "maps/msm/lattice_cutoff.cuh"
 #include "maps/msm/msm.hpp"
+#include "nbkit/core/error.hpp"
 
 namespace nbkit::maps::msm {
 
@@ -52,6 +54,17 @@ __global__ void convolve_level(int nx, int ny, int nz, const double* __restrict_
 
 }  // namespace
 
+void queue_lattice_cutoff(const std::int64_t n[3], const double* charge, const StencilRow* rows, int row_count,
+                          const double* weights, double scale, double* potential, bool periodic, cudaStream_t stream) {
+  if (n[0] > 65535 || n[1] > 65535 || n[2] > (1 << 30)) throw Error("MSM grid too large for the GPU lattice cutoff");
+  const dim3 grid(static_cast<unsigned>((n[2] + kThreads - 1) / kThreads), static_cast<unsigned>(n[1]),
+                  static_cast<unsigned>(n[0]));
+  auto* kernel = periodic ? convolve_level<true> : convolve_level<false>;
+  kernel<<<grid, kThreads, 0, stream>>>(static_cast<int>(n[0]), static_cast<int>(n[1]), static_cast<int>(n[2]), charge,
+                                        rows, row_count, weights, scale, potential);
+  NBKIT_CUDA_CHECK_LAUNCH();
+}
+
 void lattice_cutoff_cuda(int gpu, const std::vector<StencilRow>& rows, const std::vector<double>& weights,
                          const std::vector<LevelGrids>& levels, bool periodic) {
   NBKIT_CUDA_CHECK(cudaSetDevice(gpu));
@@ -66,17 +79,10 @@ void lattice_cutoff_cuda(int gpu, const std::vector<StencilRow>& rows, const std
   cuda::DeviceBuffer<double> charge(largest), potential(largest);
   for (const LevelGrids& level : levels) {
     const std::size_t points = static_cast<std::size_t>(level.n[0] * level.n[1] * level.n[2]);
-    if (level.n[0] > 65535 || level.n[1] > 65535) throw Error("MSM grid too large for the GPU lattice cutoff");
     charge.upload(level.charge, points, stream);
     potential.upload(level.potential, points, stream);
-    const dim3 grid(static_cast<unsigned>((level.n[2] + kThreads - 1) / kThreads), static_cast<unsigned>(level.n[1]),
-                    static_cast<unsigned>(level.n[0]));
-    auto* kernel = periodic ? convolve_level<true> : convolve_level<false>;
-    kernel<<<grid, kThreads, 0, stream>>>(static_cast<int>(level.n[0]), static_cast<int>(level.n[1]),
-                                          static_cast<int>(level.n[2]), charge.data(), device_rows.data(),
-                                          static_cast<int>(rows.size()), device_weights.data(), level.scale,
-                                          potential.data());
-    NBKIT_CUDA_CHECK_LAUNCH();
+    queue_lattice_cutoff(level.n, charge.data(), device_rows.data(), static_cast<int>(rows.size()),
+                         device_weights.data(), level.scale, potential.data(), periodic, stream);
     potential.download(level.potential, points, stream);
     NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // the host grids are reused by the next level
   }

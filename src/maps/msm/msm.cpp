@@ -12,26 +12,15 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "maps/msm/basis.hpp"
 #include "maps/laws.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/memory.hpp"
 
 namespace nbkit::maps::msm {
 
-// Hardy's nodal basis functions (Parallel Computing 35:164, 2009, Eq 7; Hardy's thesis):
-// piecewise polynomials that interpolate (Phi(0) = 1, Phi(k) = 0 for other integers k),
-// reproduce polynomials up to their degree and are C1.
 double basis(MsmInterpolation interpolation, double t) {
-  const double x = std::fabs(t), x2 = t * t;
-  if (interpolation == MsmInterpolation::cubic) {
-    if (x <= 1) return (1 - x) * (1 + x - 1.5 * x2);
-    if (x <= 2) return -0.5 * (x - 1) * (2 - x) * (2 - x);
-    return 0;
-  }
-  if (x <= 1) return (1 - x2) * (2 - x) * (6 + 3 * x - 5 * x2) / 12;
-  if (x <= 2) return -(x - 1) * (2 - x) * (3 - x) * (4 + 9 * x - 5 * x2) / 24;
-  if (x <= 3) return (x - 1) * (x - 2) * (3 - x) * (3 - x) * (4 - x) / 24;
-  return 0;
+  return basis_value(interpolation == MsmInterpolation::quintic, t);
 }
 
 double basis_derivative(MsmInterpolation interpolation, double t) {
@@ -210,6 +199,16 @@ void convolve(const Grid& q, const Stencil& stencil, double scale, Grid& e) {
   }
 }
 
+// A stencil's rows of non-zero weights as the GPU's convolution takes them.
+void device_rows(const Stencil& stencil, std::vector<StencilRow>& rows, std::vector<double>& weights) {
+  for (const Stencil::Row& row : stencil.rows) {
+    rows.push_back({static_cast<int>(row.dx), static_cast<int>(row.dy), static_cast<int>(row.dz_first),
+                    static_cast<int>(row.dz_last), static_cast<int>(weights.size())});
+    const double* w = stencil.row(row.dx, row.dy);
+    for (std::int64_t dz = row.dz_first; dz <= row.dz_last; ++dz) weights.push_back(w[dz]);
+  }
+}
+
 // Per lattice index along one axis: the first grid index of its basis stencil and the
 // 2 support weights.
 struct AxisWeights {
@@ -253,23 +252,85 @@ ScopedThreadCount::~ScopedThreadCount() { omp_set_num_threads(previous_); }
 
 namespace {
 
-// Every stage but interpolation: the finest grid's potential.
-Grid sum_long_range_grids(const PreparedAtoms& atoms, const Parameters& parameters, const Lattice& lattice, Stages& st) {
-  const double h = parameters.grid_spacing, a = parameters.cutoff;
-  const MsmInterpolation ip = parameters.interpolation;
-  const int support = basis_support(ip);
+constexpr std::int64_t kTopPoints = 4096;  // top level: N^2 <= 1.7e7 pairs
 
-  // The finest grid covers every atom's and every lattice point's basis stencil.
-  Index3 lower, upper;
+// The finest grid: it covers every atom's and every lattice point's basis stencil.
+GridBox finest_box(const PreparedAtoms& atoms, const Parameters& parameters, const Lattice& lattice) {
+  const double h = parameters.grid_spacing;
+  const int support = basis_support(parameters.interpolation);
+  GridBox box;
   for (int ax = 0; ax < 3; ++ax) {
     const double last_point = static_cast<double>(lattice.dims[ax] - 1) * lattice.spacing;
     double lo = std::min(0.0, last_point), hi = std::max(0.0, last_point);
     const std::vector<double>& coordinate = ax == 0 ? atoms.x : (ax == 1 ? atoms.y : atoms.z);
     for (double c : coordinate) lo = std::min(lo, c), hi = std::max(hi, c);
-    lower[ax] = static_cast<std::int64_t>(std::floor(lo / h)) - support + 1;
-    upper[ax] = static_cast<std::int64_t>(std::floor(hi / h)) + support;
+    box.lo[ax] = static_cast<std::int64_t>(std::floor(lo / h)) - support + 1;
+    box.n[ax] = static_cast<std::int64_t>(std::floor(hi / h)) + support - box.lo[ax] + 1;
   }
-  const Index3 count{upper[0] - lower[0] + 1, upper[1] - lower[1] + 1, upper[2] - lower[2] + 1};
+  return box;
+}
+
+// The level-0 lattice-cutoff stencil K(d) = g_a(|d| h) - g_2a(|d| h), zero from |d| h >= 2a on
+// (scaled by 2^-l at level l).
+Stencil lattice_cutoff_stencil(const Parameters& parameters) {
+  const double h = parameters.grid_spacing, a = parameters.cutoff;
+  const std::int64_t r = static_cast<std::int64_t>(std::floor(2 * a / h));
+  return Stencil({r, r, r}, [&](std::int64_t dx, std::int64_t dy, std::int64_t dz) {
+    const double distance = h * std::sqrt(static_cast<double>(dx * dx + dy * dy + dz * dz));
+    if (distance >= 2 * a) return 0.0;
+    return smoothed_kernel(parameters.splitting, a, distance) - smoothed_kernel(parameters.splitting, 2 * a, distance);
+  });
+}
+
+// The top level's stencil: g_{2^L a} between all pairs of a grid of n points (scaled by 2^-L).
+Stencil top_level_stencil(const Parameters& parameters, const Index3& n) {
+  const double h = parameters.grid_spacing, a = parameters.cutoff;
+  return Stencil({n[0] - 1, n[1] - 1, n[2] - 1}, [&](std::int64_t dx, std::int64_t dy, std::int64_t dz) {
+    const double distance = h * std::sqrt(static_cast<double>(dx * dx + dy * dy + dz * dz));
+    return smoothed_kernel(parameters.splitting, a, distance);
+  });
+}
+
+// The grid restriction makes of `in` (restrict_axis's bounds on every axis).
+GridBox restricted_box(const GridBox& in, int half) {
+  GridBox out;
+  for (int ax = 0; ax < 3; ++ax) {
+    out.lo[ax] = ceil_half(in.lo[ax] - half);
+    out.n[ax] = floor_half(in.lo[ax] + in.n[ax] - 1 + half) - out.lo[ax] + 1;
+  }
+  return out;
+}
+
+// Every stage but interpolation on parameters.gpu: the finest grid's potential.
+Grid sum_long_range_grids_on_gpu(const PreparedAtoms& atoms, const Parameters& parameters, const Lattice& lattice,
+                                 Stages& st) {
+  DeviceGridsPlan plan;
+  plan.gpu = parameters.gpu;
+  plan.interpolation = parameters.interpolation;
+  plan.spacing = parameters.grid_spacing;
+  plan.levels.push_back(finest_box(atoms, parameters, lattice));
+  plan.transfer = transfer_weights(parameters.interpolation, plan.transfer_half_width);
+  while (plan.levels.back().size() > kTopPoints && plan.levels.size() < 40)
+    plan.levels.push_back(restricted_box(plan.levels.back(), plan.transfer_half_width));
+  if (plan.levels.size() > 1) device_rows(lattice_cutoff_stencil(parameters), plan.cutoff_rows, plan.cutoff_weights);
+  device_rows(top_level_stencil(parameters, plan.levels.back().n), plan.top_rows, plan.top_weights);
+  Grid e0;
+  e0.lo = plan.levels[0].lo, e0.n = plan.levels[0].n;
+  // The finest grid comes back to the host (for `kept` and the interpolation's uploads).
+  check_memory(static_cast<std::uint64_t>(plan.levels[0].size()) * sizeof(double),
+               fmt::format("the multilevel summation's finest grid ({}x{}x{} points at {} A)", e0.n[0], e0.n[1], e0.n[2],
+                           parameters.grid_spacing));
+  e0.v = finest_potential_cuda(atoms, plan, st);
+  return e0;
+}
+
+// Every stage but interpolation: the finest grid's potential.
+Grid sum_long_range_grids(const PreparedAtoms& atoms, const Parameters& parameters, const Lattice& lattice, Stages& st) {
+  const double h = parameters.grid_spacing;
+  const MsmInterpolation ip = parameters.interpolation;
+  const int support = basis_support(ip);
+  const GridBox finest = finest_box(atoms, parameters, lattice);
+  const Index3 lower = finest.lo, count = finest.n;
   const double points = static_cast<double>(count[0]) * static_cast<double>(count[1]) * static_cast<double>(count[2]);
   // Every level together is at most 8/7 of the finest grid; charges, potentials and the
   // transfer temporaries need about 4 arrays of it.
@@ -335,7 +396,6 @@ Grid sum_long_range_grids(const PreparedAtoms& atoms, const Parameters& paramete
   start = Clock::now();
   int half = 0;
   const std::vector<double> transfer = transfer_weights(ip, half);
-  constexpr std::int64_t kTopPoints = 4096;  // top level: N^2 <= 1.7e7 pairs
   while (charge.back().size() > kTopPoints && charge.size() < 40) {
     Grid g = restrict_axis(charge.back(), 0, transfer, half);
     g = restrict_axis(g, 1, transfer, half);
@@ -344,50 +404,20 @@ Grid sum_long_range_grids(const PreparedAtoms& atoms, const Parameters& paramete
   const int levels = static_cast<int>(charge.size());
   st.restriction = seconds_since(start);
 
-  // Lattice cutoff at every level but the top: the level-0 stencil K(d) = g_a(|d| h) -
-  // g_2a(|d| h), zero from |d| h >= 2a on, scaled by 2^-l at level l.
+  // Lattice cutoff at every level but the top.
   start = Clock::now();
   std::vector<Grid> potential;
   for (const Grid& q : charge) potential.emplace_back(q.lo, q.n);
-  const Smoothing split = parameters.splitting;
   if (levels > 1) {
-    const std::int64_t r = static_cast<std::int64_t>(std::floor(2 * a / h));
-    const Stencil stencil({r, r, r}, [&](std::int64_t dx, std::int64_t dy, std::int64_t dz) {
-      const double distance = h * std::sqrt(static_cast<double>(dx * dx + dy * dy + dz * dz));
-      if (distance >= 2 * a) return 0.0;
-      return smoothed_kernel(split, a, distance) - smoothed_kernel(split, 2 * a, distance);
-    });
-    if (parameters.gpu >= 0) {
-      // The same rows and weights, on the GPU.
-      std::vector<StencilRow> rows;
-      std::vector<double> weights;
-      for (const Stencil::Row& row : stencil.rows) {
-        rows.push_back({static_cast<int>(row.dx), static_cast<int>(row.dy), static_cast<int>(row.dz_first),
-                        static_cast<int>(row.dz_last), static_cast<int>(weights.size())});
-        const double* w = stencil.row(row.dx, row.dy);
-        for (std::int64_t dz = row.dz_first; dz <= row.dz_last; ++dz) weights.push_back(w[dz]);
-      }
-      std::vector<LevelGrids> grids;
-      for (int l = 0; l + 1 < levels; ++l)
-        grids.push_back({{charge[l].n[0], charge[l].n[1], charge[l].n[2]}, charge[l].v.data(), potential[l].v.data(),
-                         std::ldexp(1.0, -l)});
-      lattice_cutoff_cuda(parameters.gpu, rows, weights, grids, false);
-    } else {
-      for (int l = 0; l + 1 < levels; ++l) convolve(charge[l], stencil, std::ldexp(1.0, -l), potential[l]);
-    }
+    const Stencil stencil = lattice_cutoff_stencil(parameters);
+    for (int l = 0; l + 1 < levels; ++l) convolve(charge[l], stencil, std::ldexp(1.0, -l), potential[l]);
   }
   st.lattice_cutoff = seconds_since(start);
 
   // Top level: g_{2^L a} between all pairs of its points.
   start = Clock::now();
-  {
-    const Grid& q = charge.back();
-    const Stencil all({q.n[0] - 1, q.n[1] - 1, q.n[2] - 1}, [&](std::int64_t dx, std::int64_t dy, std::int64_t dz) {
-      const double distance = h * std::sqrt(static_cast<double>(dx * dx + dy * dy + dz * dz));
-      return distance == 0 ? smoothed_kernel(split, a, 0.0) : smoothed_kernel(split, a, distance);
-    });
-    convolve(q, all, std::ldexp(1.0, -(levels - 1)), potential.back());
-  }
+  convolve(charge.back(), top_level_stencil(parameters, charge.back().n), std::ldexp(1.0, -(levels - 1)),
+           potential.back());
   st.top_level = seconds_since(start);
 
   // Prolongation down the levels.
@@ -462,6 +492,36 @@ void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, co
   st.interpolation = seconds_since(start);
   if (kept) kept->lo = e0.lo, kept->n = e0.n, kept->potential = std::move(e0.v), kept->levels = st.levels,
             kept->finest_points = st.finest_points;
+}
+
+InterpolationPlan long_range_on_gpu(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows,
+                                    Stages* stages, LongRangeGrid* kept) {
+  const Lattice& lattice = *rows.lattice;
+  check_parameters(parameters);
+  if (parameters.gpu < 0) throw Error("internal: the GPU's MSM long range without a GPU");
+  Stages local;
+  Stages& st = stages ? *stages : local;
+  Grid e0;
+  if (kept && !kept->potential.empty()) {
+    e0.lo = kept->lo, e0.n = kept->n, e0.v = kept->potential;
+    st.levels = kept->levels, st.finest_points = kept->finest_points;
+  } else {
+    e0 = sum_long_range_grids_on_gpu(atoms, parameters, lattice, st);
+    if (kept) kept->lo = e0.lo, kept->n = e0.n, kept->potential = e0.v, kept->levels = st.levels,
+              kept->finest_points = st.finest_points;
+  }
+  InterpolationPlan plan;
+  plan.grid.lo = e0.lo, plan.grid.n = e0.n;
+  plan.potential = std::move(e0.v);
+  plan.width = 2 * basis_support(parameters.interpolation);
+  for (int ax = 0; ax < 3; ++ax) {
+    AxisWeights a = axis_weights(lattice.dims[ax], lattice.spacing, parameters.grid_spacing, parameters.interpolation);
+    plan.first[static_cast<std::size_t>(ax)] = std::move(a.first);
+    plan.weights[static_cast<std::size_t>(ax)] = std::move(a.w);
+  }
+  plan.ny = lattice.dims[1], plan.nz = lattice.dims[2];
+  plan.prefactor = rows.prefactor;
+  return plan;
 }
 
 void remove_singular_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows) {

@@ -15,10 +15,14 @@
 //   prolongation    e(l) += I e(l+1)                              down the levels
 //   interpolation   V(r) = sum_m e0[m] Phi(r/h - m)               onto the map lattice
 // Phi is the nodal basis of piecewise cubic (C1) or quintic (C1) interpolation, separable
-// in x, y, z. Everything here is float64 on the CPU (OpenMP): the grids are ~1/64 to 1/500
-// of the map's points, and the method's own error (1e-3 to 1e-5) dwarfs float32 rounding.
+// in x, y, z. Everything here is float64 (the method's own error, 1e-3 to 1e-5, dwarfs float32
+// rounding, but the grids' sums cancel), on the CPU's cores (OpenMP) or on a GPU: there every
+// stage runs on the device (grids_cuda.cu) and the interpolation is added to the short range's
+// slabs before they leave it (interpolation_cuda.cu), so the map crosses the bus once.
 #include <array>
 #include <cstdint>
+#include <future>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,7 +36,7 @@ struct Parameters {
   double grid_spacing = 2;  // h of the finest grid, Angstrom
   MsmInterpolation interpolation = MsmInterpolation::cubic;
   Smoothing splitting = Smoothing::taylor2;  // gamma: taylor1..3
-  int gpu = -1;  // the GPU for the lattice-cutoff sums (the stage that dominates the long range); -1: the CPU
+  int gpu = -1;  // the GPU of the long range's stages (add_long_range_on_gpu; periodic: the lattice cutoff); -1: the CPU
 };
 
 // Throws nbkit::Error for a spacing or cutoff that is not positive, or a cutoff under 2 h.
@@ -77,6 +81,16 @@ struct LongRangeGrid {
 // is empty, and their finest potential is left there for the next rows.
 void add_long_range(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows, int threads,
                     Stages* stages = nullptr, LongRangeGrid* kept = nullptr);
+
+struct InterpolationPlan;
+
+// The same on parameters.gpu, for a short range computed there (cutoff_cuda): every grid stage
+// on the GPU (or the finest grid from `kept`), returning what a GpuInterpolation needs to add
+// the long range to each slab of the short range on its device (RowRange::slab_term). The points
+// within singular distance of an atom are not corrected: call remove_singular_long_range on the
+// rows once the slabs are on the host. Stages' interpolation: the term's kernel_seconds().
+InterpolationPlan long_range_on_gpu(const PreparedAtoms& atoms, const Parameters& parameters, const RowRange& rows,
+                                    Stages* stages = nullptr, LongRangeGrid* kept = nullptr);
 
 // The same for an orthorhombic periodic box [0, a) x [0, b) x [0, c) (periodic_msm.cpp):
 // `atoms` anterpolated (any image of each), `images` (every image within the cutoff of the
@@ -129,6 +143,64 @@ struct LevelGrids {
 // `periodic`: the grids wrap (each stencil offset taken modulo the grid, every image).
 void lattice_cutoff_cuda(int gpu, const std::vector<StencilRow>& rows, const std::vector<double>& weights,
                          const std::vector<LevelGrids>& levels, bool periodic = false);
+
+// A grid's first index and points per axis (x slowest).
+struct GridBox {
+  std::array<std::int64_t, 3> lo{}, n{};
+  std::int64_t size() const { return n[0] * n[1] * n[2]; }
+};
+
+// The grid stages on a GPU (grids_cuda.cu; builds without CUDA throw): anterpolation (each
+// finest point gathering the atoms of the cells its basis reaches, in an order fixed by the
+// input: the same bits every run), restriction, the lattice cutoff, the top level and
+// prolongation, float64, the CPU's terms. Returns the finest grid's potential (levels[0]'s
+// points, x slowest).
+struct DeviceGridsPlan {
+  int gpu = 0;
+  MsmInterpolation interpolation = MsmInterpolation::cubic;
+  double spacing = 2;                  // h, Angstrom; atoms in Angstrom from the lattice origin
+  std::vector<GridBox> levels;         // the finest first, each restricted from the one before; the last is the top
+  std::vector<double> transfer;        // restriction's and prolongation's weights (transfer_weights)
+  int transfer_half_width = 0;
+  std::vector<StencilRow> cutoff_rows;  // the lattice cutoff's stencil at level 0, scaled by 2^-l at level l
+  std::vector<double> cutoff_weights;
+  std::vector<StencilRow> top_rows;  // the top level's all-pairs stencil, scaled by 2^-(levels - 1)
+  std::vector<double> top_weights;
+};
+std::vector<double> finest_potential_cuda(const PreparedAtoms& atoms, const DeviceGridsPlan& plan, Stages& stages);
+
+// The interpolation of the finest grid's potential onto a lattice, added on a GPU to the slabs
+// of a short-range sum (interpolation_cuda.cu; builds without CUDA throw): every point the CPU's
+// sum (the grid's columns collapsed in x and y, then the point's z stencil), times `prefactor`.
+// Thread-safe: the host threads of several devices (or of one device listed twice) call add().
+// The plan may still be in the making (the grids overlap the short range's start): the first
+// add() on each device waits for it, and rethrows its error.
+struct InterpolationPlan {
+  GridBox grid;
+  std::vector<double> potential;  // grid.size() values
+  int width = 4;                  // 2 support: grid points per axis each lattice point reads
+  // Per lattice index along each axis: its first grid index, and `width` weights [index * width + t].
+  std::array<std::vector<std::int64_t>, 3> first;
+  std::array<std::vector<double>, 3> weights;
+  std::int64_t ny = 0, nz = 0;  // the lattice's rows per x plane and points per row
+  double prefactor = 1;
+};
+class GpuInterpolation final : public DeviceSlabTerm {
+ public:
+  explicit GpuInterpolation(std::shared_future<InterpolationPlan> plan);
+  ~GpuInterpolation() override;
+  GpuInterpolation(const GpuInterpolation&) = delete;
+  GpuInterpolation& operator=(const GpuInterpolation&) = delete;
+  void add(int device, std::int64_t first, std::int64_t last, double* device_slab, void* stream) override;
+  // The kernels' seconds (CUDA events), summed over slabs; call once the slabs are done.
+  double kernel_seconds() const;
+  // Waits for the plan (for a request whose slabs never asked for it) and rethrows its error.
+  void wait() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // g_a(r) of the splitting, a float64 scalar (for the stages' tests and the reference).
 double smoothed_kernel(Smoothing splitting, double cutoff, double distance);
