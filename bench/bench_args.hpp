@@ -1,5 +1,6 @@
 #pragma once
-// The command line every nbkit benchmark takes: [--json FILE] [--quick].
+// The command line every nbkit benchmark takes: [--json FILE] [--quick] [--only PART] (the
+// parts a benchmark has are in its usage comment; the others ignore --only).
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -10,6 +11,7 @@ namespace nbkit::bench {
 struct BenchArgs {
   std::string json_path;  // where to write the results as JSON; empty: nowhere
   bool quick = false;     // fewer sizes and repeats
+  std::string only;       // one part of the benchmark; empty: all of it
 };
 
 // Empty (after printing the usage line) when the arguments are not understood.
@@ -20,8 +22,10 @@ inline std::optional<BenchArgs> parse_bench_args(int argc, char** argv, const ch
       args.json_path = argv[++i];
     } else if (!std::strcmp(argv[i], "--quick")) {
       args.quick = true;
+    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+      args.only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--json FILE] [--quick]\n", name);
+      std::fprintf(stderr, "usage: %s [--json FILE] [--quick] [--only PART]\n", name);
       return std::nullopt;
     }
   }
