@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "maps/laws.hpp"
 #include "maps/map_test_support.hpp"
@@ -184,6 +186,37 @@ TEST_P(CutoffSum, SameBitsForThreadsSlabsAndDevices) {
     EXPECT_EQ(test::run(atoms, lattice, options), first) << "two GPUs";
   }
   unsetenv("NBKIT_CUDA_SLAB_ROWS");
+}
+
+// The CPU gathers atoms once for a bundle of consecutive rows along y (direct/cpu.cpp,
+// kCutoffBundle): a row's values never depend on which other rows of its bundle a request
+// holds, and an atom on the axis of one row of a bundle (on one of its lattice points, or
+// between them) is taken out of that row's SIMD sums alone and summed exactly for it.
+TEST(CutoffSumCpu, BundledRowsGiveEachRowAlone) {
+  Lattice lattice;
+  lattice.spacing = 0.8;
+  lattice.dims = {5, 11, 23};
+  // Enough atoms that a row sums several float32 chunks (kChunk): an atom more or less in a
+  // row's gathered list, even one adding zero, would move the chunks' bounds and the bits.
+  Atoms atoms = test::random_atoms(4000, {-6, -6, -6}, {10, 14, 24}, 91);
+  atoms.push_back(lattice.point(2, 1, 7), 0.7, 1.5);                      // on a lattice point of row (2, 1)
+  atoms.push_back(lattice.point(2, 2, 3) + Vec3{0, 0, 0.4}, -0.5, 1.5);  // on row (2, 2)'s axis, between points
+  atoms.push_back(lattice.point(3, 10, 11), 0.3, 1.5);                   // the plane's last, partial bundle
+  for (const Precision precision : {Precision::single, Precision::double_}) {
+    const MapOptions options = cutoff_options(Smoothing::cutcp, 7, Backend::cpu, precision, 0, 2);
+    const auto whole = test::run(atoms, lattice, options);
+    const std::int64_t ny = lattice.dims[1];
+    for (const auto& [first, last] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+             {2 * ny + 1, 2 * ny + 2}, {2 * ny + 2, 2 * ny + 7}, {3 * ny + 9, 4 * ny + 1}, {29, 40}}) {
+      const auto part = test::run_rows(atoms, lattice, options, first, last);
+      EXPECT_TRUE(std::equal(part.begin(), part.end(), whole.begin() + first * lattice.dims[2]))
+          << "rows [" << first << ", " << last << "), " << to_string(precision);
+    }
+    if (precision == Precision::double_) {
+      const auto reference = test::run(atoms, lattice, cutoff_options(Smoothing::cutcp, 7, Backend::reference));
+      EXPECT_LT(test::relative_rms(whole, reference), 1e-12);
+    }
+  }
 }
 
 TEST_P(CutoffSum, DenseBoxWhereFixedDepthBinsOverflow) {
