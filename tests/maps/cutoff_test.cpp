@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -217,6 +218,23 @@ TEST(CutoffSumCpu, BundledRowsGiveEachRowAlone) {
       EXPECT_LT(test::relative_rms(whole, reference), 1e-12);
     }
   }
+}
+
+// Each CPU thread holds lists of every atom with a dx^2 + dy^2 per row of its bundle: checked
+// against the memory there is before the threads allocate them (a tiny lattice, so nothing else
+// is large).
+TEST(CutoffSumCpu, PerThreadListsAreCheckedAgainstMemory) {
+  const Atoms atoms = test::random_atoms(50000, {0, 0, 0}, {40, 40, 40}, 5);
+  Lattice lattice;
+  lattice.dims = {2, 2, 2};
+  setenv("NBKIT_MEMORY_LIMIT", "2000000", 1);  // 2 threads x 50,001 atoms x 7 floats: 2.8 MB
+  try {
+    test::run(atoms, lattice, cutoff_options(Smoothing::cutcp, 10, Backend::cpu, Precision::single, 0, 2));
+    ADD_FAILURE() << "a 2 MB limit let 2.8 MB of lists through";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("per-thread lists of atoms"), std::string::npos) << error.what();
+  }
+  unsetenv("NBKIT_MEMORY_LIMIT");
 }
 
 TEST_P(CutoffSum, DenseBoxWhereFixedDepthBinsOverflow) {

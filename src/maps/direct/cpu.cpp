@@ -31,11 +31,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "maps/kernels.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbkit/core/memory.hpp"
 #include "nbkit/core/progress.hpp"
 #include "nbkit/maps.hpp"
 
@@ -302,6 +304,12 @@ void sum_rows(const CpuJob& job, const Law& law) {
   }
   unit_start.push_back(rows.row_end);
   const auto units = static_cast<std::int64_t>(unit_start.size()) - 1;
+  // Each thread's lists hold every atom (a row may gather all of them) with a dx^2 + dy^2 for
+  // each row of its bundle: checked before the threads allocate them.
+  check_memory(static_cast<std::uint64_t>(job.threads) * static_cast<std::uint64_t>(natoms + 1) *
+                   static_cast<std::uint64_t>(3 + bundle) * sizeof(Real),
+               "the CPU path's per-thread lists of atoms (" + std::to_string(job.threads) + " threads, " +
+                   std::to_string(natoms) + " atoms)");
 
 #pragma omp parallel num_threads(job.threads)
   {
