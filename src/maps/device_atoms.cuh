@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/check.hpp"
@@ -33,7 +34,14 @@ struct DeviceMath {
   __host__ __device__ Real below(Real r2, double limit, Real value) const {
     return r2 < static_cast<Real>(limit) ? value : Real(0);
   }
-  __host__ __device__ Real max0(Real v) const { return max(v, Real(0)); }
+  // max(v, 0) for v <= 1: in float32 a saturation to [0, 1], which ptxas folds into the
+  // multiply-add that makes v (FFMA.SAT): one instruction fewer a pair in the cutcp loop.
+  __host__ __device__ Real unit_ramp(Real v) const {
+#ifdef __CUDA_ARCH__
+    if constexpr (std::is_same_v<Real, float>) return __saturatef(v);
+#endif
+    return max(v, Real(0));
+  }
 };
 
 using cuda::reciprocal_sqrt;

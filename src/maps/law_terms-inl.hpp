@@ -1,6 +1,7 @@
 // The distance-dependent term of each law in laws.hpp, generic over the arithmetic type V
 // (float, double, a SIMD vector) and a math policy M (set: broadcast a constant, exp_scaled(k, v): exp(k v) <= 1,
-// below: keep a value where r2 < limit, else 0, max0: max(v, 0)).
+// below: keep a value where r2 < limit, else 0, unit_ramp: max(v, 0) for v <= 1, which a GPU
+// computes as a clamp to [0, 1] folded into the multiply-add that makes v).
 // No include guard, on purpose: laws.hpp includes it into nbkit::maps for scalar and CUDA
 // code, and each Highway target includes it into its own namespace (Highway's per-target
 // compilation needs the SIMD instantiations compiled inside the target's region).
@@ -36,8 +37,8 @@ NBKIT_HOST_DEVICE V law_term(const CutoffLaw<S>& law, const M& math, V coefficie
     return math.below(r2, cutoff2, coefficient * rinv);
   } else if constexpr (S == Smoothing::cutcp) {
     // 1 - r^2/c^2 clamped at zero is zero at and beyond the cutoff: no test needed, one
-    // operation fewer in the inner loop of every backend.
-    const V t = math.max0(math.set(1.0) - r2 * math.set(1.0 / cutoff2));
+    // operation fewer in the inner loop of every backend (none on the GPU: FFMA.SAT).
+    const V t = math.unit_ramp(math.set(1.0) - r2 * math.set(1.0 / cutoff2));
     return coefficient * rinv * (t * t);
   } else {
     const V s = r2 * math.set(1.0 / cutoff2);

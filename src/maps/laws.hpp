@@ -81,7 +81,8 @@ struct ScalarMath {
   NBKIT_HOST_DEVICE Real below(Real r2, double limit, Real value) const {
     return r2 < static_cast<Real>(limit) ? value : Real(0);
   }
-  NBKIT_HOST_DEVICE Real max0(Real v) const { return v > Real(0) ? v : Real(0); }
+  // max(v, 0) for v <= 1
+  NBKIT_HOST_DEVICE Real unit_ramp(Real v) const { return v > Real(0) ? v : Real(0); }
 };
 
 #include "maps/law_terms-inl.hpp"

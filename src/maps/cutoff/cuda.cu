@@ -4,8 +4,8 @@
 //
 // Design:
 // - The lattice is cut into regions of 8 x 8 x 8 points; a thread block owns one region,
-//   each of its 128 threads 4 consecutive points along z (unroll-and-jam: dx^2 + dy^2 once
-//   per atom for the 4), each warp a 4 x 4 patch of the region's columns.
+//   each of its 64 threads one column of the region's 8 points along z (unroll-and-jam:
+//   dx^2 + dy^2 once per atom for the 8), each warp a 4 x 8 patch of the region's columns.
 // - Atoms are hashed into bins of one region's size, aligned with the regions, and stored
 //   sorted by bin with an offset array (CSR): a bin holds any number of atoms, so dense
 //   clusters never overflow and no atom goes to the CPU. Bins along x are contiguous, so
@@ -15,10 +15,15 @@
 //   regions): for each (dy, dz) bin offset within the cutoff, the range of dx offsets.
 // - A block streams the atoms of its runs through a filter: an atom is kept only if it is
 //   within the cutoff of the region's box (one test per atom and region, not per point).
-//   Kept atoms are compacted, in run order, into a shared-memory list; when the list is
-//   full the threads sum it for their points. Only ~half the gathered pairs are then
-//   beyond the cutoff (the box of a region grown by the cutoff, against the sphere), where
-//   whole bins would waste ~70%.
+//   Kept atoms are compacted, in run order, into a shared-memory list with their squared
+//   distance along z to the region; when the list is full the threads sum it for their
+//   points. A warp skips an atom beyond the cutoff of its whole 4 x 8 x 8 box (every lane's
+//   dx^2 + dy^2 plus that z distance): ~62% of the pairs a warp then evaluates lie within
+//   the cutoff, where whole bins would give ~30% and the region's box ~56%.
+// - Why these shapes (issue 24, item 2): the loop is bound by issue slots, about 7 a pair
+//   (dz, r^2, rsqrt, the law's 3-4, the sum) plus ~14 an atom (loads, dx, dy, the test, dz0),
+//   so 8 points a thread pay the atom's share half as often as 4 did, for the same share of
+//   pairs within the cutoff (a 4 x 4 x 8 box culled in x, y only, as before, keeps 62% too).
 // - Arithmetic as in the direct kernel (cuda.cu): lattice units, exact integer/residual
 //   coordinates, one hardware rsqrt per pair, float32 sums over one list of atoms and
 //   float64 across lists; atoms that may sit on a lattice point go through a second,
@@ -54,10 +59,12 @@ namespace {
 using gpu::Quad;
 
 constexpr int kRegion = 8;                           // lattice points along each edge of a region
-constexpr int kThreads = 128;                        // a block: 8 x 8 columns of the region, 2 threads a column
-constexpr int kPoints = kRegion * kRegion * kRegion / kThreads;  // points along z per thread (4)
+constexpr int kThreads = kRegion * kRegion;          // a block: the region's 8 x 8 columns, a thread each
+constexpr int kPoints = kRegion;                     // points along z per thread
 constexpr int kWarps = kThreads / 32;
-constexpr int kListCapacity = 512;                   // atoms gathered in shared memory before summing
+// Atoms gathered in shared memory before summing (8 KB in float32: shared memory allows ~26
+// blocks an SM, registers ~18, so the list never limits occupancy).
+constexpr int kListCapacity = 256;
 
 // Sizes the kernel needs, in lattice points, regions and bins.
 struct CutoffGrid {
@@ -118,16 +125,15 @@ __global__ void __launch_bounds__(kThreads)
   const int region_z = blockIdx.x % grid.regions[2];
   const int region_y = (blockIdx.x / grid.regions[2]) % grid.regions[1];
   const int region_x = region_x_first + static_cast<int>(blockIdx.x / (grid.regions[2] * grid.regions[1]));
-  // A warp owns 4 x 4 columns of the region (2 threads a column, 4 points each): a compact
-  // footprint, so that whole warps skip atoms beyond the cutoff of all their columns.
+  // A warp owns 4 x 8 columns of the region, a lane one column's 8 points: a compact
+  // footprint, so that whole warps skip atoms beyond the cutoff of all their points.
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int i = region_x * kRegion + (warp & 1) * 4 + ((lane >> 3) & 3);
-  const int j = region_y * kRegion + (warp >> 1) * 4 + ((lane >> 1) & 3);
-  const int k0 = region_z * kRegion + (lane & 1) * kPoints;
+  const int i = region_x * kRegion + warp * 4 + (lane >> 3);
+  const int j = region_y * kRegion + (lane & 7);
+  const int k0 = region_z * kRegion;
   const Real lo_x = static_cast<Real>(region_x * kRegion), lo_y = static_cast<Real>(region_y * kRegion),
              lo_z = static_cast<Real>(region_z * kRegion);
   const Real point_x = static_cast<Real>(i), point_y = static_cast<Real>(j), point_z = static_cast<Real>(k0);
-  const Real cutoff2 = static_cast<Real>(law.cutoff * law.cutoff);  // law.below's limit, exactly
   const gpu::DeviceMath<Real> math;
 
   double sum[kPoints];
@@ -142,7 +148,10 @@ __global__ void __launch_bounds__(kThreads)
       const Quad<Real> xy = list[2 * a], zc = list[2 * a + 1];
       const Real dx = (point_x - xy.a) - xy.b, dy = (point_y - xy.c) - xy.d;  // first subtractions exact
       const Real dxy2 = dx * dx + dy * dy;
-      if (dxy2 >= cutoff2) continue;  // every term of this atom is zero (r2 >= dxy2)
+      // zc.d: the atom's squared distance along z to the region's points, so every term of
+      // this atom is zero here when dxy2 + zc.d reaches the filter's reach (a little beyond
+      // the cutoff, so rounding never skips a term the law keeps).
+      if (dxy2 + zc.d >= filter_r2) continue;
       const Real dz0 = (point_z - zc.a) - zc.b;
 #pragma unroll
       for (int p = 0; p < kPoints; ++p) {
@@ -190,7 +199,8 @@ __global__ void __launch_bounds__(kThreads)
         zc = atoms[2 * atom + 1];
         const Real gx = gap_to_region(lo_x, xy.a, xy.b), gy = gap_to_region(lo_y, xy.c, xy.d),
                    gz = gap_to_region(lo_z, zc.a, zc.b);
-        keep = gx * gx + gy * gy + gz * gz < filter_r2;
+        zc.d = gz * gz;  // unused by the atom: the list carries the z distance to the warps
+        keep = gx * gx + gy * gy + zc.d < filter_r2;
       }
       int kept = 0;
       const int position = block_exclusive_scan(keep ? 1 : 0, warp_sums, kept);

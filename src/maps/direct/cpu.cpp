@@ -120,7 +120,7 @@ struct SimdMath {
   HWY_INLINE hn::Vec<D> below(hn::Vec<D> r2, double limit, hn::Vec<D> value) const {
     return hn::IfThenElseZero(hn::Lt(r2, set(limit)), value);
   }
-  HWY_INLINE hn::Vec<D> max0(hn::Vec<D> v) const { return hn::Max(v, hn::Zero(d)); }
+  HWY_INLINE hn::Vec<D> unit_ramp(hn::Vec<D> v) const { return hn::Max(v, hn::Zero(d)); }  // v <= 1
 };
 
 // 2/sqrt(r2): the reciprocal distance in units of twice the lattice spacing (see
