@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the tests: inputs, random atoms, error norms, scratch directories.
+#include <cstdlib>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -11,6 +12,18 @@
 #include "nbkit/io/pqr.hpp"
 
 namespace nbkit::test {
+
+// Sets an environment variable for one scope (NBKIT_CUDA_SLAB_ROWS: many GPU slabs).
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnvironment() { ::unsetenv(name_); }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  const char* name_;
+};
 
 // The AddressSanitizer build (CI's `scripts/test --sanitize`), ~10x slower: long statistical runs
 // skip there (GTEST_SKIP), the release run keeping them.

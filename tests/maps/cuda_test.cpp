@@ -33,16 +33,6 @@ class CudaMaps : public ::testing::TestWithParam<MapMethod> {
   std::vector<GpuInfo> gpus_;
 };
 
-// Sets an environment variable for one scope.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnvironment() { ::unsetenv(name_); }
-
- private:
-  const char* name_;
-};
-
 }  // namespace
 
 TEST_P(CudaMaps, AMillionAtoms) {
@@ -65,7 +55,7 @@ TEST_P(CudaMaps, SameBitsOnRepeatedRunsSlabSplitsAndDevices) {
   const auto first = run(atoms, lattice, with(GetParam(), Backend::cuda));
   EXPECT_EQ(run(atoms, lattice, with(GetParam(), Backend::cuda)), first);
   {
-    const ScopedEnvironment small_slabs("NBKIT_CUDA_SLAB_ROWS", "37");
+    const test::ScopedEnvironment small_slabs("NBKIT_CUDA_SLAB_ROWS", "37");
     EXPECT_EQ(run(atoms, lattice, with(GetParam(), Backend::cuda)), first) << "37-row slabs";
   }
   MapOptions one_gpu = with(GetParam(), Backend::cuda);
@@ -75,7 +65,7 @@ TEST_P(CudaMaps, SameBitsOnRepeatedRunsSlabSplitsAndDevices) {
     MapOptions two_gpus = with(GetParam(), Backend::cuda);
     two_gpus.gpus = {0, 1};
     EXPECT_EQ(run(atoms, lattice, two_gpus), first) << "two GPUs";
-    const ScopedEnvironment small_slabs("NBKIT_CUDA_SLAB_ROWS", "5");
+    const test::ScopedEnvironment small_slabs("NBKIT_CUDA_SLAB_ROWS", "5");
     EXPECT_EQ(run(atoms, lattice, two_gpus), first) << "two GPUs, 5-row slabs";
   }
 }
@@ -177,7 +167,7 @@ TEST_P(CudaMaps, TrajectoryCombinedOnTheDeviceEqualsTheHostLoopBitForBit) {
       // threads, two shares), or two GPUs.
       MapOptions split = options;
       split.gpus = gpus_.size() >= 2 ? std::vector<int>{0, 1} : std::vector<int>{0, 0};
-      const ScopedEnvironment small_slabs("NBKIT_CUDA_SLAB_ROWS", "7");
+      const test::ScopedEnvironment small_slabs("NBKIT_CUDA_SLAB_ROWS", "7");
       EXPECT_EQ(combine_frame_maps(atoms, lattice, split, combine, jiggling_frames(atoms, 4, 0.3)).values,
                 on_host.values)
           << to_string(combine) << " " << to_string(precision) << ", shares and 7-row slabs";
