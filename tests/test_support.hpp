@@ -1,8 +1,8 @@
 #pragma once
 // Helpers shared by the tests: inputs, random atoms, error norms, scratch directories.
-#include <cstdlib>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>

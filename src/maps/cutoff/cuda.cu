@@ -20,10 +20,12 @@
 //   points. A warp skips an atom beyond the cutoff of its whole 4 x 8 x 8 box (every lane's
 //   dx^2 + dy^2 plus that z distance): ~62% of the pairs a warp then evaluates lie within
 //   the cutoff, where whole bins would give ~30% and the region's box ~56%.
-// - Why these shapes (issue 24, item 2): the loop is bound by issue slots, about 7 a pair
-//   (dz, r^2, rsqrt, the law's 3-4, the sum) plus ~14 an atom (loads, dx, dy, the test, dz0),
-//   so 8 points a thread pay the atom's share half as often as 4 did, for the same share of
-//   pairs within the cutoff (a 4 x 4 x 8 box culled in x, y only, as before, keeps 62% too).
+// - Why these shapes (issue 24, item 2): the loop is bound by issue slots, 7 a pair with
+//   cutcp (dz, r^2, rsqrt, the law's 3, the sum; 6 to 11 for the other laws) plus ~17 an atom
+//   (loads, dx, dy, the test, dz0; SASS on sm_90), so 8 points a thread pay the atom's share
+//   half as often as 4 did, for the same share of pairs within the cutoff (a 4 x 4 x 8 box
+//   culled in x, y only, as before, keeps 62% too). Measured: 1.07-1.22x with cutcp, but 14%
+//   slower with taylor3 (docs/performance.md, session 27).
 // - Arithmetic as in the direct kernel (cuda.cu): lattice units, exact integer/residual
 //   coordinates, one hardware rsqrt per pair, float32 sums over one list of atoms and
 //   float64 across lists; atoms that may sit on a lattice point go through a second,
