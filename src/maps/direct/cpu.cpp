@@ -162,7 +162,8 @@ constexpr int kMaxVectors = 4;
 #endif
 // Vectors of points per block in cutoff summation (see sum_rows): one. Measured on the
 // 2-core AVX-512 machine with bench_map_cutoff: anchor input 0.79 s with 1, 0.81 s with 2,
-// 0.85 s with 4 vectors; a 79 A water box 0.81, 0.87, 0.99 s.
+// 0.85 s with 4 vectors; a 79 A water box 0.81, 0.87, 0.99 s. With each block's atoms selected
+// (select_block_atoms, session 27) 2 vectors were still slower: 0.63 -> 0.72 s and 0.60 -> 0.78 s.
 constexpr std::int64_t kCutoffVectors = 1;
 // Atoms per float32 partial sum before it is added to the float64 row sum.
 constexpr std::int64_t kChunk = 512;
@@ -197,7 +198,20 @@ struct RowScratch {
   std::vector<std::int64_t> z_bin_start;  // cutoff: gathered atoms of z bin b from z_bin_start[b]
   std::vector<std::int64_t> on_axis[kCutoffBundle];  // atoms within singular_distance of each row's axis
   std::vector<double> sum;                // float64 sums along the row
+  // Cutoff sums: one block's atoms, those whose sphere reaches the block's points (block_*),
+  // and where each kChunk of the gathered atoms ends among them.
+  std::vector<Real> block_z_index, block_z_residual, block_coefficient, block_dxy2;
+  std::vector<std::int64_t> block_chunk_end;
   HWY_ALIGN Real lanes[kMaxVectors * hn::MaxLanes(hn::ScalableTag<Real>())];
+};
+
+// The atoms a sum reads, each array from the same index.
+template <class Real>
+struct AtomSpan {
+  const Real* dxy2;
+  const Real* z_index;
+  const Real* z_residual;
+  const Real* coefficient;
 };
 
 // An on-axis atom's dxy2 in the SIMD pass: 1e30 lattice units^2 (1e15 spacings away) makes
@@ -207,7 +221,7 @@ constexpr double kFarAway = 1e30;
 
 // Adds the atoms [begin, end) to NV vectors of points starting at k0.
 template <int NV, class Real, class Law>
-HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, const Real* HWY_RESTRICT dxy2, std::int64_t begin,
+HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, const AtomSpan<Real>& atoms, std::int64_t begin,
                                  std::int64_t end, std::int64_t k0) {
   const hn::ScalableTag<Real> d;
   const SimdMath<hn::ScalableTag<Real>> math{d};
@@ -217,9 +231,10 @@ HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, const Real
     z[u] = hn::Add(hn::Iota(d, 0), hn::Set(d, static_cast<Real>(k0 + u * lanes)));  // exact integers
     acc[u] = hn::Zero(d);
   }
-  const Real* HWY_RESTRICT z_index = s.z_index.data();
-  const Real* HWY_RESTRICT z_residual = s.z_residual.data();
-  const Real* HWY_RESTRICT coefficient = s.coefficient.data();
+  const Real* HWY_RESTRICT dxy2 = atoms.dxy2;
+  const Real* HWY_RESTRICT z_index = atoms.z_index;
+  const Real* HWY_RESTRICT z_residual = atoms.z_residual;
+  const Real* HWY_RESTRICT coefficient = atoms.coefficient;
   for (std::int64_t n = begin; n < end; ++n) {
     const auto atom_dxy2 = hn::Set(d, dxy2[n]);
     const auto atom_z_index = hn::Set(d, z_index[n]);
@@ -239,14 +254,75 @@ HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, const Real
   for (std::int64_t k = k0; k < last; ++k) s.sum[k] += static_cast<double>(s.lanes[k - k0]);
 }
 
+// Atoms per float32 partial sum (float64 needs no chunks: one pass over the atoms).
+template <class Real>
+std::int64_t chunk_of(std::int64_t atoms) {
+  return std::is_same_v<Real, float> ? kChunk : std::max<std::int64_t>(atoms, 1);
+}
+
 // Adds the gathered atoms [first, last) to NV vectors of points starting at k0.
 template <int NV, class Real, class Law>
 HWY_INLINE void sum_block(const Law& law, RowScratch<Real>& s, const Real* dxy2, std::int64_t first, std::int64_t last,
                           std::int64_t k0) {
-  // float64 needs no chunks: one pass over the atoms.
-  const std::int64_t chunk = std::is_same_v<Real, float> ? kChunk : std::max<std::int64_t>(last - first, 1);
+  const AtomSpan<Real> atoms{dxy2, s.z_index.data(), s.z_residual.data(), s.coefficient.data()};
+  const std::int64_t chunk = chunk_of<Real>(last - first);
   for (std::int64_t begin = first; begin < last; begin += chunk)
-    accumulate_block<NV>(law, s, dxy2, begin, std::min(last, begin + chunk), k0);
+    accumulate_block<NV>(law, s, atoms, begin, std::min(last, begin + chunk), k0);
+}
+
+// Cutoff sums: of the gathered atoms [first, last), keeps in s.block_* those within `reach2` of
+// some point k0..k_last of the row (dx^2 + dy^2 plus the squared distance along z to the
+// block), in order, and where each chunk of kChunk gathered atoms ends among them. A block's z
+// bins hold every atom within the cutoff of its points, but most of them only for some of its
+// rows' points: at 12 A and 16 points of 0.5 A, ~40% of a block's pairs lie beyond the cutoff
+// for every one of its points (a cylinder of the cutoff's radius and the block's length grown by
+// the cutoff and the bins, against the spheres). Those add exact zeros, so leaving them out
+// changes no bit, the chunks being the same gathered atoms as before.
+template <class Real>
+HWY_INLINE void select_block_atoms(RowScratch<Real>& s, const Real* dxy2, std::int64_t first, std::int64_t last,
+                                   std::int64_t k0, std::int64_t k_last, double reach2) {
+  const hn::ScalableTag<Real> d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const std::int64_t chunk = chunk_of<Real>(last - first);
+  const auto low = hn::Set(d, static_cast<Real>(k0)), high = hn::Set(d, static_cast<Real>(k_last));
+  const auto limit = hn::Set(d, static_cast<Real>(reach2));
+  const Real* HWY_RESTRICT z_index = s.z_index.data();
+  const Real* HWY_RESTRICT z_residual = s.z_residual.data();
+  const Real* HWY_RESTRICT coefficient = s.coefficient.data();
+  Real* HWY_RESTRICT out_z_index = s.block_z_index.data();
+  Real* HWY_RESTRICT out_z_residual = s.block_z_residual.data();
+  Real* HWY_RESTRICT out_coefficient = s.block_coefficient.data();
+  Real* HWY_RESTRICT out_dxy2 = s.block_dxy2.data();
+  s.block_chunk_end.clear();
+  std::int64_t kept = 0;
+  for (std::int64_t i = first; i < last; i += lanes) {  // chunk boundaries fall on whole vectors
+    if (i > first && (i - first) % chunk == 0) s.block_chunk_end.push_back(kept);
+    const auto zi = hn::LoadU(d, z_index + i), zr = hn::LoadU(d, z_residual + i);
+    // Distances along z to the block's ends, exact to one rounding (integers first), as the sums'
+    // dz; the arrays are padded by a vector, so the last load stays inside them.
+    const auto below = hn::Sub(hn::Sub(low, zi), zr), above = hn::Add(hn::Sub(zi, high), zr);
+    const auto gap = hn::Max(hn::Max(below, above), hn::Zero(d));
+    const auto keep = hn::And(hn::FirstN(d, static_cast<std::size_t>(std::min(lanes, last - i))),
+                              hn::Lt(hn::MulAdd(gap, gap, hn::LoadU(d, dxy2 + i)), limit));
+    hn::CompressStore(zi, keep, d, out_z_index + kept);
+    hn::CompressStore(zr, keep, d, out_z_residual + kept);
+    hn::CompressStore(hn::LoadU(d, coefficient + i), keep, d, out_coefficient + kept);
+    kept += static_cast<std::int64_t>(hn::CompressStore(hn::LoadU(d, dxy2 + i), keep, d, out_dxy2 + kept));
+  }
+  s.block_chunk_end.push_back(kept);
+}
+
+// Adds the atoms select_block_atoms kept to NV vectors of points starting at k0, chunk by
+// chunk of the gathered atoms (empty chunks add nothing).
+template <int NV, class Real, class Law>
+HWY_INLINE void sum_selected_block(const Law& law, RowScratch<Real>& s, std::int64_t k0) {
+  const AtomSpan<Real> atoms{s.block_dxy2.data(), s.block_z_index.data(), s.block_z_residual.data(),
+                             s.block_coefficient.data()};
+  std::int64_t begin = 0;
+  for (const std::int64_t end : s.block_chunk_end) {
+    if (end > begin) accumulate_block<NV>(law, s, atoms, begin, end, k0);
+    begin = end;
+  }
 }
 
 template <class Real, class Law>
@@ -305,24 +381,34 @@ void sum_rows(const CpuJob& job, const Law& law) {
   unit_start.push_back(rows.row_end);
   const auto units = static_cast<std::int64_t>(unit_start.size()) - 1;
   // Each thread's lists hold every atom (a row may gather all of them) with a dx^2 + dy^2 for
-  // each row of its bundle: checked before the threads allocate them.
-  check_memory(static_cast<std::uint64_t>(job.threads) * static_cast<std::uint64_t>(natoms + 1) *
-                   static_cast<std::uint64_t>(3 + bundle) * sizeof(Real),
+  // each row of its bundle, and for cutoff sums a block's selection of them (4 values an atom):
+  // checked before the threads allocate them.
+  const std::int64_t padding = static_cast<std::int64_t>(hn::MaxLanes(hn::ScalableTag<Real>()));  // whole-vector loads
+  check_memory(static_cast<std::uint64_t>(job.threads) * static_cast<std::uint64_t>(natoms + 1 + padding) *
+                   static_cast<std::uint64_t>(3 + bundle + (bins ? 4 : 0)) * sizeof(Real),
                "the CPU path's per-thread lists of atoms (" + std::to_string(job.threads) + " threads, " +
                    std::to_string(natoms) + " atoms)");
 
+  // A block leaves out atoms beyond this of all its points (lattice units^2): the cutoff, a
+  // little beyond so that float32 rounding never leaves out a term the law keeps (the sums'
+  // r^2 and this test round differently; both err by ~1e-7 relative).
+  const double block_reach2 = bins ? (bins->cutoff / h) * (bins->cutoff / h) * (1 + 1e-5) + 1e-4 : 0;
 #pragma omp parallel num_threads(job.threads)
   {
     RowScratch<Real> s;
     // One slot more than the atoms: the cutoff gather writes every candidate at the next free
     // slot and moves on only if it is within the cutoff.
     s.stride = natoms + 1;
-    s.dxy2.resize(static_cast<std::size_t>(bundle * s.stride));
-    s.z_index.resize(natoms + 1);
-    s.z_residual.resize(natoms + 1);
-    s.coefficient.resize(natoms + 1);
+    s.dxy2.resize(static_cast<std::size_t>(bundle * s.stride + padding));
+    s.z_index.resize(natoms + 1 + padding);
+    s.z_residual.resize(natoms + 1 + padding);
+    s.coefficient.resize(natoms + 1 + padding);
     s.sum.resize(nz);
-    if (bins) s.z_bin_start.resize(bins->dims[2] + 1);
+    if (bins) {
+      s.z_bin_start.resize(bins->dims[2] + 1);
+      for (auto* v : {&s.block_z_index, &s.block_z_residual, &s.block_coefficient, &s.block_dxy2})
+        v->resize(natoms + 1 + padding);  // CompressStore may write a whole vector
+    }
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t unit = 0; unit < units; ++unit) {
       if (progress.cancelled()) continue;  // a progress callback asked to stop
@@ -428,15 +514,20 @@ void sum_rows(const CpuJob& job, const Law& law) {
         for (std::int64_t k0 = 0; k0 < nz; k0 += block_vectors * lanes) {
           const std::int64_t vectors = std::min<std::int64_t>(block_vectors, (nz - k0 + lanes - 1) / lanes);
           std::int64_t first = 0, last = s.count;
-          if (bins) {  // the z bins within the cutoff of this block's points
+          if (bins) {  // the z bins within the cutoff of this block's points, then their atoms that reach it
             std::int64_t bz_lo, bz_hi;
+            const std::int64_t k_last = std::min(nz - 1, k0 + vectors * lanes - 1);
             const double z_first = static_cast<double>(k0) * h;
-            const double z_last = static_cast<double>(std::min(nz - 1, k0 + vectors * lanes - 1)) * h;
+            const double z_last = static_cast<double>(k_last) * h;
             bz_lo = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor((z_first - bins->cutoff - bins->lower.z) / bins->size)));
             bz_hi = std::min<std::int64_t>(bins->dims[2] - 1, static_cast<std::int64_t>(std::floor((z_last + bins->cutoff - bins->lower.z) / bins->size)));
             if (bz_lo > bz_hi) continue;
             first = s.z_bin_start[bz_lo];
             last = s.z_bin_start[bz_hi + 1];
+            select_block_atoms(s, dxy2, first, last, k0, k_last, block_reach2);
+            static_assert(kCutoffVectors == 1, "cutoff blocks are one vector");
+            sum_selected_block<1>(scaled, s, k0);
+            continue;
           }
           switch (vectors) {
             case 1: sum_block<1>(scaled, s, dxy2, first, last, k0); break;
