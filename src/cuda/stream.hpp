@@ -2,6 +2,8 @@
 // Owning handles for CUDA streams and events: created checked, destroyed on scope exit.
 #include <cuda_runtime.h>
 
+#include <utility>
+
 #include "cuda/check.hpp"
 
 namespace nbkit::cuda {
@@ -9,12 +11,26 @@ namespace nbkit::cuda {
 class Stream {
  public:
   Stream() { NBKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  ~Stream() { cudaStreamDestroy(stream_); }
+  // The current device's highest priority: its blocks are scheduled before those of
+  // default-priority streams queued on the same device (work that others wait for).
+  static Stream high_priority() {
+    int least = 0, greatest = 0;
+    NBKIT_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    return Stream(greatest);
+  }
+  ~Stream() {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
+  Stream& operator=(Stream&&) = delete;
   operator cudaStream_t() const { return stream_; }
 
  private:
+  explicit Stream(int priority) {
+    NBKIT_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
+  }
   cudaStream_t stream_ = nullptr;
 };
 

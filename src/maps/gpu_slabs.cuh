@@ -3,16 +3,19 @@
 // cutoff summation in cutoff_cuda.cu): one host thread per device (the slides' multi-GPU
 // design, seed 000 "Multi-GPU DCS"), each taking slabs of rows from a shared counter
 // (dynamic distribution), every slab computed into one of two device buffers so that the
-// copy of one slab to the host overlaps the next slab's kernels. A kernel computes a point
+// copy of one slab to the host overlaps the next slab's kernels (more buffers while a slab
+// term waits for its input: run_slabs). A kernel computes a point
 // the same way whichever slab or device holds it, so results never depend on the split.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -132,34 +135,77 @@ double run_slabs(SharedRows& shared, const Worker& worker, std::int64_t slab_row
   NBKIT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
   // Two slab buffers: the kernels of one slab are queued before the previous slab's result
   // is copied to the host (a copy to pageable memory holds the host thread until it is
-  // done), so the copy overlaps the next slab's computation.
+  // done), so the copy overlaps the next slab's computation. While a slab term is not ready
+  // (msm: its grids, summed on another host thread of the same GPU for 40-60 ms of a 1.5
+  // million atom map), more buffers are taken, up to a quarter of the free memory, and slabs
+  // queued on them, the term added to each once it is ready: the GPU keeps summing the short
+  // range meanwhile instead of holding one slab (which left msm at grids + short range).
   struct Slot {
     cuda::DeviceBuffer<double> out;
-    cuda::Event start, stop;
+    cuda::Event start, kernels_done, term_start, stop;
     std::int64_t first = 0, last = 0;
+    bool term_pending = false;  // queued before the term was ready: term and sink not yet queued
   };
-  Slot slots[2];
-  for (Slot& slot : slots) slot.out = cuda::DeviceBuffer<double>(static_cast<std::size_t>(slab_rows * nz));
+  const cuda::Stream compute, copy;  // declared before the slots, whose buffers are freed on `compute`
+  // The terms of slabs queued before the term was ready, each after its slab's kernels: on a
+  // stream of their own, of high priority, so that they and the slabs' copies need not wait for
+  // the slabs queued after them (all of a 1 GB map's short range, whose copy then followed it).
+  std::optional<cuda::Stream> late_terms;
+  const std::size_t slab_points = static_cast<std::size_t>(slab_rows * nz);
+  std::vector<std::unique_ptr<Slot>> slots;
+  auto new_slot = [&] {
+    slots.push_back(std::make_unique<Slot>());
+    slots.back()->out = cuda::DeviceBuffer<double>(slab_points, compute);
+    return slots.back().get();
+  };
+  // Deferral's limit: at most this many slots, each only while a quarter of the free memory
+  // holds another (the term's own work needs the rest).
+  constexpr std::size_t kMostSlots = 64;
+  auto can_defer = [&] {
+    if (!rows.slab_term || slots.size() >= kMostSlots || rows.slab_term->ready()) return false;
+    std::size_t free_bytes = 0, total_bytes = 0;
+    NBKIT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    return slab_points * sizeof(double) <= free_bytes / 4;
+  };
   // A slab for the host goes through page-locked staging in chunks: each chunk's copy runs at
   // the bus's rate (one to pageable memory ran at 8-12 GB/s, the driver staging it through one
   // core) while several cores move the previous chunk into the caller's array, and all of it
   // while the GPU computes the next slab. Two chunks of at most 32 MB; where page-locked
   // memory cannot be had, the copy goes to pageable memory directly.
   constexpr std::size_t kStagingChunk = std::size_t{1} << 22;
-  const std::size_t chunk = std::min<std::size_t>(kStagingChunk, static_cast<std::size_t>(slab_rows * nz));
+  const std::size_t chunk = std::min<std::size_t>(kStagingChunk, slab_points);
   std::unique_ptr<cuda::PinnedStaging> staging;
   if (!rows.device_sink) try {
       staging = std::make_unique<cuda::PinnedStaging>(2 * chunk);
     } catch (const Error&) {
       staging.reset();
     }
-  const cuda::Stream compute, copy;
   double kernel_seconds = 0;
+  // The term and the sink of a slab whose kernels are queued, then the event the copy waits for.
+  auto finish_queue = [&](Slot& slot) {
+    cudaStream_t stream = compute;
+    if (slot.term_pending) {
+      if (!late_terms) late_terms.emplace(cuda::Stream::high_priority());
+      stream = *late_terms;
+      NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, slot.kernels_done, 0));
+    }
+    slot.term_start.record(stream);
+    if (rows.slab_term) rows.slab_term->add(worker.device, slot.first, slot.last, slot.out.data(), stream);
+    if (rows.device_sink) rows.device_sink->consume(worker.device, slot.first, slot.last, slot.out.data(), stream);
+    slot.stop.record(stream);
+    // What the compute stream queues from now on (the slot's next slab, the buffers' frees)
+    // follows the term.
+    if (slot.term_pending) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(compute, slot.stop, 0));
+    slot.term_pending = false;
+  };
   auto copy_out = [&](Slot& slot) {
+    auto count_done = [&] {
+      kernel_seconds += slot.kernels_done.seconds_since(slot.start) + slot.stop.seconds_since(slot.term_start);
+      shared.finished(slot.last - slot.first);
+    };
     if (rows.device_sink) {  // consumed on the compute stream already: wait for it to pass
       slot.stop.synchronize();
-      kernel_seconds += slot.stop.seconds_since(slot.start);
-      shared.finished(slot.last - slot.first);
+      count_done();
       return;
     }
     NBKIT_CUDA_CHECK(cudaStreamWaitEvent(copy, slot.stop, 0));
@@ -181,25 +227,47 @@ double run_slabs(SharedRows& shared, const Worker& worker, std::int64_t slab_row
         parallel_copy(target + done, staging->data() + half * chunk, std::min(chunk, count - done));
       }
     }
-    kernel_seconds += slot.stop.seconds_since(slot.start);
-    shared.finished(slot.last - slot.first);
+    count_done();
   };
-  Slot* pending = nullptr;  // computed or queued, not yet copied
+  // Slabs whose kernels are queued, not yet copied, oldest first. A slot is reused only after
+  // its slab's copy (the oldest), so with two slots one slab's copy overlaps the next one's
+  // kernels, and with more (deferral) the GPU stays as many slabs ahead once the term is ready.
+  std::deque<Slot*> queued;
+  auto finish_pending = [&] {  // the terms of slabs queued before the term was ready, in order
+    for (Slot* slot : queued)
+      if (slot->term_pending) finish_queue(*slot);
+  };
   std::int64_t first = 0, last = 0;
-  for (int n = 0; shared.take(worker, slab_rows, step_rows, first, last); ++n) {
-    Slot& slot = slots[n % 2];  // free: its last slab was copied one iteration ago
-    slot.first = first;
-    slot.last = last;
-    slot.start.record(compute);
-    queue_slab(first, last, slot.out.data(), static_cast<cudaStream_t>(compute));
-    if (rows.slab_term) rows.slab_term->add(worker.device, first, last, slot.out.data(), static_cast<cudaStream_t>(compute));
-    if (rows.device_sink)
-      rows.device_sink->consume(worker.device, first, last, slot.out.data(), static_cast<cudaStream_t>(compute));
-    slot.stop.record(compute);
-    if (pending) copy_out(*pending);
-    pending = &slot;
+  while (shared.take(worker, slab_rows, step_rows, first, last)) {
+    Slot* slot = nullptr;
+    if (slots.size() < 2 || can_defer()) {
+      slot = new_slot();
+    } else {
+      finish_pending();  // waits for the term if it is not ready
+      slot = queued.front();
+      queued.pop_front();
+      copy_out(*slot);
+    }
+    slot->first = first;
+    slot->last = last;
+    slot->start.record(compute);
+    queue_slab(first, last, slot->out.data(), static_cast<cudaStream_t>(compute));
+    slot->kernels_done.record(compute);
+    if (rows.slab_term && !rows.slab_term->ready()) {
+      slot->term_pending = true;
+    } else {
+      finish_pending();
+      finish_queue(*slot);
+    }
+    queued.push_back(slot);
   }
-  if (pending) copy_out(*pending);
+  finish_pending();
+  for (Slot* slot : queued) copy_out(*slot);
+  // The buffers' stream-ordered frees done, so that the allocator's pool gives their memory
+  // back (at a synchronisation, its release threshold being 0) before the next request asks
+  // how much is free.
+  slots.clear();
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(compute));
   return kernel_seconds;
 }
 

@@ -71,11 +71,14 @@ class DeviceSlabSink {
 // interpolated from its finest grid: msm/interpolation_cuda.cu), so that a method whose parts are
 // all on the GPU copies its map once. add() runs on the host thread of `device`, with that device
 // current, and queues its work on `stream` (a cudaStream_t) after the kernels that wrote
-// `device_slab` (rows [first, last), nz values a row).
+// `device_slab` (rows [first, last), nz values a row). add() may wait until the term can be
+// computed (msm: for its grids); while ready() is false the slab loop queues further slabs on
+// more buffers and adds the term to them once it is (gpu_slabs.cuh: run_slabs).
 class DeviceSlabTerm {
  public:
   virtual ~DeviceSlabTerm() = default;
   virtual void add(int device, std::int64_t first, std::int64_t last, double* device_slab, void* stream) = 0;
+  virtual bool ready() const { return true; }
 };
 
 // Kept between the slabs of one streamed map (stream_map): work that depends on the atoms and the

@@ -5,9 +5,24 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#if NBKIT_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <numeric>
 #include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "maps/frame_combiner.hpp"
+#include "maps/kernels.hpp"
+#include "maps/laws.hpp"
 #include "maps/map_test_support.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/pqr.hpp"
@@ -198,6 +213,88 @@ TEST(CudaTrajectory, CutoffMapsCombinedOnTheDeviceAndMsmOnTheHost) {
     EXPECT_LT(test::relative_rms(gpu.values, cpu.values), 1e-9) << to_string(method);
   }
 }
+
+#if NBKIT_TEST_CUDA
+namespace {
+
+// A slab term (msm's interpolation is the real one) that overwrites each slab with each point's
+// index from a copy on the GPU, ready only after `ready_after` polls (never if negative), and
+// records the slabs it was given per host thread.
+class IndexTerm final : public maps::DeviceSlabTerm {
+ public:
+  IndexTerm(const Lattice& lattice, int ready_after) : nz_(lattice.dims[2]), ready_after_(ready_after) {
+    std::vector<double> index(static_cast<std::size_t>(lattice.size()));
+    std::iota(index.begin(), index.end(), 0.0);
+    if (cudaMalloc(&device_, index.size() * sizeof(double)) != cudaSuccess) throw Error("cudaMalloc");
+    cudaMemcpy(device_, index.data(), index.size() * sizeof(double), cudaMemcpyHostToDevice);
+  }
+  ~IndexTerm() override { cudaFree(device_); }
+  IndexTerm(const IndexTerm&) = delete;
+  IndexTerm& operator=(const IndexTerm&) = delete;
+  void add(int, std::int64_t first, std::int64_t last, double* slab, void* stream) override {
+    cudaMemcpyAsync(slab, device_ + first * nz_, static_cast<std::size_t>((last - first) * nz_) * sizeof(double),
+                    cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream));
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (slabs_.empty()) polls_before_first_add_ = polls_.load();
+    slabs_[std::this_thread::get_id()].emplace_back(first, last);
+  }
+  bool ready() const override { return ++polls_ > ready_after_ && ready_after_ >= 0; }
+  std::map<std::thread::id, std::vector<std::pair<std::int64_t, std::int64_t>>> slabs_;
+  int polls_before_first_add_ = -1;
+
+ private:
+  std::int64_t nz_;
+  int ready_after_;
+  double* device_ = nullptr;
+  mutable std::atomic<int> polls_{0};
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+// The slab loop (gpu_slabs.cuh) queues slabs on more buffers while a term is not ready (msm's
+// grids summed beside the short range), then adds it to each, oldest first, before the slab
+// leaves: every point must hold the term's value (it overwrites the sum: a term queued before
+// the slab's kernels, or a copy before the term, leaves the cutoff sum there), each slab must get
+// the term once, in order on each host thread. Slabs of 3 rows: 400 of them, more than the loop
+// defers (64 buffers), so "never ready" also takes the path that waits for the term.
+TEST(CudaSlabs, TermsQueuedBeforeTheyAreReadyReachEverySlabOnce) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const Atoms atoms = test::random_atoms(500, {0, 0, 0}, {20, 15, 10}, 41);
+  Lattice lattice;
+  lattice.dims = {40, 30, 20};
+  const test::ScopedEnvironment small_slabs("NBKIT_CUDA_SLAB_ROWS", "3");
+  const maps::CutoffMapLaw law = maps::CutoffLaw<Smoothing::cutcp>{8.0};
+  for (const int ready_after : {0, 10, -1})
+    for (const std::vector<int>& gpus : {std::vector<int>{0}, std::vector<int>{0, 0}}) {
+      const std::string what = "ready after " + std::to_string(ready_after) + " polls, " +
+                                std::to_string(gpus.size()) + " host thread(s)";
+      IndexTerm term(lattice, ready_after);
+      std::vector<double> out(static_cast<std::size_t>(lattice.size()), -1.0);
+      maps::RowRange rows;
+      rows.lattice = &lattice;
+      rows.row_end = lattice.dims[0] * lattice.dims[1];
+      rows.out = out.data();
+      rows.slab_term = &term;
+      maps::cutoff_cuda(atoms, std::nullopt, law, rows, false, gpus, nullptr);
+      for (std::size_t p = 0; p < out.size(); ++p) ASSERT_EQ(out[p], static_cast<double>(p)) << what << ", point " << p;
+      std::vector<std::pair<std::int64_t, std::int64_t>> all;
+      for (const auto& [thread, slabs] : term.slabs_) {
+        EXPECT_TRUE(std::is_sorted(slabs.begin(), slabs.end())) << what;
+        all.insert(all.end(), slabs.begin(), slabs.end());
+      }
+      std::sort(all.begin(), all.end());
+      ASSERT_FALSE(all.empty()) << what;
+      EXPECT_EQ(all.front().first, 0) << what;
+      EXPECT_EQ(all.back().second, rows.row_end) << what;
+      for (std::size_t n = 1; n < all.size(); ++n) ASSERT_EQ(all[n].first, all[n - 1].second) << what;
+      EXPECT_EQ(all.size(), 400u) << what;
+      // Deferred: the loop polled the term (once or twice a slab) before its first add.
+      if (ready_after != 0) EXPECT_GE(term.polls_before_first_add_, ready_after > 0 ? ready_after : 64) << what;
+    }
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Methods, CudaMaps, ::testing::Values(MapMethod::direct, MapMethod::mdh),
                          [](const auto& info) { return to_string(info.param); });

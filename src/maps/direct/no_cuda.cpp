@@ -63,6 +63,7 @@ GpuInterpolation::GpuInterpolation(std::shared_future<InterpolationPlan>) { thro
 void GpuInterpolation::wait() const {}
 GpuInterpolation::~GpuInterpolation() = default;
 void GpuInterpolation::add(int, std::int64_t, std::int64_t, double*, void*) {}
+bool GpuInterpolation::ready() const { return true; }
 double GpuInterpolation::kernel_seconds() const { return 0; }
 }  // namespace msm
 

@@ -171,7 +171,7 @@ Box with_axis(Box box, const Box& other, int axis) {
 
 template <class T>
 cuda::DeviceBuffer<T> upload(const std::vector<T>& values, cudaStream_t stream) {
-  cuda::DeviceBuffer<T> buffer(values.size());
+  cuda::DeviceBuffer<T> buffer(values.size(), stream);
   buffer.upload(values.data(), values.size(), stream);
   return buffer;
 }
@@ -193,21 +193,24 @@ std::vector<double> finest_potential_cuda(const PreparedAtoms& atoms, const Devi
   const Box& finest = box[0];
   const long long cells = box_points(finest);
   NBKIT_CUDA_CHECK(cudaSetDevice(plan.gpu));
-  const cuda::Stream stream;
+  // The short range's slabs queue on the same GPU meanwhile and wait for these grids to add the
+  // interpolation: the grids' blocks go first (high priority), and their buffers are
+  // stream-ordered, so that no free waits for the short range's queued kernels.
+  const cuda::Stream stream = cuda::Stream::high_priority();
 
   // Anterpolation.
   auto start = Clock::now();
   std::vector<cuda::DeviceBuffer<double>> charge, potential;
   for (const Box& b : box) {
-    charge.emplace_back(static_cast<std::size_t>(box_points(b)));
-    potential.emplace_back(static_cast<std::size_t>(box_points(b)));
+    charge.emplace_back(static_cast<std::size_t>(box_points(b)), stream);
+    potential.emplace_back(static_cast<std::size_t>(box_points(b)), stream);
     NBKIT_CUDA_CHECK(cudaMemsetAsync(potential.back().data(), 0, sizeof(double) * box_points(b), stream));
   }
   {
     const cuda::DeviceBuffer<double> x = upload(atoms.x, stream), y = upload(atoms.y, stream), z = upload(atoms.z, stream),
                                      coefficient = upload(atoms.coefficient, stream);
-    cuda::DeviceBuffer<unsigned long long> key(n), sorted_key(n);
-    cuda::DeviceBuffer<int> index(n), order(n);
+    cuda::DeviceBuffer<unsigned long long> key(n, stream), sorted_key(n, stream);
+    cuda::DeviceBuffer<int> index(n, stream), order(n, stream);
     const int support = plan.interpolation == MsmInterpolation::quintic ? 3 : 2;
     atom_cells<<<blocks_for(n), kThreads, 0, stream>>>(n, x.data(), y.data(), z.data(), plan.spacing, support, finest,
                                                        key.data(), index.data());
@@ -217,15 +220,15 @@ std::vector<double> finest_potential_cuda(const PreparedAtoms& atoms, const Devi
     std::size_t scratch_bytes = 0;
     NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, scratch_bytes, key.data(), sorted_key.data(), index.data(),
                                                      order.data(), n, 0, end_bit, stream));
-    cuda::DeviceBuffer<unsigned char> scratch(std::max<std::size_t>(scratch_bytes, 1));
+    cuda::DeviceBuffer<unsigned char> scratch(std::max<std::size_t>(scratch_bytes, 1), stream);
     NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.data(), scratch_bytes, key.data(), sorted_key.data(),
                                                      index.data(), order.data(), n, 0, end_bit, stream));
-    cuda::DeviceBuffer<double> ux(n), uy(n), uz(n), q(n);
+    cuda::DeviceBuffer<double> ux(n, stream), uy(n, stream), uz(n, stream), q(n, stream);
     sorted_atoms<<<blocks_for(n), kThreads, 0, stream>>>(n, order.data(), x.data(), y.data(), z.data(),
                                                          coefficient.data(), plan.spacing, ux.data(), uy.data(),
                                                          uz.data(), q.data());
     NBKIT_CUDA_CHECK_LAUNCH();
-    cuda::DeviceBuffer<int> starts(static_cast<std::size_t>(cells + 1));
+    cuda::DeviceBuffer<int> starts(static_cast<std::size_t>(cells + 1), stream);
     cell_starts<<<blocks_for(cells + 1), kThreads, 0, stream>>>(sorted_key.data(), n, cells, starts.data());
     NBKIT_CUDA_CHECK_LAUNCH();
     const dim3 grid(blocks_for(finest.n[2]), static_cast<unsigned>(finest.n[1]), static_cast<unsigned>(finest.n[0]));
@@ -233,7 +236,7 @@ std::vector<double> finest_potential_cuda(const PreparedAtoms& atoms, const Devi
     kernel<<<grid, kThreads, 0, stream>>>(finest, starts.data(), ux.data(), uy.data(), uz.data(), q.data(),
                                           charge[0].data());
     NBKIT_CUDA_CHECK_LAUNCH();
-    NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // before the atoms' buffers go
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // the stage's time
   }
   st.anterpolation = seconds_since(start);
 
@@ -247,8 +250,8 @@ std::vector<double> finest_potential_cuda(const PreparedAtoms& atoms, const Devi
                         box_points(with_axis(with_axis(fine, coarse, 0), coarse, 1)),
                         box_points(with_axis(coarse, fine, 2)), box_points(with_axis(with_axis(coarse, fine, 2), fine, 1))});
   }
-  cuda::DeviceBuffer<double> first_temporary(static_cast<std::size_t>(largest)),
-      second_temporary(static_cast<std::size_t>(largest));
+  cuda::DeviceBuffer<double> first_temporary(static_cast<std::size_t>(largest), stream),
+      second_temporary(static_cast<std::size_t>(largest), stream);
   const cuda::DeviceBuffer<double> transfer = upload(plan.transfer, stream);
   const int half = plan.transfer_half_width;
   for (int l = 0; l + 1 < levels; ++l) {

@@ -6,6 +6,7 @@
 // points, then those weighted along z), float64.
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <future>
 #include <map>
 #include <memory>
@@ -58,6 +59,7 @@ __global__ void interpolate_slab(double* __restrict__ slab, long long first_row,
 struct GpuInterpolation::State {
   std::shared_future<InterpolationPlan> future;
   struct OnDevice {  // the plan's arrays on one device
+    std::unique_ptr<cuda::Stream> upload;  // the arrays' (stream-ordered) allocations and uploads
     cuda::DeviceBuffer<double> potential, weight[3];
     cuda::DeviceBuffer<long long> first[3];
   };
@@ -70,7 +72,10 @@ struct GpuInterpolation::State {
   std::vector<Timing> timings;
 
   // The device's copy, made on first use; uploaded and complete before any thread uses it.
-  const OnDevice& on(int device, cudaStream_t stream) {
+  // Allocated and uploaded on a stream of its own (freed there once every slab is done): the slab
+  // stream may hold many slabs queued while the grids were summed, and a copy from pageable
+  // memory queued behind them would hold this thread.
+  const OnDevice& on(int device) {
     const std::lock_guard<std::mutex> lock(mutex);
     const InterpolationPlan& plan = future.get();  // waits for the grids; rethrows their error
     if ((plan.width != 4 && plan.width != 6) || static_cast<std::int64_t>(plan.potential.size()) != plan.grid.size())
@@ -78,13 +83,15 @@ struct GpuInterpolation::State {
     auto [it, made] = devices.try_emplace(device);
     if (made) {
       OnDevice& d = it->second;
-      d.potential = cuda::DeviceBuffer<double>(plan.potential.size());
+      d.upload = std::make_unique<cuda::Stream>();
+      const cudaStream_t stream = *d.upload;
+      d.potential = cuda::DeviceBuffer<double>(plan.potential.size(), stream);
       d.potential.upload(plan.potential.data(), plan.potential.size(), stream);
       for (int ax = 0; ax < 3; ++ax) {
         static_assert(sizeof(long long) == sizeof(std::int64_t));
-        d.first[ax] = cuda::DeviceBuffer<long long>(plan.first[ax].size());
+        d.first[ax] = cuda::DeviceBuffer<long long>(plan.first[ax].size(), stream);
         d.first[ax].upload(reinterpret_cast<const long long*>(plan.first[ax].data()), plan.first[ax].size(), stream);
-        d.weight[ax] = cuda::DeviceBuffer<double>(plan.weights[ax].size());
+        d.weight[ax] = cuda::DeviceBuffer<double>(plan.weights[ax].size(), stream);
         d.weight[ax].upload(plan.weights[ax].data(), plan.weights[ax].size(), stream);
       }
       NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -101,7 +108,7 @@ GpuInterpolation::~GpuInterpolation() = default;
 
 void GpuInterpolation::add(int device, std::int64_t first, std::int64_t last, double* device_slab, void* stream_handle) {
   const auto stream = static_cast<cudaStream_t>(stream_handle);
-  const State::OnDevice& d = state_->on(device, stream);
+  const State::OnDevice& d = state_->on(device);
   const InterpolationPlan& plan = state_->future.get();
   State::Timing timing{device, std::make_unique<cuda::Event>(), std::make_unique<cuda::Event>()};
   timing.start->record(stream);
@@ -121,6 +128,10 @@ void GpuInterpolation::add(int device, std::int64_t first, std::int64_t last, do
 }
 
 void GpuInterpolation::wait() const { state_->future.get(); }
+
+bool GpuInterpolation::ready() const {
+  return state_->future.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
 
 double GpuInterpolation::kernel_seconds() const {
   double seconds = 0;

@@ -192,6 +192,7 @@ class GpuInterpolation final : public DeviceSlabTerm {
   GpuInterpolation(const GpuInterpolation&) = delete;
   GpuInterpolation& operator=(const GpuInterpolation&) = delete;
   void add(int device, std::int64_t first, std::int64_t last, double* device_slab, void* stream) override;
+  bool ready() const override;  // the grids are done (or failed: add rethrows)
   // The kernels' seconds (CUDA events), summed over slabs; call once the slabs are done.
   double kernel_seconds() const;
   // Waits for the plan (for a request whose slabs never asked for it) and rethrows its error.
