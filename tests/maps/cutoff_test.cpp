@@ -1,6 +1,7 @@
 // Cutoff summation (atoms in bins, linear time) against the float64 reference of the same
 // truncated and smoothed sum (every atom at every point; the law is zero beyond the cutoff).
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 
 #include "maps/laws.hpp"
 #include "maps/map_test_support.hpp"
+#include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/io/pqr.hpp"
 #include "nbkit/maps.hpp"
@@ -243,6 +245,49 @@ TEST(CutoffSumCpu, BlocksKeepAtomsJustInsideTheCutoff) {
     for (std::size_t p = 0; p < cpu.size(); ++p) worst = std::max(worst, std::abs(cpu[p] - reference[p]));
     EXPECT_LT(worst, 0.01) << to_string(precision) << ": a term of ~47 kT/e left out or added";  // float32: ~1e-4
   }
+}
+
+// The CPU path differs by SIMD target (a block of 16 points is one vector with AVX-512, two with
+// AVX2, four with SSE4; AVX-512 compresses a block's atoms with its instruction, the others through
+// a table of lane indices): every target this build has and this CPU runs, against the float64
+// reference, on atoms just inside the cutoff at the ends of blocks and rows (as above) and random
+// atoms on a lattice whose rows end in partial blocks. Bounds as in the tests above.
+TEST(CutoffSumCpu, EverySimdTargetMatchesTheReference) {
+  Lattice edges;
+  edges.spacing = 0.5;
+  edges.dims = {3, 3, 50};
+  const double cutoff = 6.0, r = cutoff * (1 - 1e-4);
+  Atoms inside;
+  for (const int k : {0, 3, 4, 7, 8, 15, 16, 31, 32, 47, 49})
+    for (const Vec3 direction : {Vec3{0, 0, 1}, Vec3{0, 0, -1}, Vec3{1, 0, 0}, Vec3{0.6, 0, 0.8}, Vec3{0, 0.6, -0.8}})
+      inside.push_back(edges.point(1, 1, k) + r * direction, 0.5, 1.5);
+  const auto edges_reference = test::run(inside, edges, cutoff_options(Smoothing::none, cutoff, Backend::reference));
+  Lattice lattice;
+  lattice.origin = {-2.2, -1.9, -3.1};
+  lattice.spacing = 0.61;
+  lattice.dims = {9, 7, 53};
+  const Atoms atoms = test::random_atoms(900, {-8, -8, -10}, {12, 10, 35}, 808);
+  const auto reference = test::run(atoms, lattice, cutoff_options(Smoothing::cutcp, 7.5, Backend::reference));
+  const auto magnitude = unsmoothed_magnitude(atoms, lattice, 7.5);
+  const std::vector<bool> none_masked(reference.size(), false);
+  const std::vector<std::int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  for (const std::int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    const std::string name = hwy::TargetName(target);
+    EXPECT_EQ(simd_target(), name);
+    for (const Precision precision : {Precision::single, Precision::double_}) {
+      const auto near = test::run(inside, edges, cutoff_options(Smoothing::none, cutoff, Backend::cpu, precision, 0, 2));
+      double worst = 0;
+      for (std::size_t p = 0; p < near.size(); ++p) worst = std::max(worst, std::abs(near[p] - edges_reference[p]));
+      EXPECT_LT(worst, 0.01) << name << ", " << to_string(precision) << ": a term of ~47 kT/e left out or added";
+      const auto map = test::run(atoms, lattice, cutoff_options(Smoothing::cutcp, 7.5, Backend::cpu, precision, 0, 2));
+      EXPECT_LT(masked_error(map, reference, magnitude, none_masked),
+                precision == Precision::single ? test::kSingleConditionedTolerance : test::kDoubleConditionedTolerance)
+          << name << ", " << to_string(precision);
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 // Each CPU thread holds lists of every atom with a dx^2 + dy^2 per row of its bundle: checked

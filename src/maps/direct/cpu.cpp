@@ -29,6 +29,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -160,11 +161,20 @@ constexpr int kMaxVectors = 8;
 #else
 constexpr int kMaxVectors = 4;
 #endif
-// Vectors of points per block in cutoff summation (see sum_rows): one. Measured on the
-// 2-core AVX-512 machine with bench_map_cutoff: anchor input 0.79 s with 1, 0.81 s with 2,
-// 0.85 s with 4 vectors; a 79 A water box 0.81, 0.87, 0.99 s. With each block's atoms selected
-// (select_block_atoms, session 27) 2 vectors were still slower: 0.63 -> 0.72 s and 0.60 -> 0.78 s.
-constexpr std::int64_t kCutoffVectors = 1;
+// Points per block in cutoff summation (see sum_rows): 16, as many vectors as that takes (one
+// with AVX-512, two with AVX2). Measured on the 2-core AVX-512 machine with bench_map_cutoff:
+// anchor input 0.79 s with 1, 0.81 s with 2, 0.85 s with 4 vectors of 16; a 79 A water box 0.81,
+// 0.87, 0.99 s. With each block's atoms selected (select_block_atoms, session 27) 2 vectors were
+// still slower: 0.63 -> 0.72 s and 0.60 -> 0.78 s. On a 2-core AMD EPYC with AVX2 (session 28,
+// two interleaved runs each): blocks of 8 points 0.79-0.85 s on the anchor input, 16 points
+// 0.66-0.84, 32 points 0.74-0.76; the 79 A box 0.83-0.89, 0.72-0.79, 0.84-0.86 s: a block's
+// selection and its atoms' loads are paid once for 16 points.
+constexpr std::int64_t kCutoffBlockPoints = 16;
+template <class Real>
+constexpr std::int64_t cutoff_vectors() {
+  constexpr auto lanes = static_cast<std::int64_t>(hn::MaxLanes(hn::ScalableTag<Real>()));
+  return std::clamp<std::int64_t>(kCutoffBlockPoints / lanes, 1, 4);
+}
 // Atoms per float32 partial sum before it is added to the float64 row sum.
 constexpr std::int64_t kChunk = 512;
 // Cutoff summation gathers atoms once for a bundle of this many consecutive rows along y (aligned
@@ -270,6 +280,61 @@ HWY_INLINE void sum_block(const Law& law, RowScratch<Real>& s, const Real* dxy2,
     accumulate_block<NV>(law, s, atoms, begin, std::min(last, begin + chunk), k0);
 }
 
+// Highway 1.0's CompressStore (Debian 12's libhwy 1.0.3) builds, on AVX2 and SSE4, its table of
+// lane indices (1 KB for 8 floats) on the stack at every call: a constexpr array that is not
+// static. On an AMD EPYC with AVX2 the copies (`rep movsq`) took 70% of a cutoff map's samples
+// and made select_block_atoms 3.3 times slower than the code before it. There the keep mask's
+// bits pick a row of a static table instead, one permute a vector; AVX-512 (a compress
+// instruction) and scalable vectors keep CompressStore.
+#if HWY_HAVE_SCALABLE || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4
+constexpr bool kNativeCompress = true;
+#else
+constexpr bool kNativeCompress = false;
+#endif
+
+// For each mask of N lanes, the indices of its set lanes in order, then zeros.
+template <class TI, std::size_t N>
+struct CompressIndices {
+  TI index[std::size_t{1} << N][N]{};
+  constexpr CompressIndices() {
+    for (std::size_t mask = 0; mask < (std::size_t{1} << N); ++mask)
+      for (std::size_t lane = 0, kept = 0; lane < N; ++lane)
+        if ((mask >> lane) & 1) index[mask][kept++] = static_cast<TI>(lane);
+  }
+};
+template <class TI, std::size_t N>
+inline constexpr CompressIndices<TI, N> kCompressIndices{};
+
+// The lanes of `keep` moved to the front of each vector given to store(), in order.
+template <class D>
+class KeptLanes {
+ public:
+  KeptLanes(D d, hn::Mask<D> keep) : d_(d), keep_(keep) {
+    if constexpr (kNativeCompress) {
+      count_ = hn::CountTrue(d, keep);
+    } else {
+      static_assert(hn::MaxLanes(D()) <= 8, "a mask's bits index the table by one byte");
+      std::uint8_t bits[8] = {};
+      hn::StoreMaskBits(d, keep, bits);
+      const hn::RebindToSigned<D> di;
+      indices_ = hn::IndicesFromVec(d, hn::LoadU(di, kCompressIndices<hn::TFromD<decltype(di)>, hn::MaxLanes(D())>.index[bits[0]]));
+      count_ = static_cast<std::size_t>(std::popcount(bits[0]));
+    }
+  }
+  std::size_t count() const { return count_; }
+  // Writes a whole vector at `out`: the arrays are padded by one.
+  void store(hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT out) const {
+    if constexpr (kNativeCompress) hn::CompressStore(v, keep_, d_, out);
+    else hn::StoreU(hn::TableLookupLanes(v, indices_), d_, out);
+  }
+
+ private:
+  D d_;
+  hn::Mask<D> keep_;
+  decltype(hn::IndicesFromVec(D(), hn::Zero(hn::RebindToSigned<D>()))) indices_{};
+  std::size_t count_ = 0;
+};
+
 // Cutoff sums: of the gathered atoms [first, last), keeps in s.block_* those within `reach2` of
 // some point k0..k_last of the row (dx^2 + dy^2 plus the squared distance along z to the
 // block), in order, and where each chunk of kChunk gathered atoms ends among them. A block's z
@@ -304,10 +369,12 @@ HWY_INLINE void select_block_atoms(RowScratch<Real>& s, const Real* dxy2, std::i
     const auto gap = hn::Max(hn::Max(below, above), hn::Zero(d));
     const auto keep = hn::And(hn::FirstN(d, static_cast<std::size_t>(std::min(lanes, last - i))),
                               hn::Lt(hn::MulAdd(gap, gap, hn::LoadU(d, dxy2 + i)), limit));
-    hn::CompressStore(zi, keep, d, out_z_index + kept);
-    hn::CompressStore(zr, keep, d, out_z_residual + kept);
-    hn::CompressStore(hn::LoadU(d, coefficient + i), keep, d, out_coefficient + kept);
-    kept += static_cast<std::int64_t>(hn::CompressStore(hn::LoadU(d, dxy2 + i), keep, d, out_dxy2 + kept));
+    const KeptLanes<decltype(d)> kept_lanes(d, keep);
+    kept_lanes.store(zi, out_z_index + kept);
+    kept_lanes.store(zr, out_z_residual + kept);
+    kept_lanes.store(hn::LoadU(d, coefficient + i), out_coefficient + kept);
+    kept_lanes.store(hn::LoadU(d, dxy2 + i), out_dxy2 + kept);
+    kept += static_cast<std::int64_t>(kept_lanes.count());
   }
   s.block_chunk_end.push_back(kept);
 }
@@ -510,7 +577,7 @@ void sum_rows(const CpuJob& job, const Law& law) {
         std::fill(s.sum.begin(), s.sum.end(), 0.0);
         // Cutoff summation takes shorter blocks: a block's atoms are those within the cutoff
         // of any of its points, so a shorter block wastes fewer evaluations beyond the cutoff.
-        const std::int64_t block_vectors = bins ? std::min<std::int64_t>(kMaxVectors, kCutoffVectors) : kMaxVectors;
+        const std::int64_t block_vectors = bins ? cutoff_vectors<Real>() : kMaxVectors;
         for (std::int64_t k0 = 0; k0 < nz; k0 += block_vectors * lanes) {
           const std::int64_t vectors = std::min<std::int64_t>(block_vectors, (nz - k0 + lanes - 1) / lanes);
           std::int64_t first = 0, last = s.count;
@@ -525,8 +592,13 @@ void sum_rows(const CpuJob& job, const Law& law) {
             first = s.z_bin_start[bz_lo];
             last = s.z_bin_start[bz_hi + 1];
             select_block_atoms(s, dxy2, first, last, k0, k_last, block_reach2);
-            static_assert(kCutoffVectors == 1, "cutoff blocks are one vector");
-            sum_selected_block<1>(scaled, s, k0);
+            switch (vectors) {
+              case 1: sum_selected_block<1>(scaled, s, k0); break;
+              case 2: sum_selected_block<2>(scaled, s, k0); break;
+              case 3: sum_selected_block<3>(scaled, s, k0); break;
+              case 4: sum_selected_block<4>(scaled, s, k0); break;
+              default: break;
+            }
             continue;
           }
           switch (vectors) {
