@@ -5,7 +5,10 @@
 //    (seed 000, "DCS CUDA"; atoms in constant memory in 4000-atom chunks, one launch per
 //    plane per chunk), written from the slides as baselines;
 //  - several GPUs against one, where the machine has them.
-//   bench_map_cuda [--json FILE] [--quick]
+//   bench_map_cuda [--json FILE] [--quick] [--only end-to-end[:LATTICE:ATOMS]]
+// --only end-to-end: the small direct maps alone (1,000 and 10,000 atoms on both lattices,
+// float32, median of 7 calls), kernels against the whole call (issue 24, item 4); with
+// :256x256x64:10000, that row alone (for a profiler).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <array>
 #include <vector>
 
 #include "cuda/check.hpp"
@@ -202,6 +206,33 @@ int main(int argc, char** argv) {
   if (gpus.empty()) {
     std::printf("bench_map_cuda: skipped: %s\n", why.c_str());
     return 0;
+  }
+  if (parsed->only.rfind("end-to-end", 0) == 0) {
+    const std::string one_case = parsed->only.size() > 10 ? parsed->only.substr(10) : "";  // ":256x256x64:10000"
+    std::printf("nbkit CUDA direct maps on %s, float32, median of 7 calls: kernels (CUDA events) against the\n"
+                "whole compute_map_rows call into a caller's pageable buffer\n",
+                gpus[0].name.c_str());
+    std::printf("%-12s %8s %11s %11s %10s %10s %7s\n", "lattice", "atoms", "kernel/s", "end-to-end", "kernel ms",
+                "call ms", "ratio");
+    for (const std::array<std::int64_t, 3> dims : {std::array<std::int64_t, 3>{256, 256, 64}, {512, 512, 128}})
+      for (const std::size_t n : {std::size_t{1000}, std::size_t{10000}}) {
+        const std::string name = std::to_string(dims[0]) + "x" + std::to_string(dims[1]) + "x" + std::to_string(dims[2]);
+        if (!one_case.empty() && one_case != ":" + name + ":" + std::to_string(n)) continue;
+        nbkit::Lattice lattice;
+        lattice.spacing = 0.5;
+        lattice.dims = dims;
+        const nbkit::Atoms atoms = nbkit::test::random_atoms(n, {0, 0, 0}, lattice.extent(), 17);
+        const Timing t = run_nbkit(atoms, lattice, {0}, 7, false);
+        const double evaluations = static_cast<double>(n) * static_cast<double>(lattice.size());
+        std::printf("%-12s %8zu %11.3e %11.3e %10.3f %10.3f %7.2f\n", name.c_str(), n,
+                    t.kernel_rate, t.wall_rate, 1e3 * evaluations / t.kernel_rate, 1e3 * evaluations / t.wall_rate,
+                    t.wall_rate / t.kernel_rate);
+      }
+    return 0;
+  }
+  if (!parsed->only.empty()) {
+    std::fprintf(stderr, "bench_map_cuda: --only takes end-to-end\n");
+    return 2;
   }
   int clock_khz = 0;
   cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);

@@ -24,6 +24,7 @@
 #include "core/parallel_copy.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/pinned_buffer.hpp"
+#include "cuda/scratch_buffer.hpp"
 #include "cuda/stream.hpp"
 #include "maps/kernels.hpp"
 #include "nbkit/core/backend.hpp"
@@ -141,12 +142,12 @@ double run_slabs(SharedRows& shared, const Worker& worker, std::int64_t slab_row
   // queued on them, the term added to each once it is ready: the GPU keeps summing the short
   // range meanwhile instead of holding one slab (which left msm at grids + short range).
   struct Slot {
-    cuda::DeviceBuffer<double> out;
+    cuda::ScratchBuffer out;  // kept between calls (cuda/scratch_buffer.hpp)
     cuda::Event start, kernels_done, term_start, stop;
     std::int64_t first = 0, last = 0;
     bool term_pending = false;  // queued before the term was ready: term and sink not yet queued
   };
-  const cuda::Stream compute, copy;  // declared before the slots, whose buffers are freed on `compute`
+  const cuda::Stream compute, copy;
   // The terms of slabs queued before the term was ready, each after its slab's kernels: on a
   // stream of their own, of high priority, so that they and the slabs' copies need not wait for
   // the slabs queued after them (all of a 1 GB map's short range, whose copy then followed it).
@@ -155,11 +156,13 @@ double run_slabs(SharedRows& shared, const Worker& worker, std::int64_t slab_row
   std::vector<std::unique_ptr<Slot>> slots;
   auto new_slot = [&] {
     slots.push_back(std::make_unique<Slot>());
-    slots.back()->out = cuda::DeviceBuffer<double>(slab_points, compute);
+    slots.back()->out = cuda::ScratchBuffer(slab_points);
     return slots.back().get();
   };
   // Deferral's limit: at most this many slots, each only while a quarter of the free memory
-  // holds another (the term's own work needs the rest).
+  // holds another (the term's own work needs the rest). A slot's buffer is allocated without
+  // waiting for the device (cudaMalloc does not; cudaFree, which would, runs at the end, or the
+  // buffer goes back to the cache of scratch buffers).
   constexpr std::size_t kMostSlots = 64;
   auto can_defer = [&] {
     if (!rows.slab_term || slots.size() >= kMostSlots || rows.slab_term->ready()) return false;
@@ -193,8 +196,7 @@ double run_slabs(SharedRows& shared, const Worker& worker, std::int64_t slab_row
     if (rows.slab_term) rows.slab_term->add(worker.device, slot.first, slot.last, slot.out.data(), stream);
     if (rows.device_sink) rows.device_sink->consume(worker.device, slot.first, slot.last, slot.out.data(), stream);
     slot.stop.record(stream);
-    // What the compute stream queues from now on (the slot's next slab, the buffers' frees)
-    // follows the term.
+    // What the compute stream queues from now on (the slot's next slab) follows the term.
     if (slot.term_pending) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(compute, slot.stop, 0));
     slot.term_pending = false;
   };
@@ -212,7 +214,7 @@ double run_slabs(SharedRows& shared, const Worker& worker, std::int64_t slab_row
     double* target = rows.out + (slot.first - rows.row_begin) * nz;
     const auto count = static_cast<std::size_t>((slot.last - slot.first) * nz);
     if (!staging) {
-      slot.out.download(target, count, copy);
+      NBKIT_CUDA_CHECK(cudaMemcpyAsync(target, slot.out.data(), count * sizeof(double), cudaMemcpyDeviceToHost, copy));
       NBKIT_CUDA_CHECK(cudaStreamSynchronize(copy));
     } else {
       auto fetch = [&](std::size_t from, int half) {  // chunk at `from` into one half of the staging
@@ -262,12 +264,7 @@ double run_slabs(SharedRows& shared, const Worker& worker, std::int64_t slab_row
     queued.push_back(slot);
   }
   finish_pending();
-  for (Slot* slot : queued) copy_out(*slot);
-  // The buffers' stream-ordered frees done, so that the allocator's pool gives their memory
-  // back (at a synchronisation, its release threshold being 0) before the next request asks
-  // how much is free.
-  slots.clear();
-  NBKIT_CUDA_CHECK(cudaStreamSynchronize(compute));
+  for (Slot* slot : queued) copy_out(*slot);  // every slot's work done: its buffer may be reused
   return kernel_seconds;
 }
 
@@ -275,6 +272,17 @@ double run_slabs(SharedRows& shared, const Worker& worker, std::int64_t slab_row
 // error, rethrown after all threads are joined.
 template <class Work>
 std::vector<double> on_each_device(const std::vector<int>& devices, SharedRows& shared, Work&& work) {
+  if (devices.size() == 1) {  // on the calling thread: a thread made per call, and its OpenMP team
+                              // for the slabs' copies, cost a small map ~0.1-0.5 ms
+    int previous = 0;
+    NBKIT_CUDA_CHECK(cudaGetDevice(&previous));
+    struct Restore {
+      int device;
+      ~Restore() { cudaSetDevice(device); }
+    } restore{previous};
+    NBKIT_CUDA_CHECK(cudaSetDevice(devices.front()));
+    return {work(Worker{devices.front(), 0})};
+  }
   std::vector<std::exception_ptr> errors(devices.size());
   std::vector<double> kernel_seconds(devices.size(), 0.0);
   std::vector<std::thread> workers;

@@ -38,6 +38,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/scratch_buffer.hpp"
 #include "cuda/stream.hpp"
 #include "maps/device_atoms.cuh"
 #include "maps/device_input.cuh"
@@ -222,7 +223,7 @@ void launch(const Plan& plan, int segments, const Quad<Real>* atoms, int natoms,
 template <class Real, class Law, int P, bool kFp32Pipe>
 void run_slab(const Plan& plan, const cuda::DeviceBuffer<Quad<Real>>& regular,
               const cuda::DeviceBuffer<Quad<Real>>& on_lattice, const Law& law, Real singular_r2, std::int64_t first,
-              std::int64_t last, const Lattice& lattice, double prefactor, cuda::DeviceBuffer<double>& partial,
+              std::int64_t last, const Lattice& lattice, double prefactor, cuda::ScratchBuffer& partial,
               double* out, cudaStream_t stream) {
   const int regular_atoms = static_cast<int>(regular.size() / 2);
   const long long points = static_cast<long long>(last - first) * lattice.dims[2];
@@ -291,7 +292,7 @@ double run_device(const gpu::Worker& worker, const gpu::Source<Quad<Real>>& regu
     throw Error("GPU " + std::to_string(device) + ": one lattice row needs " +
                 format_bytes(nz * sizeof(double) * (plan.segments + 2)) + " but only " + format_bytes(free_bytes) +
                 " are free");
-  cuda::DeviceBuffer<double> partial(plan.segments > 1 ? slab_points * plan.segments : 0);
+  cuda::ScratchBuffer partial(plan.segments > 1 ? slab_points * plan.segments : 0);  // kept between calls
   const Law lattice_law = in_lattice_units(law, lattice.spacing);
   const Real singular_r2 =
       static_cast<Real>(singular_distance * singular_distance / (lattice.spacing * lattice.spacing));
