@@ -283,7 +283,7 @@ HWY_INLINE void sum_block(const Law& law, RowScratch<Real>& s, const Real* dxy2,
 // Highway 1.0's CompressStore (Debian 12's libhwy 1.0.3) builds, on AVX2 and SSE4, its table of
 // lane indices (1 KB for 8 floats) on the stack at every call: a constexpr array that is not
 // static. On an AMD EPYC with AVX2 the copies (`rep movsq`) took 70% of a cutoff map's samples
-// and made select_block_atoms 3.3 times slower than the code before it. There the keep mask's
+// and made the maps 3.3 times slower than 685aaee's, before the selection. There the keep mask's
 // bits pick a row of a static table instead, one permute a vector; AVX-512 (a compress
 // instruction) and scalable vectors keep CompressStore.
 #if HWY_HAVE_SCALABLE || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4
@@ -317,7 +317,8 @@ class KeptLanes {
       std::uint8_t bits[8] = {};
       hn::StoreMaskBits(d, keep, bits);
       const hn::RebindToSigned<D> di;
-      indices_ = hn::IndicesFromVec(d, hn::LoadU(di, kCompressIndices<hn::TFromD<decltype(di)>, hn::MaxLanes(D())>.index[bits[0]]));
+      const auto& table = kCompressIndices<hn::TFromD<decltype(di)>, hn::MaxLanes(D())>;
+      indices_ = hn::IndicesFromVec(d, hn::LoadU(di, table.index[bits[0]]));
       count_ = static_cast<std::size_t>(std::popcount(bits[0]));
     }
   }
