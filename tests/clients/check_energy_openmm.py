@@ -258,7 +258,7 @@ def constrained_trajectories(nbkit, tmp, prmtop, inpcrd, steps=6):
     return failures
 
 
-def constrained_nve_drift(nbkit, tmp, prmtop, inpcrd, steps=600):
+def constrained_nve_drift(nbkit, tmp, prmtop, inpcrd, steps=400):
     """NVE of the solvated protein with constraints at 2 fs, as production runs it: the drift.
 
     h-bonds (SHAKE/RATTLE) and rigid water (SETTLE) at the default tolerance 1e-5, PME 5e-4 with a
@@ -267,11 +267,14 @@ def constrained_nve_drift(nbkit, tmp, prmtop, inpcrd, steps=600):
     users quote). The first 0.1 ps is left out: after minimisation half the kinetic energy goes
     into the potential within ~20 fs, and velocity Verlet's O(dt^2) offset between the reported
     energy and the one it conserves settles from ~0 at the minimum (no forces) to its thermal
-    value, a one-time step of ~60 kcal/mol here (then flat to +-3). Over 1.2 ps its estimate has a statistical error of ~0.1 kT/dof/ns (the total energy's
-    ~1 kcal/mol fluctuation on ~20,000 degrees of freedom); nbkit's measured drift here is
-    ~0.05, and 0.04 on the 30,683-atom benchmark over 8 ps (docs/performance.md). Bound 1: a
-    missing velocity constraint, a constraint force left out of the step or a tolerance 100 times
-    too loose drift by tens to hundreds.
+    value, a one-time step of ~60 kcal/mol here (then flat to +-3). Over 1.2 ps (600 steps) its
+    estimate had a statistical error of ~0.1 kT/dof/ns (the total energy's ~1 kcal/mol
+    fluctuation on ~20,000 degrees of freedom); the 0.7 ps fitted of 400 steps (CI time: the
+    run took 97 of this script's 175 s on a 2-core machine at 600) give ~0.2, as the slope's
+    error grows as the window^-1.5. nbkit's measured drift here is 0.05-0.15, and 0.04 on the
+    30,683-atom benchmark over 8 ps (docs/performance.md). Bound 1 (5 of those errors): a missing
+    velocity constraint, a constraint force left out of the step or a tolerance 100 times too
+    loose drift by tens to hundreds.
     """
     path = os.path.join(tmp, "drift.toml")
     with open(path, "w") as f:
