@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,7 +20,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <array>
 #include <vector>
 
 #include "cuda/check.hpp"

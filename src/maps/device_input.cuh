@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "cuda/check.hpp"
+#include "cuda/current_device.hpp"
 #include "cuda/device_buffer.hpp"
 #include "maps/device_atoms.cuh"
 #include "maps/kernels.hpp"
@@ -20,15 +21,7 @@
 
 namespace nbkit::maps::gpu {
 
-// The calling thread's current GPU again afterwards, whatever happens (the atoms are prepared
-// on the caller's thread; a Python caller's CuPy or PyTorch keeps its own current device).
-struct KeepCurrentDevice {
-  int previous = 0;
-  KeepCurrentDevice() { NBKIT_CUDA_CHECK(cudaGetDevice(&previous)); }
-  ~KeepCurrentDevice() { cudaSetDevice(previous); }
-  KeepCurrentDevice(const KeepCurrentDevice&) = delete;
-  KeepCurrentDevice& operator=(const KeepCurrentDevice&) = delete;
-};
+using cuda::KeepCurrentDevice;  // the atoms are prepared on the caller's thread
 
 // Atoms as float64 columns on one GPU: as read (charges and radii), or once prepared,
 // positions relative to the lattice's origin and the law's coefficient in `charge`.

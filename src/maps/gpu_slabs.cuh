@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cuda/check.hpp"
+#include "cuda/current_device.hpp"
 #include "core/parallel_copy.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/pinned_buffer.hpp"
@@ -274,12 +275,7 @@ template <class Work>
 std::vector<double> on_each_device(const std::vector<int>& devices, SharedRows& shared, Work&& work) {
   if (devices.size() == 1) {  // on the calling thread: a thread made per call, and its OpenMP team
                               // for the slabs' copies, cost a small map ~0.1-0.5 ms
-    int previous = 0;
-    NBKIT_CUDA_CHECK(cudaGetDevice(&previous));
-    struct Restore {
-      int device;
-      ~Restore() { cudaSetDevice(device); }
-    } restore{previous};
+    const cuda::KeepCurrentDevice keep;
     NBKIT_CUDA_CHECK(cudaSetDevice(devices.front()));
     return {work(Worker{devices.front(), 0})};
   }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cuda/check.hpp"
+#include "cuda/current_device.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/stream.hpp"
 #include "maps/density/density.hpp"
@@ -49,12 +50,7 @@ struct Device {
 
 void density_cuda(const BinnedAtoms& b, bool occupancy, const RowRange& rows, const std::vector<int>& devices,
                   CudaRunInfo* info) {
-  int previous = 0;
-  NBKIT_CUDA_CHECK(cudaGetDevice(&previous));
-  struct Restore {
-    int device;
-    ~Restore() { cudaSetDevice(device); }
-  } restore{previous};
+  const cuda::KeepCurrentDevice keep;
   const std::vector<GpuInfo> gpus = resolve_gpus(devices);
   const Lattice& lattice = *rows.lattice;
   const std::int64_t ny = lattice.dims[1], nz = lattice.dims[2], total = rows.row_end - rows.row_begin;
