@@ -96,10 +96,13 @@ HWY_INLINE void sum_cells(D d, const Lists<Real>& l, std::size_t first, std::siz
     }
     for (std::size_t t = 0; t < kI; ++t) {
       const V dx = hn::Sub(cx, xi[t]), dy = hn::Sub(cy, yi[t]), dz = hn::Sub(cz, zi[t]);
-      const V u = add_pull(d, cm, dx, dy, dz, eps2, ax[t], ay[t], az[t], phi[t]);  // the monopole
-      if constexpr (kQuadrupole)
-        HWY_NAMESPACE::gravity_quadrupole_terms(dx, dy, dz, u, sxx, sxy, sxz, syy, syz, szz, st, k, ax[t], ay[t],
-                                                az[t], phi[t]);
+      if constexpr (kQuadrupole) {
+        const V u = inverse_sqrt(d, hn::MulAdd(dx, dx, hn::MulAdd(dy, dy, hn::MulAdd(dz, dz, eps2))));
+        HWY_NAMESPACE::gravity_cell_terms(dx, dy, dz, u, cm, sxx, sxy, sxz, syy, syz, szz, st, k, ax[t], ay[t], az[t],
+                                          phi[t]);
+      } else {
+        add_pull(d, cm, dx, dy, dz, eps2, ax[t], ay[t], az[t], phi[t]);  // the monopole alone
+      }
     }
   }
 }
