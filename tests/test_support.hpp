@@ -1,5 +1,6 @@
 #pragma once
-// Helpers shared by the tests: inputs, random atoms, error norms, scratch directories.
+// Helpers shared by the tests: inputs, random atoms, error norms, scratch directories, GPU arrays.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -8,7 +9,12 @@
 #include <string>
 #include <vector>
 
+#if NBKIT_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "nbkit/core/atoms.hpp"
+#include "nbkit/core/error.hpp"
 #include "nbkit/io/pqr.hpp"
 
 namespace nbkit::test {
@@ -83,5 +89,30 @@ class ScratchDir {
  private:
   std::filesystem::path path_;
 };
+
+#if NBKIT_TEST_CUDA
+// Host values copied into a GPU's memory for one test, freed after it.
+template <class T>
+class OnGpu {
+ public:
+  explicit OnGpu(const std::vector<T>& values) : size_(values.size()) {
+    if (cudaMalloc(&data_, std::max<std::size_t>(1, size_) * sizeof(T)) != cudaSuccess) throw Error("cudaMalloc");
+    cudaMemcpy(data_, values.data(), size_ * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  ~OnGpu() { cudaFree(data_); }
+  OnGpu(const OnGpu&) = delete;
+  OnGpu& operator=(const OnGpu&) = delete;
+  T* data() const { return static_cast<T*>(data_); }
+  std::vector<T> to_host() const {
+    std::vector<T> out(size_);
+    cudaMemcpy(out.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost);
+    return out;
+  }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+#endif
 
 }  // namespace nbkit::test

@@ -25,7 +25,8 @@ class ForceEngine:
     method: "all-pairs" (exact to the arithmetic) or "tree" (Barnes-Hut: far cells through their
     multipoles, O(N log N)); for the tree, theta is the opening angle in [0, 1] (0.5: 99% of
     bodies within 4e-4 of all pairs on Plummer spheres) and multipole "quadrupole" or
-    "monopole". The tree runs on the "cpu" or "cuda" backend, on host arrays, one GPU.
+    "monopole". The tree runs on the "cpu" or "cuda" backend (one GPU), from host arrays or
+    from CuPy/PyTorch arrays on that GPU.
     """
 
     def __init__(self, *, softening: float = 0.01, backend: str = "auto", precision: str = "single",

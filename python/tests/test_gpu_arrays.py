@@ -35,11 +35,12 @@ def to_numpy(framework, a):
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_nbody_on_gpu_arrays_equals_numpy_inputs(framework, dtype):
+@pytest.mark.parametrize("method", ["all-pairs", "tree"])
+def test_nbody_on_gpu_arrays_equals_numpy_inputs(framework, dtype, method):
     rng = np.random.default_rng(2)
     n = 4099  # awkward: not a multiple of a block
     x, m = rng.normal(size=(n, 3)).astype(dtype), rng.uniform(0.5, 1.5, n).astype(dtype) / n
-    engine = nbkit.nbody.ForceEngine(backend="cuda", gpus=0)
+    engine = nbkit.nbody.ForceEngine(backend="cuda", gpus=0, method=method, theta=0.6)
     a_host, phi_host = engine.accelerations(x, m)
     a, phi = engine.accelerations(on_gpu(framework, x), on_gpu(framework, m))
     assert type(a).__module__.split(".")[0] == framework and a.shape == (n, 3)
@@ -53,11 +54,13 @@ def test_nbody_on_gpu_arrays_equals_numpy_inputs(framework, dtype):
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_nbody_gpu_arrays_refuse_nan(framework):
+@pytest.mark.parametrize("method", ["all-pairs", "tree"])
+def test_nbody_gpu_arrays_refuse_nan(framework, method):
     x = np.zeros((10, 3))
     x[3, 2] = np.nan
-    with pytest.raises(nbkit.Error, match="body 4"):
-        nbkit.nbody.ForceEngine(backend="cuda", gpus=0).accelerations(on_gpu(framework, x), on_gpu(framework, np.ones(10)))
+    with pytest.raises(nbkit.Error, match="body 4:"):
+        nbkit.nbody.ForceEngine(backend="cuda", gpus=0, method=method).accelerations(on_gpu(framework, x),
+                                                                                      on_gpu(framework, np.ones(10)))
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

@@ -184,10 +184,10 @@ void ForceEngine::compute_on_device(const DeviceBodies& bodies) {
   if (impl_->options.backend != Backend::cuda)
     throw Error("bodies in GPU memory need the cuda backend; this engine runs on the " +
                 to_string(impl_->options.backend));
-  if (impl_->gpu_tree) throw Error("bodies in GPU memory are summed by all pairs; the tree takes host arrays");
   if (bodies.n < 0 || (bodies.n > 0 && (!bodies.positions || !bodies.masses || !bodies.accelerations)))
     throw Error("device bodies: positions, masses and accelerations must point to device memory");
-  impl_->gpu->compute_on_device(bodies);
+  if (impl_->gpu_tree) impl_->gpu_tree->compute_on_device(bodies);
+  else impl_->gpu->compute_on_device(bodies);
 }
 
 Backend ForceEngine::backend() const { return impl_->options.backend; }

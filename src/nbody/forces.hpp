@@ -76,7 +76,10 @@ class GpuTree {
   GpuTree(const GpuTree&) = delete;
   GpuTree& operator=(const GpuTree&) = delete;
   void compute(const Bodies& bodies, Accelerations& out, bool with_potential);
-  double last_kernel_seconds() const;  // upload, build, walk and download (CUDA events)
+  // Bodies in the memory of this engine's GPU: no host staging, no copies over the bus; the
+  // same bits as compute() for the same values.
+  void compute_on_device(const DeviceBodies& bodies);
+  double last_kernel_seconds() const;  // upload (or the device bodies' unpacking), build, walk and download (CUDA events)
   TreeTimings last_timings() const;
   std::string description() const;
 

@@ -34,6 +34,7 @@
 #include "cuda/stream.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbody/device_bodies.cuh"
 #include "nbody/forces.hpp"
 #include "nbody/gravity.hpp"
 
@@ -174,47 +175,16 @@ __global__ void sum_splits(const double* __restrict__ partial, int splits, int i
   }
 }
 
-// Bodies in a GPU's memory (ForceEngine::compute_on_device): one input value, float32 or
-// float64, widened to float64 and then narrowed to Real as the host path does (so both give the
-// same bits for the same values).
-__device__ inline double load_value(const void* p, bool float64, long long index) {
-  return float64 ? static_cast<const double*>(p)[index] : static_cast<double>(static_cast<const float*>(p)[index]);
-}
-
-// The inputs packed into the kernel's records; the first body whose position is not finite or
-// whose mass is not positive and finite goes to *bad (atomicMin; INT_MAX: none).
+// The caller's bodies in GPU memory packed into the kernel's records; the first body whose
+// position is not finite or whose mass is not positive and finite goes to *bad (atomicMin;
+// INT_MAX: none).
 template <class Real>
-__global__ void pack_device_bodies(int n, const void* positions, bool positions_float64, long long row_stride,
-                                   long long column_stride, const void* masses, bool masses_float64,
-                                   long long mass_stride, Body<Real>* __restrict__ out, int* __restrict__ bad) {
+__global__ void pack_device_bodies(DeviceBodies b, Body<Real>* __restrict__ out, int* __restrict__ bad) {
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= n) return;
-  const long long row = static_cast<long long>(i) * row_stride;
-  const double x = load_value(positions, positions_float64, row);
-  const double y = load_value(positions, positions_float64, row + column_stride);
-  const double z = load_value(positions, positions_float64, row + 2 * column_stride);
-  const double m = load_value(masses, masses_float64, static_cast<long long>(i) * mass_stride);
-  if (!isfinite(x) || !isfinite(y) || !isfinite(z) || !(m > 0) || !isfinite(m)) atomicMin(bad, i);
+  if (i >= b.n) return;
+  double x, y, z, m;
+  if (!load_device_body(b, i, x, y, z, m)) atomicMin(bad, i);
   out[i] = {static_cast<Real>(x), static_cast<Real>(y), static_cast<Real>(z), static_cast<Real>(m)};
-}
-
-// The summed components (c * n + i) into the caller's (n, 3) accelerations and (n,) potentials;
-// the first body with a result that is not finite goes to *bad.
-__global__ void scatter_results(int n, const double* __restrict__ sums, double* __restrict__ accelerations,
-                                double* __restrict__ potentials, int* __restrict__ bad) {
-  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= n) return;
-  const double ax = sums[i], ay = sums[n + i], az = sums[2 * static_cast<std::size_t>(n) + i];
-  accelerations[3 * static_cast<std::size_t>(i)] = ax;
-  accelerations[3 * static_cast<std::size_t>(i) + 1] = ay;
-  accelerations[3 * static_cast<std::size_t>(i) + 2] = az;
-  bool finite = isfinite(ax) && isfinite(ay) && isfinite(az);
-  if (potentials) {
-    const double phi = sums[3 * static_cast<std::size_t>(n) + i];
-    potentials[i] = phi;
-    finite = finite && isfinite(phi);
-  }
-  if (!finite) atomicMin(bad, i);
 }
 
 // Resident blocks of the acceleration kernel on one SM (the potential kernel launches with
@@ -426,17 +396,15 @@ void GpuForces::compute_on_device(const DeviceBodies& b) {
   auto pack = [&](auto real_zero, auto& device_bodies) {
     using Real = decltype(real_zero);
     if (device_bodies.size() < static_cast<std::size_t>(n)) device_bodies = cuda::DeviceBuffer<Body<Real>>(n);
-    pack_device_bodies<Real><<<blocks, 256, 0, stream>>>(n, b.positions, b.positions_float64, b.position_strides[0],
-                                                         b.position_strides[1], b.masses, b.masses_float64,
-                                                         b.mass_stride, device_bodies.data(), device.flags.data());
+    pack_device_bodies<Real><<<blocks, 256, 0, stream>>>(b, device_bodies.data(), device.flags.data());
     NBKIT_CUDA_CHECK_LAUNCH();
   };
   if (s.double_precision) pack(double{}, device.bodies64);
   else pack(float{}, device.bodies32);
   const bool with_potential = b.potentials != nullptr;
   launch_gravity(s, device, n, with_potential, nullptr, false);
-  scatter_results<<<blocks, 256, 0, stream>>>(n, device.out.data(), b.accelerations, b.potentials,
-                                              device.flags.data() + 1);
+  scatter_results<false><<<blocks, 256, 0, stream>>>(n, nullptr, device.out.data(), b.accelerations, b.potentials,
+                                                     device.flags.data() + 1);
   NBKIT_CUDA_CHECK_LAUNCH();
   device.stop->record(stream);
   int flags[2];

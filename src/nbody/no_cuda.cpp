@@ -20,6 +20,7 @@ struct GpuTree::State {};
 GpuTree::GpuTree(const std::vector<int>&, double, const TreeOptions&, bool, int) { throw_no_cuda_build(); }
 GpuTree::~GpuTree() = default;
 void GpuTree::compute(const Bodies&, Accelerations&, bool) {}
+void GpuTree::compute_on_device(const DeviceBodies&) {}
 double GpuTree::last_kernel_seconds() const { return 0; }
 TreeTimings GpuTree::last_timings() const { return {}; }
 std::string GpuTree::description() const { return "no GPU"; }

@@ -14,6 +14,9 @@
 //            results are the same bits run after run. Each batch's cells and bodies are staged
 //            in shared memory and summed by every thread for its body: float32 within a batch,
 //            float64 across batches (float64 throughout for double precision).
+//   input    host arrays staged in page-locked memory and copied; or bodies already in this
+//            GPU's memory (compute_on_device: CuPy, PyTorch, a GPU integrator), read, checked and
+//            bounded on the device (device_bodies.cuh), the results written back there.
 // The stack's bound: its levels never decrease from bottom to top, and a level holds at most
 // one batch's children (8 x 128), so 22 levels need 22,528 entries.
 #include <cub/cub.cuh>
@@ -34,6 +37,7 @@
 #include "cuda/stream.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
+#include "nbody/device_bodies.cuh"
 #include "nbody/forces.hpp"
 #include "nbody/gravity.hpp"
 #include "nbody/tree.hpp"
@@ -495,7 +499,8 @@ struct GpuTree::State {
   cuda::DeviceBuffer<double> x, y, z, m, sx, sy, sz, sm, sorted_out, out;
   cuda::DeviceBuffer<unsigned long long> keys, sorted_keys;
   cuda::DeviceBuffer<unsigned> index, order;
-  cuda::DeviceBuffer<int> counts, offsets, bounds, stacks, overflow;
+  cuda::DeviceBuffer<int> counts, offsets, bounds, stacks, overflow, flags;  // flags: compute_on_device's checks
+  cuda::DeviceBuffer<double> bounds_out;  // compute_on_device's bounding box: lo x, y, z, hi x, y, z
   cuda::DeviceBuffer<int2> runs, groups;
   cuda::DeviceBuffer<unsigned char> scratch;
   CellArrays cells;
@@ -630,30 +635,18 @@ int build(GpuTree::State& s, int n, const double lo[3], double side) {
 
 }  // namespace
 
-void GpuTree::compute(const Bodies& bodies, Accelerations& out, bool with_potential) {
-  State& s = *state_;
-  const std::size_t count = bodies.size();
-  out.resize(count);
-  out.has_potential = with_potential;
-  if (count == 0) return;
-  if (count > static_cast<std::size_t>(INT_MAX / 4))
-    throw Error("the GPU tree takes at most " + std::to_string(INT_MAX / 4) + " bodies, got " + std::to_string(count));
-  const int n = static_cast<int>(count);
-  NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+namespace {
+
+// The bodies in s.x..s.m (n of them, within the box lo..hi) built into the tree and walked,
+// queued on s.stream after s.start: the sorted results in s.sorted_out (component-major, the
+// potential negated), the event s.built between build and walk.
+void build_and_walk(GpuTree::State& s, int n, const double lo[3], const double hi[3], bool with_potential) {
   const cudaStream_t stream = *s.stream;
-  // The bodies staged in page-locked memory on all cores, their bounding cube (tree_build.cpp's root) found on the way.
-  if (s.staged.size() < 4 * count) s.staged = cuda::PinnedBuffer<double>(4 * count);
-  double lo[3], hi[3];
-  stage_tree_bodies(bodies, s.staged.data(), lo, hi, s.threads);
   const double extent = std::max({hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]});
   const double side = extent > 0 ? extent : 1.0;
-  for (auto* b : {&s.x, &s.y, &s.z, &s.m}) ensure(*b, count);
-  s.start->record(stream);
-  s.x.upload(s.staged.data(), count, stream), s.y.upload(s.staged.data() + count, count, stream);
-  s.z.upload(s.staged.data() + 2 * count, count, stream), s.m.upload(s.staged.data() + 3 * count, count, stream);
   const int groups = build(s, n, lo, side);
   s.built->record(stream);
-  ensure(s.overflow, 1), ensure(s.sorted_out, 4 * count), ensure(s.out, 4 * count);
+  ensure(s.overflow, 1), ensure(s.sorted_out, 4 * static_cast<std::size_t>(n));
   NBKIT_CUDA_CHECK(cudaMemsetAsync(s.overflow.data(), 0, sizeof(int), stream));
   const CellArrays& c = s.cells;
   const TreeView view{c.begin.data(), c.end.data(), c.first_child.data(), c.children.data(), c.parent.data(),
@@ -679,6 +672,47 @@ void GpuTree::compute(const Bodies& bodies, Accelerations& out, bool with_potent
     else walk(q ? walk_groups<float, true, false> : walk_groups<float, false, false>, e);
   }
   NBKIT_CUDA_CHECK_LAUNCH();
+}
+
+// After the stream's last step: the walk's overflow flag read, the timings taken.
+void finish(GpuTree::State& s, int overflow) {
+  s.kernel_seconds = s.stop->seconds_since(*s.start);
+  s.timings = {s.built->seconds_since(*s.start), s.stop->seconds_since(*s.built)};
+  if (overflow) throw Error("internal error: the GPU tree walk's stack overflowed (please report)");
+}
+
+// The caller's bodies in GPU memory, widened to float64 into the tree's input arrays; the first
+// body whose position is not finite or whose mass is not positive and finite goes to *bad.
+__global__ void unpack_device_bodies(DeviceBodies b, double* __restrict__ x, double* __restrict__ y,
+                                     double* __restrict__ z, double* __restrict__ m, int* __restrict__ bad) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= b.n) return;
+  if (!load_device_body(b, i, x[i], y[i], z[i], m[i])) atomicMin(bad, i);
+}
+
+}  // namespace
+
+void GpuTree::compute(const Bodies& bodies, Accelerations& out, bool with_potential) {
+  State& s = *state_;
+  const std::size_t count = bodies.size();
+  out.resize(count);
+  out.has_potential = with_potential;
+  if (count == 0) return;
+  if (count > static_cast<std::size_t>(INT_MAX / 4))
+    throw Error("the GPU tree takes at most " + std::to_string(INT_MAX / 4) + " bodies, got " + std::to_string(count));
+  const int n = static_cast<int>(count);
+  NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+  const cudaStream_t stream = *s.stream;
+  // The bodies staged in page-locked memory on all cores, their bounding cube (tree_build.cpp's root) found on the way.
+  if (s.staged.size() < 4 * count) s.staged = cuda::PinnedBuffer<double>(4 * count);
+  double lo[3], hi[3];
+  stage_tree_bodies(bodies, s.staged.data(), lo, hi, s.threads);
+  for (auto* b : {&s.x, &s.y, &s.z, &s.m}) ensure(*b, count);
+  s.start->record(stream);
+  s.x.upload(s.staged.data(), count, stream), s.y.upload(s.staged.data() + count, count, stream);
+  s.z.upload(s.staged.data() + 2 * count, count, stream), s.m.upload(s.staged.data() + 3 * count, count, stream);
+  build_and_walk(s, n, lo, hi, with_potential);
+  ensure(s.out, 4 * count);
   const int components = with_potential ? 4 : 3;
   unsort<<<blocks_for(n), 256, 0, stream>>>(n, components, s.order.data(), s.sorted_out.data(), s.out.data());
   NBKIT_CUDA_CHECK_LAUNCH();
@@ -688,10 +722,64 @@ void GpuTree::compute(const Bodies& bodies, Accelerations& out, bool with_potent
   int overflow = 0;
   s.overflow.download(&overflow, 1, stream);
   NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  s.kernel_seconds = s.stop->seconds_since(*s.start);
-  s.timings = {s.built->seconds_since(*s.start), s.stop->seconds_since(*s.built)};
-  if (overflow) throw Error("internal error: the GPU tree walk's stack overflowed (please report)");
+  finish(s, overflow);
   unstage_tree_results(s.results.data(), count, with_potential, out, s.threads);
+}
+
+void GpuTree::compute_on_device(const DeviceBodies& b) {
+  State& s = *state_;
+  if (b.device != s.device)
+    throw Error("bodies in the memory of GPU " + std::to_string(b.device) + " run on that GPU: pick it with gpus=" +
+                std::to_string(b.device) + " (this engine has " + description() + ")");
+  if (b.n == 0) return;
+  if (b.n > INT_MAX / 4)
+    throw Error("the GPU tree takes at most " + std::to_string(INT_MAX / 4) + " bodies, got " + std::to_string(b.n));
+  const int n = static_cast<int>(b.n);
+  const auto count = static_cast<std::size_t>(n);
+  NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+  const cudaStream_t stream = *s.stream;
+  {  // after the producer's work on its stream
+    cuda::Event ready;
+    ready.record(static_cast<cudaStream_t>(b.stream));
+    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, ready, 0));
+  }
+  for (auto* buffer : {&s.x, &s.y, &s.z, &s.m}) ensure(*buffer, count);
+  ensure(s.flags, 2), ensure(s.bounds_out, 6);
+  s.start->record(stream);
+  const int none[2] = {INT_MAX, INT_MAX};
+  s.flags.upload(none, 2, stream);
+  unpack_device_bodies<<<blocks_for(n), 256, 0, stream>>>(b, s.x.data(), s.y.data(), s.z.data(), s.m.data(),
+                                                          s.flags.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  // The bounding cube as the host path finds it (min and max are exact: the same cube, the same tree).
+  const double* axes[3] = {s.x.data(), s.y.data(), s.z.data()};
+  for (int a = 0; a < 3; ++a) {
+    std::size_t bytes = 0;
+    NBKIT_CUDA_CHECK(cub::DeviceReduce::Min(nullptr, bytes, axes[a], s.bounds_out.data() + a, n, stream));
+    NBKIT_CUDA_CHECK(cub::DeviceReduce::Min(scratch_for(s, bytes), bytes, axes[a], s.bounds_out.data() + a, n, stream));
+    NBKIT_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, bytes, axes[a], s.bounds_out.data() + 3 + a, n, stream));
+    NBKIT_CUDA_CHECK(
+        cub::DeviceReduce::Max(scratch_for(s, bytes), bytes, axes[a], s.bounds_out.data() + 3 + a, n, stream));
+  }
+  double bounds[6];
+  int bad = INT_MAX;
+  s.bounds_out.download(bounds, 6, stream);
+  s.flags.download(&bad, 1, stream);
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (bad != INT_MAX)
+    throw Error("body " + std::to_string(bad + 1) + ": its position is not finite or its mass is not a positive finite number");
+  build_and_walk(s, n, bounds, bounds + 3, b.potentials != nullptr);
+  scatter_results<true><<<blocks_for(n), 256, 0, stream>>>(n, s.order.data(), s.sorted_out.data(), b.accelerations,
+                                                           b.potentials, s.flags.data() + 1);
+  NBKIT_CUDA_CHECK_LAUNCH();
+  s.stop->record(stream);
+  int overflow = 0;
+  s.overflow.download(&overflow, 1, stream);
+  NBKIT_CUDA_CHECK(cudaMemcpyAsync(&bad, s.flags.data() + 1, sizeof(int), cudaMemcpyDeviceToHost, stream));
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  finish(s, overflow);
+  if (bad != INT_MAX)
+    throw Error("the acceleration of body " + std::to_string(bad + 1) + " is not finite: the sums overflowed");
 }
 
 double GpuTree::last_kernel_seconds() const { return state_->kernel_seconds; }

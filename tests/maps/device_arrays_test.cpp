@@ -8,10 +8,6 @@
 // Skips without a GPU; without a CUDA build the calls must say so.
 #include <gtest/gtest.h>
 
-#if NBKIT_TEST_CUDA
-#include <cuda_runtime.h>
-#endif
-
 #include <limits>
 #include <random>
 #include <vector>
@@ -27,28 +23,7 @@ namespace nbkit {
 namespace {
 
 #if NBKIT_TEST_CUDA
-// Host values copied into a GPU's memory for one test, freed after it.
-template <class T>
-class OnGpu {
- public:
-  explicit OnGpu(const std::vector<T>& values) : size_(values.size()) {
-    if (cudaMalloc(&data_, std::max<std::size_t>(1, size_) * sizeof(T)) != cudaSuccess) throw Error("cudaMalloc");
-    cudaMemcpy(data_, values.data(), size_ * sizeof(T), cudaMemcpyHostToDevice);
-  }
-  ~OnGpu() { cudaFree(data_); }
-  OnGpu(const OnGpu&) = delete;
-  OnGpu& operator=(const OnGpu&) = delete;
-  T* data() const { return static_cast<T*>(data_); }
-  std::vector<T> to_host() const {
-    std::vector<T> out(size_);
-    cudaMemcpy(out.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost);
-    return out;
-  }
-
- private:
-  void* data_ = nullptr;
-  std::size_t size_ = 0;
-};
+using test::OnGpu;
 
 // Atoms as GPU arrays of T: positions interleaved (n, 3) with `row` elements a row (3, or more:
 // a strided view), charges and radii columns.

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "nbkit/core/error.hpp"
@@ -319,6 +321,100 @@ TEST_F(CudaTree, RunsASimulation) {
   EXPECT_LT(run.largest_energy_error(), 1e-4);
   EXPECT_NE(run.forces().description().find("tree"), std::string::npos);
 }
+
+#if NBKIT_TEST_CUDA
+// The bodies' positions as rows of `row` values (a strided view), x, y, z first.
+std::vector<double> strided(const Bodies& b, std::size_t row) {
+  std::vector<double> out(row * b.size(), -1.0);
+  for (std::size_t i = 0; i < b.size(); ++i) out[row * i] = b.x[i], out[row * i + 1] = b.y[i], out[row * i + 2] = b.z[i];
+  return out;
+}
+
+std::vector<double> every_other(const std::vector<double>& v) {
+  std::vector<double> out(2 * v.size(), -1.0);
+  for (std::size_t i = 0; i < v.size(); ++i) out[2 * i] = v[i];
+  return out;
+}
+
+template <class T>
+std::unique_ptr<test::OnGpu<T>> on_device(const std::vector<double>& values) {
+  return std::make_unique<test::OnGpu<T>>(std::vector<T>(values.begin(), values.end()));
+}
+
+// Bodies already in GPU memory (CuPy arrays, PyTorch tensors, a GPU integrator's buffers) take
+// no host staging and no copies: the device path reads them (float64 or float32, strided),
+// checks them, finds the bounding cube on the GPU and writes the results where the caller
+// asked. Min and max are exact, so the cube, the tree and every sum are the host path's: the
+// same bits for the same values, with or without potentials, in both precisions.
+TEST_F(CudaTree, BodiesInGpuMemoryGiveTheHostPathsBits) {
+  for (const Precision precision : {Precision::single, Precision::double_}) {
+    for (const bool float64_inputs : {true, false}) {
+      Bodies b = hernquist_bodies(10007, 21);
+      if (!float64_inputs)  // the values float32 inputs hold
+        for (auto* v : {&b.x, &b.y, &b.z, &b.mass})
+          for (double& value : *v) value = static_cast<double>(static_cast<float>(value));
+      ForceEngine engine(on_gpu(0.6, true, precision));
+      Accelerations host;
+      engine.compute(b, host, true);
+      // Positions as rows of 4 (a strided view), masses every other element.
+      const std::size_t n = b.size();
+      std::unique_ptr<test::OnGpu<double>> x64, m64;
+      std::unique_ptr<test::OnGpu<float>> x32, m32;
+      if (float64_inputs) x64 = on_device<double>(strided(b, 4)), m64 = on_device<double>(every_other(b.mass));
+      else x32 = on_device<float>(strided(b, 4)), m32 = on_device<float>(every_other(b.mass));
+      test::OnGpu<double> acc(std::vector<double>(3 * n, -7.0)), pot(std::vector<double>(n, -7.0));
+      DeviceBodies d;
+      d.device = 0, d.n = static_cast<std::int64_t>(n);
+      d.positions = float64_inputs ? static_cast<const void*>(x64->data()) : x32->data();
+      d.masses = float64_inputs ? static_cast<const void*>(m64->data()) : m32->data();
+      d.positions_float64 = d.masses_float64 = float64_inputs;
+      d.position_strides[0] = 4, d.position_strides[1] = 1, d.mass_stride = 2;
+      d.accelerations = acc.data(), d.potentials = pot.data();
+      engine.compute_on_device(d);
+      std::vector<double> a = acc.to_host(), phi = pot.to_host();
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < n; ++i)
+        differ += a[3 * i] != host.ax[i] || a[3 * i + 1] != host.ay[i] || a[3 * i + 2] != host.az[i] ||
+                  phi[i] != host.potential[i];
+      EXPECT_EQ(differ, 0u) << "double " << (precision == Precision::double_) << " float64 inputs " << float64_inputs;
+      EXPECT_GT(engine.last_kernel_seconds(), 0.0);
+      // Without potentials: the same accelerations, the potentials untouched.
+      test::OnGpu<double> acc2(std::vector<double>(3 * n, -7.0));
+      d.accelerations = acc2.data(), d.potentials = nullptr;
+      engine.compute_on_device(d);
+      EXPECT_EQ(acc2.to_host(), a);
+    }
+  }
+  // Bad inputs are named by body; one body and none.
+  ForceEngine engine(on_gpu(0.5, true));
+  std::vector<double> positions(3 * 100), masses(100, 0.01);
+  for (std::size_t i = 0; i < positions.size(); ++i) positions[i] = 0.001 * static_cast<double>(i % 97);
+  test::OnGpu<double> acc(std::vector<double>(300, 0.0));
+  const auto run = [&](const std::vector<double>& x, const std::vector<double>& m, std::int64_t n) {
+    test::OnGpu<double> gx(x), gm(m);
+    DeviceBodies d;
+    d.n = n, d.positions = gx.data(), d.masses = gm.data(), d.accelerations = acc.data();
+    engine.compute_on_device(d);
+  };
+  const auto expect_refusal = [&](const std::vector<double>& x, const std::vector<double>& m, const char* words) {
+    try {
+      run(x, m, 100);
+      ADD_FAILURE() << "accepted: " << words;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  std::vector<double> nan_x = positions;
+  nan_x[3 * 41 + 2] = std::nan("");
+  expect_refusal(nan_x, masses, "body 42:");
+  std::vector<double> zero_m = masses;
+  zero_m[7] = 0;
+  expect_refusal(positions, zero_m, "body 8:");
+  run(positions, masses, 1);
+  EXPECT_EQ(acc.to_host()[0], 0.0);
+  run(positions, masses, 0);
+}
+#endif
 
 }  // namespace
 }  // namespace nbkit::nbody
