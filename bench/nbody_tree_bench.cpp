@@ -1,5 +1,8 @@
 // Benchmark of the Barnes-Hut tree: bodies per second per force evaluation (tree build and walk
-// included, host-device copies too on the GPU; the build and walk timed apart) at several N, with the error percentiles of that
+// included, host-device copies too on the GPU; the build and walk timed apart) at several N; on
+// the GPU also from bodies already in its memory (ForceEngine::compute_on_device, as a GPU
+// integrator, CuPy or PyTorch hold them: no staging, no copies), with and without the potentials
+// (a step between diagnostics needs the accelerations alone); with the error percentiles of that
 // setting against float64 all pairs on a sample of bodies, and all pairs on the same backend in
 // the same run where it takes under a few seconds (the crossover). The peer is the figure
 // Ryoanji publishes (Bonsai-style Barnes-Hut with EXAFMM kernels: 62.2e6 bodies/s on one A100
@@ -17,6 +20,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#if NBKIT_BENCH_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
@@ -57,6 +64,48 @@ std::vector<double> sampled_errors(const Bodies& b, const Accelerations& a, doub
   }
   std::sort(errors.begin(), errors.end());
   return errors;
+}
+
+#if NBKIT_BENCH_CUDA
+constexpr bool kCudaBuild = true;
+
+// The bodies in GPU 0's memory as float64 (positions (n, 3), masses (n,)) with room for the
+// results: a GPU run's state between steps.
+class BodiesOnGpu {
+ public:
+  explicit BodiesOnGpu(const Bodies& b) : n_(b.size()) {
+    std::vector<double> positions(3 * n_);
+    for (std::size_t i = 0; i < n_; ++i) positions[3 * i] = b.x[i], positions[3 * i + 1] = b.y[i], positions[3 * i + 2] = b.z[i];
+    for (auto [p, count] : {std::pair{&positions_, 3 * n_}, {&masses_, n_}, {&accelerations_, 3 * n_}, {&potentials_, n_}})
+      if (cudaMalloc(p, count * sizeof(double)) != cudaSuccess) throw nbkit::Error("cudaMalloc failed");
+    cudaMemcpy(positions_, positions.data(), 3 * n_ * sizeof(double), cudaMemcpyHostToDevice);
+    cudaMemcpy(masses_, b.mass.data(), n_ * sizeof(double), cudaMemcpyHostToDevice);
+  }
+  ~BodiesOnGpu() {
+    for (double* p : {positions_, masses_, accelerations_, potentials_}) cudaFree(p);
+  }
+  BodiesOnGpu(const BodiesOnGpu&) = delete;
+  BodiesOnGpu& operator=(const BodiesOnGpu&) = delete;
+  nbkit::nbody::DeviceBodies view(bool with_potential) const {
+    nbkit::nbody::DeviceBodies d;
+    d.n = static_cast<std::int64_t>(n_), d.positions = positions_, d.masses = masses_;
+    d.accelerations = accelerations_, d.potentials = with_potential ? potentials_ : nullptr;
+    return d;
+  }
+
+ private:
+  std::size_t n_;
+  double *positions_ = nullptr, *masses_ = nullptr, *accelerations_ = nullptr, *potentials_ = nullptr;
+};
+#else
+constexpr bool kCudaBuild = false;
+#endif
+
+double median_of_3(const std::function<void()>& f) {
+  std::vector<double> times;
+  for (int r = 0; r < 3; ++r) times.push_back(seconds_of(f));
+  std::sort(times.begin(), times.end());
+  return times[1];
 }
 
 double percentile(const std::vector<double>& sorted, double q) {
@@ -115,8 +164,14 @@ int main(int argc, char** argv) {
              "one force evaluation (median of 3 after one untimed), tree build, walk and copies included;\n"
              "errors against float64 all pairs on up to 2000 sampled bodies\n",
              tree_engine.description());
-  fmt::print("{:>5} {:>10} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8}\n", "theta", "N", "tree s", "bodies/s", "build s",
-             "walk s", "err 50%", "err 99%", "err 99.9%", "all pairs s", "speedup");
+  const bool on_gpu = kCudaBuild && tree.backend == nbkit::Backend::cuda;
+  if (on_gpu)
+    fmt::print("\"on GPU\": bodies already in GPU memory (no staging, no copies), with potentials; \"step\": the same "
+               "without potentials, a step's evaluation\n");
+  fmt::print("{:>5} {:>10} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11} {:>8}", "theta", "N", "tree s",
+             "bodies/s", "build s", "walk s", "err 50%", "err 99%", "err 99.9%", "err max", "all pairs s", "speedup");
+  if (on_gpu) fmt::print(" {:>9} {:>10} {:>9} {:>10}", "on GPU s", "bodies/s", "step s", "bodies/s");
+  fmt::print("\n");
   nlohmann::json results = nlohmann::json::array();
   for (const std::size_t n : sizes) {
     const Bodies b = nbkit::nbody::plummer(n, 7);
@@ -144,14 +199,29 @@ int main(int argc, char** argv) {
       pairs_engine.compute(b, p, true);
       pair_seconds = seconds_of([&] { pairs_engine.compute(b, p, true); });
     }
-    fmt::print("{:>5} {:>10} {:>9.4f} {:>10.3g} {:>9.4f} {:>9.4f} {:>9.2e} {:>9.2e} {:>9.2e} {:>11} {:>8}\n", theta, n, t,
-               static_cast<double>(n) / t, build, walk, percentile(errors, 0.5), percentile(errors, 0.99),
-               percentile(errors, 0.999), pair_seconds > 0 ? fmt::format("{:.4f}", pair_seconds) : "-",
+    fmt::print("{:>5} {:>10} {:>9.4f} {:>10.3g} {:>9.4f} {:>9.4f} {:>9.2e} {:>9.2e} {:>9.2e} {:>9.2e} {:>11} {:>8}", theta,
+               n, t, static_cast<double>(n) / t, build, walk, percentile(errors, 0.5), percentile(errors, 0.99),
+               percentile(errors, 0.999), errors.back(), pair_seconds > 0 ? fmt::format("{:.4f}", pair_seconds) : "-",
                pair_seconds > 0 ? fmt::format("{:.1f}x", pair_seconds / t) : "-");
-    results.push_back({{"n", n}, {"theta", theta}, {"tree_seconds", t}, {"bodies_per_second", static_cast<double>(n) / t},
-                       {"build_seconds", build}, {"walk_seconds", walk}, {"error_p50", percentile(errors, 0.5)},
-                       {"error_p99", percentile(errors, 0.99)}, {"error_p999", percentile(errors, 0.999)},
-                       {"error_max", errors.back()}, {"samples", errors.size()}, {"all_pairs_seconds", pair_seconds}});
+    nlohmann::json row = {{"n", n}, {"theta", theta}, {"tree_seconds", t}, {"bodies_per_second", static_cast<double>(n) / t},
+                          {"build_seconds", build}, {"walk_seconds", walk}, {"error_p50", percentile(errors, 0.5)},
+                          {"error_p99", percentile(errors, 0.99)}, {"error_p999", percentile(errors, 0.999)},
+                          {"error_max", errors.back()}, {"samples", errors.size()}, {"all_pairs_seconds", pair_seconds}};
+#if NBKIT_BENCH_CUDA
+    if (on_gpu) {
+      const BodiesOnGpu resident(b);
+      tree_engine.compute_on_device(resident.view(true));  // untimed
+      const double with = median_of_3([&] { tree_engine.compute_on_device(resident.view(true)); });
+      const double step = median_of_3([&] { tree_engine.compute_on_device(resident.view(false)); });
+      fmt::print(" {:>9.4f} {:>10.3g} {:>9.4f} {:>10.3g}", with, static_cast<double>(n) / with, step,
+                 static_cast<double>(n) / step);
+      row["on_gpu_seconds"] = with, row["on_gpu_bodies_per_second"] = static_cast<double>(n) / with;
+      row["step_seconds"] = step, row["step_bodies_per_second"] = static_cast<double>(n) / step;
+    }
+#endif
+    fmt::print("\n");
+    std::fflush(stdout);
+    results.push_back(row);
     }
   }
   if (tree.backend == nbkit::Backend::cuda)
