@@ -4,9 +4,19 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include "cuda/check.hpp"
+#include "cuda/stream.hpp"
 #include "nbkit/nbody.hpp"
 
 namespace nbkit::nbody {
+
+// `stream` waits for the work the caller queued on its own stream (DeviceBodies::stream) before
+// reading the bodies.
+inline void wait_for_producer(const DeviceBodies& b, cudaStream_t stream) {
+  cuda::Event ready;
+  ready.record(static_cast<cudaStream_t>(b.stream));
+  NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, ready, 0));
+}
 
 // One input value, float32 or float64, widened to float64 (narrowed later as the host path
 // narrows its own float64 values, so both paths give the same bits for the same values).

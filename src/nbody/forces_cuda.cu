@@ -383,11 +383,7 @@ void GpuForces::compute_on_device(const DeviceBodies& b) {
   State::Device& device = *s.devices.front();
   NBKIT_CUDA_CHECK(cudaSetDevice(device.index));
   const cudaStream_t stream = *device.stream;
-  {  // after the producer's work on its stream
-    cuda::Event ready;
-    ready.record(static_cast<cudaStream_t>(b.stream));
-    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, ready, 0));
-  }
+  wait_for_producer(b, stream);
   device.i_begin = 0, device.i_count = n;
   if (device.flags.size() < 2) device.flags = cuda::DeviceBuffer<int>(2);
   const int none[2] = {INT_MAX, INT_MAX};

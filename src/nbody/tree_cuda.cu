@@ -738,11 +738,7 @@ void GpuTree::compute_on_device(const DeviceBodies& b) {
   const auto count = static_cast<std::size_t>(n);
   NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
   const cudaStream_t stream = *s.stream;
-  {  // after the producer's work on its stream
-    cuda::Event ready;
-    ready.record(static_cast<cudaStream_t>(b.stream));
-    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, ready, 0));
-  }
+  wait_for_producer(b, stream);
   for (auto* buffer : {&s.x, &s.y, &s.z, &s.m}) ensure(*buffer, count);
   ensure(s.flags, 2), ensure(s.bounds_out, 6);
   s.start->record(stream);
