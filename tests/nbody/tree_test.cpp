@@ -378,7 +378,7 @@ TEST_F(CudaTree, BodiesInGpuMemoryGiveTheHostPathsBits) {
                   phi[i] != host.potential[i];
       EXPECT_EQ(differ, 0u) << "double " << (precision == Precision::double_) << " float64 inputs " << float64_inputs;
       EXPECT_GT(engine.last_kernel_seconds(), 0.0);
-      // Without potentials: the same accelerations, the potentials untouched.
+      // Without potentials: the same accelerations.
       test::OnGpu<double> acc2(std::vector<double>(3 * n, -7.0));
       d.accelerations = acc2.data(), d.potentials = nullptr;
       engine.compute_on_device(d);
