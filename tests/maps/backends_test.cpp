@@ -120,7 +120,8 @@ TEST_P(FastPath, RowsPastTwoTo32PointsUseSixtyFourBitIndices) {
 // The CPU path's own property: the thread count never changes the bits.
 TEST(CpuPath, SameBitsForOneTwoAndThreeThreads) {
   const Atoms atoms = io::read_pqr(test::data_file("1a63.pqr"));
-  const Lattice lattice = lattice_around(atoms, 1.3, 3.0);
+  // 2 A: hundreds of rows for three threads to split (1.3 A took 28 s of CI's sanitized run).
+  const Lattice lattice = lattice_around(atoms, 2.0, 3.0);
   for (MapMethod method : {MapMethod::direct, MapMethod::mdh})
     for (Precision precision : {Precision::single, Precision::double_}) {
       const auto one = run(atoms, lattice, with(method, Backend::cpu, precision, 1));
