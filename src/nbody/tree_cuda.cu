@@ -281,8 +281,8 @@ struct WalkShared {
   Quad<Real> cell[kWalkThreads], moment_a[kWalkThreads];         // a batch's accepted cells: com, mass;
   Quad<Real> moment_b[kWalkThreads];                             // 3 S: xx, xy, xz, yy; yz, zz, 3/2 tr S
   int range_begin[kWalkThreads], range_offset[kWalkThreads + 1];  // a batch's opened leaves
-  double box[6];
-  int size;
+  double box[kWalkThreads / 32][6];  // each warp's lo x, y, z, hi x, y, z of the group
+  int size, group;
 };
 
 template <class Real>
@@ -302,37 +302,50 @@ __device__ __forceinline__ int field(unsigned long long packed, int shift, unsig
   return static_cast<int>((packed >> shift) & mask);
 }
 
-// One block walks for one group at a time (a persistent grid over the groups); results to
-// out[c * n + k] for the body at sorted place k, the potential negated.
+// One block walks for one group at a time (a persistent grid taking groups from a counter);
+// results to out[c * n + k] for the body at sorted place k, the potential negated.
 template <class Real, bool kQuadrupole, bool kPotential>
 __global__ void __launch_bounds__(kWalkThreads, sizeof(Real) == 4 ? kWalkBlocksPerSm : 1) walk_groups(TreeView t, int n, const int2* __restrict__ groups,
                                                            int group_count, int* __restrict__ stacks, Real eps2,
                                                            double* __restrict__ out, int* __restrict__ overflow) {
+  int* next_group = overflow + 1;  // zeroed with the flag before the launch
   using Scan = cub::BlockScan<unsigned long long, kWalkThreads>;
-  using Reduce = cub::BlockReduce<double, kWalkThreads>;
   __shared__ WalkShared<Real> sh;
   __shared__ typename Scan::TempStorage scan;
-  __shared__ typename Reduce::TempStorage reduce;
   const int tid = static_cast<int>(threadIdx.x);
   int* stack = stacks + static_cast<std::size_t>(blockIdx.x) * kStackCapacity;
   const QuadrupoleConstants<Real> k{Real(2.5), Real(0.5), Real(1) / Real(3)};
-  for (int g = static_cast<int>(blockIdx.x); g < group_count; g += static_cast<int>(gridDim.x)) {
+  for (;;) {
+    // The next group from a counter, not every gridDim-th group: groups differ in cost (their
+    // bodies, the cells near them), and fixed shares left blocks idle while others still walked.
+    // Step at 67M bodies, theta 0.6, H100: 0.500 -> 0.435 s. The results do not depend on which
+    // block walks a group.
+    if (tid == 0) sh.group = atomicAdd(next_group, 1);
+    __syncthreads();
+    const int g = sh.group;
+    if (g >= group_count) break;
     const int b0 = groups[g].x, b1 = groups[g].y, count = b1 - b0;
-    // The group's box, and its centre as the origin of the float32 differences.
+    // The group's box, and its centre as the origin of the float32 differences: each warp's
+    // extremes by shuffles, then the warps' in shared memory (one barrier, not one a value).
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (int i = tid; i < count; i += kWalkThreads) {
       const double p[3] = {t.x[b0 + i], t.y[b0 + i], t.z[b0 + i]};
       for (int a = 0; a < 3; ++a) lo[a] = fmin(lo[a], p[a]), hi[a] = fmax(hi[a], p[a]);
     }
-    for (int a = 0; a < 3; ++a) {
-      const double l = Reduce(reduce).Reduce(lo[a], ::cuda::minimum<>{});
-      __syncthreads();
-      const double h = Reduce(reduce).Reduce(hi[a], ::cuda::maximum<>{});
-      __syncthreads();
-      if (tid == 0) sh.box[a] = l, sh.box[3 + a] = h;
-    }
+    for (int offset = 16; offset > 0; offset /= 2)
+      for (int a = 0; a < 3; ++a) {
+        lo[a] = fmin(lo[a], __shfl_xor_sync(0xffffffffu, lo[a], offset));
+        hi[a] = fmax(hi[a], __shfl_xor_sync(0xffffffffu, hi[a], offset));
+      }
+    if ((tid & 31) == 0)
+      for (int a = 0; a < 3; ++a) sh.box[tid / 32][a] = lo[a], sh.box[tid / 32][3 + a] = hi[a];
     __syncthreads();
-    const double box_lo[3] = {sh.box[0], sh.box[1], sh.box[2]}, box_hi[3] = {sh.box[3], sh.box[4], sh.box[5]};
+    double box_lo[3], box_hi[3];
+    for (int a = 0; a < 3; ++a) {
+      box_lo[a] = sh.box[0][a], box_hi[a] = sh.box[0][3 + a];
+      for (int w = 1; w < kWalkThreads / 32; ++w)
+        box_lo[a] = fmin(box_lo[a], sh.box[w][a]), box_hi[a] = fmax(box_hi[a], sh.box[w][3 + a]);
+    }
     const double origin[3] = {(box_lo[0] + box_hi[0]) / 2, (box_lo[1] + box_hi[1]) / 2, (box_lo[2] + box_hi[2]) / 2};
     // Groups beyond 128 bodies (bodies at one point) walk once for each 128.
     for (int base = 0; base < count; base += kWalkThreads) {
@@ -646,8 +659,8 @@ void build_and_walk(GpuTree::State& s, int n, const double lo[3], const double h
   const double side = extent > 0 ? extent : 1.0;
   const int groups = build(s, n, lo, side);
   s.built->record(stream);
-  ensure(s.overflow, 1), ensure(s.sorted_out, 4 * static_cast<std::size_t>(n));
-  NBKIT_CUDA_CHECK(cudaMemsetAsync(s.overflow.data(), 0, sizeof(int), stream));
+  ensure(s.overflow, 2), ensure(s.sorted_out, 4 * static_cast<std::size_t>(n));
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(s.overflow.data(), 0, 2 * sizeof(int), stream));  // the flag, the group counter
   const CellArrays& c = s.cells;
   const TreeView view{c.begin.data(), c.end.data(), c.first_child.data(), c.children.data(), c.parent.data(),
                       c.com_x.data(), c.com_y.data(), c.com_z.data(), c.mass.data(), c.reach2.data(),
