@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
       nbkit::md::PmeGpu pme(p.pme_grid, 5, p.alpha, w.q, stream);
       pme.time_phases();
       for (int rep = 0; rep < 23; ++rep) {
-        pme.evaluate(x.data(), q.data(), n, w.box, k, force.data(), sums.data());
+        pme.evaluate(x.data(), q.data(), n, w.box, k, force.data(), sums.data(), stream);
         const auto t = pme.phase_seconds();
         if (rep >= 3)
           for (int ph = 0; ph < 5; ++ph) phases[ph].push_back(t[ph]);

@@ -321,12 +321,23 @@ struct MolecularGpuForces::State {
   DeviceBuffer<Range> ranges;
   int types = 0;
   DispersionCorrection dispersion;
+  // The evaluation's stream, and a second one beside it for the bonded terms and PME's mesh
+  // (forked after the positions, joined before the forces are gathered): at 30,000 atoms these
+  // are chains of small kernels that fill a few SMs each, which the pairs' kernel leaves idle
+  // when they wait their turn on one stream. High priority: their blocks go first as the pairs'
+  // blocks retire, so the chain ends within the pairs rather than after them.
   cuda::Stream stream;
+  cuda::Stream side = cuda::Stream::high_priority();
+  cuda::Event forked, joined;
 };
 
 MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSettings& settings, int device, bool single,
                                        double skin)
-    : state_(std::make_unique<State>()) {
+    : state_([device] {
+        // The streams and events are made on the device they serve.
+        NBKIT_CUDA_CHECK(cudaSetDevice(device));
+        return std::make_unique<State>();
+      }()) {
   t.check();
   if (!(skin >= 0) || !std::isfinite(skin)) throw Error("the neighbour skin must not be negative");
   if (single && !settings.periodic())
@@ -571,9 +582,18 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
                    s.term_virial.data() + s.term_offset[kind]};
   };
   cudaStream_t stream = s.stream;
+  // The bonded terms and PME's mesh need the positions alone and write their own buffers (the
+  // slots, the term energies, the mesh's forces and sums), which gather_forces and the sums read
+  // after the join below: on the side stream they run beside the list and the pairs. With the
+  // phases timed, everything stays on one stream, so that its events bound each phase.
+  const cudaStream_t side = s.events ? stream : static_cast<cudaStream_t>(s.side);
+  if (side != stream) {
+    s.forked.record(stream);
+    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(side, s.forked, 0));
+  }
   auto launch = [&](int kind, auto kernel, auto* terms) {
     if (s.count[kind] == 0) return;
-    kernel<<<blocks(s.count[kind]), kThreads, 0, stream>>>(static_cast<int>(s.count[kind]), terms, im, out(kind));
+    kernel<<<blocks(s.count[kind]), kThreads, 0, side>>>(static_cast<int>(s.count[kind]), terms, im, out(kind));
     NBKIT_CUDA_CHECK_LAUNCH();
   };
   launch(0, bond_terms, s.bonds.data());
@@ -584,13 +604,13 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
   launch(5, harmonic_improper_terms, s.harmonic_impropers.data());
   const double coulomb_k = settings.coulomb_k();
   if (s.count[6] > 0) {
-    pair14_terms<<<blocks(s.count[6]), kThreads, 0, stream>>>(static_cast<int>(s.count[6]), s.pairs14.data(), im,
+    pair14_terms<<<blocks(s.count[6]), kThreads, 0, side>>>(static_cast<int>(s.count[6]), s.pairs14.data(), im,
                                                                 s.charge.data(), coulomb_k, out(6),
                                                                 s.coulomb14_energy.data());
     NBKIT_CUDA_CHECK_LAUNCH();
   }
   if (s.count[7] > 0) {
-    cmap_terms<<<blocks(s.count[7]), kThreads, 0, stream>>>(
+    cmap_terms<<<blocks(s.count[7]), kThreads, 0, side>>>(
         static_cast<int>(s.count[7]), s.cmaps.data(), im,
         CmapCells{s.cmap_cells.data(), s.cmap_first.data(), s.cmap_size.data()}, out(7));
     NBKIT_CUDA_CHECK_LAUNCH();
@@ -602,15 +622,16 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
     const PmeParameters mesh = pme_parameters(settings, *box);
     if (!s.pme || mesh.mesh != s.pme_mesh) {
       s.pme.reset();
-      s.pme = std::make_unique<PmeGpu>(mesh.mesh, settings.pme_order, mesh.alpha, s.host_charge, stream);
+      s.pme = std::make_unique<PmeGpu>(mesh.mesh, settings.pme_order, mesh.alpha, s.host_charge, side);
       if (s.events) s.pme->time_phases();
       s.pme_mesh = mesh.mesh;
     }
     // Without energies the mesh's energy and virial go to a scratch pair: s.mesh_sums keeps the
     // last evaluation's that had them, as s.sums does.
     s.pme->evaluate(s.x.data(), s.charge.data(), n, *box, coulomb_k,
-                    s.mesh_force.data(), energies ? s.mesh_sums.data() : s.mesh_sums.data() + 2);
+                    s.mesh_force.data(), energies ? s.mesh_sums.data() : s.mesh_sums.data() + 2, side);
   }
+  if (side != stream) s.joined.record(side);
   s.mark(3);
   // The nonbonded law's constants, as molecular_forces.cpp sets them.
   PairTable table{s.charge.data(), s.type.data(), s.types, s.c12.data(), s.c6.data(), coulomb_k,
@@ -638,6 +659,7 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
     });
   }
   s.mark(4);
+  if (side != stream) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, s.joined, 0));
   gather_forces<<<blocks(n), kThreads, 0, stream>>>(n, s.nonbonded_force.data(), pme ? s.mesh_force.data() : nullptr,
                                                     s.slot.data(), s.gather_first.data(), s.gather_slots.data(),
                                                     s.force.data(), s.nonfinite.data());

@@ -218,7 +218,12 @@ PmeGpu::~PmeGpu() {
 }
 
 void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& box, double coulomb_k, V3* force,
-                      double* energy_virial) {
+                      double* energy_virial, cudaStream_t stream) {
+  if (stream != stream_) {
+    check_cufft(cufftSetStream(forward_, stream), "cufftSetStream");
+    check_cufft(cufftSetStream(backward_, stream), "cufftSetStream");
+    stream_ = stream;
+  }
   Mesh m{};
   for (int a = 0; a < 3; ++a) {
     const double length = box.length(a);

@@ -23,7 +23,7 @@ namespace nbkit::md {
 class PmeGpu {
  public:
   // A mesh of `grid` points, splines of `order` (4..6), Ewald's alpha (1/A), for the charges `q`
-  // (e; their sum of magnitudes sets the fixed-point scale). Work goes to `stream`.
+  // (e; their sum of magnitudes sets the fixed-point scale). The setup's work goes to `stream`.
   PmeGpu(std::array<int, 3> grid, int order, double alpha, const std::vector<double>& q, cudaStream_t stream);
   ~PmeGpu();
   PmeGpu(const PmeGpu&) = delete;
@@ -31,9 +31,10 @@ class PmeGpu {
 
   // The reciprocal sum of the n charges `q` (device) at `x` (device, A, any image) in the
   // orthorhombic `box`, Coulomb's constant k: each atom's force into `force` (device, n,
-  // overwritten), the energy and virial into `energy_virial` (device, 2). Asynchronous on the stream.
+  // overwritten), the energy and virial into `energy_virial` (device, 2). Asynchronous on
+  // `stream` (the molecular forces' side stream, beside the pairs; their own stream when timed).
   void evaluate(const Vector3<double>* x, const double* q, int n, const PeriodicBox& box, double coulomb_k,
-                Vector3<double>* force, double* energy_virial);
+                Vector3<double>* force, double* energy_virial, cudaStream_t stream);
   std::array<int, 3> grid() const { return grid_; }
   // Benchmarks: events between the phases of each evaluation from now on, and the last
   // evaluation's phase times (s; waits for it): spread (with the conversion from fixed point),
