@@ -427,7 +427,8 @@ void read_nonbonded(const Config& c, MdConfig& run) {
   s.reaction_field_dielectric = c.number("nonbonded.reaction_field_dielectric", 78.3, true);
   if (c.find("nonbonded.switch_distance")) s.switch_distance = c.number("nonbonded.switch_distance", std::nullopt, true);
   const bool pme = s.method == md::NonbondedSettings::Method::pme;
-  for (const char* key : {"nonbonded.ewald_tolerance", "nonbonded.pme_order", "nonbonded.ewald_alpha", "nonbonded.pme_mesh"})
+  for (const char* key : {"nonbonded.ewald_tolerance", "nonbonded.pme_order", "nonbonded.ewald_alpha", "nonbonded.pme_mesh",
+                          "nonbonded.pme_mesh_sizes"})
     if (!pme && c.find(key)) c.fail(c.find(key), key, "only method = \"pme\" takes it");
   if (pme && c.find("nonbonded.reaction_field_dielectric"))
     c.fail(c.find("nonbonded.reaction_field_dielectric"), "nonbonded.reaction_field_dielectric", "pme has no reaction field");
@@ -456,6 +457,13 @@ void read_nonbonded(const Config& c, MdConfig& run) {
     }
     s.pme_mesh = m;
   }
+  const std::string sizes = c.text("nonbonded.pme_mesh_sizes", "reference");
+  if (sizes != "reference" && sizes != "fft")
+    c.fail(c.find("nonbonded.pme_mesh_sizes"), "nonbonded.pme_mesh_sizes",
+           "expected reference (OpenMM's Reference platform's mesh) or fft (rounded up to products of 2, 3, 5, 7)");
+  if (sizes == "fft" && s.pme_mesh)
+    c.fail(c.find("nonbonded.pme_mesh_sizes"), "nonbonded.pme_mesh_sizes", "pme_mesh gives the mesh outright");
+  s.pme_fft_sizes = sizes == "fft";
   if (const toml::node* tail = c.find("nonbonded.dispersion_correction")) {
     s.dispersion_correction = c.flag("nonbonded.dispersion_correction", true);
     if (s.dispersion_correction && !s.periodic())
@@ -474,7 +482,7 @@ MdConfig parse_md_config(std::string_view text, const std::string& source, const
   c.check_keys("barostat", {"pressure", "frequency", "scaling", "axes", "seed"});
   c.check_keys("nonbonded", {"method", "electrostatics", "cutoff", "switch_distance", "cutoff_style",
                              "reaction_field_dielectric", "ewald_tolerance", "pme_order", "dispersion_correction",
-                             "msm_spacing", "msm_interpolation", "ewald_alpha", "pme_mesh"});
+                             "msm_spacing", "msm_interpolation", "ewald_alpha", "pme_mesh", "pme_mesh_sizes"});
   c.check_keys("pair", {"style", "cutoff", "shift", "mixing", "coeffs", "exclusions", "coulomb_cutoff", "dielectric"});
   c.check_keys("neighbor", {"skin"});
   c.check_keys("minimize", {"tolerance", "max_iterations"});

@@ -447,9 +447,21 @@ MolecularForces MolecularCpuForces::evaluate(const std::vector<Vec3>& x, const s
   return out;
 }
 
+int fft_friendly_size(int minimum) {
+  for (int size = std::max(1, minimum);; ++size) {
+    int rest = size;
+    for (int factor : {2, 3, 5, 7})
+      while (rest % factor == 0) rest /= factor;
+    if (rest == 1) return size;
+  }
+}
+
 PmeParameters pme_parameters(const NonbondedSettings& s, const PeriodicBox& box) {
   const EwaldParameters p = ewald_parameters(box, s.cutoff, s.ewald_tolerance);
-  return {s.ewald_alpha ? *s.ewald_alpha : p.alpha, s.pme_mesh ? *s.pme_mesh : p.pme_grid};
+  std::array<int, 3> mesh = p.pme_grid;
+  if (s.pme_fft_sizes)
+    for (int& m : mesh) m = fft_friendly_size(m);
+  return {s.ewald_alpha ? *s.ewald_alpha : p.alpha, s.pme_mesh ? *s.pme_mesh : mesh};
 }
 
 void MolecularCpuForces::add_pme_terms(const std::vector<Vec3>& x, const PeriodicBox& box, std::vector<V3>& f,

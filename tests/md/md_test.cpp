@@ -682,7 +682,15 @@ TEST(MdConfig, ProductionKeysAreReadOrRefusedWithTheLine) {
   EXPECT_EQ(run.barostat->axes, (std::array<bool, 3>{false, false, true}));
   EXPECT_EQ(run.barostat->temperature, 310);
   EXPECT_EQ(run.hydrogen_mass, 1.5);  // (the test butane has no atom under 4.5 g/mol)
+  EXPECT_FALSE(run.molecular->nonbonded.pme_fft_sizes);  // OpenMM Reference's mesh unless asked
+  const std::string fft = "pme_mesh_sizes = \"fft\"\n";
+  EXPECT_TRUE(parse_md_config(system + nonbonded + fft + "[run]\nsteps = 1\n", "run.toml", "/nowhere")
+                  .molecular->nonbonded.pme_fft_sizes);
   auto message = config_message;
+  EXPECT_NE(message(system + nonbonded + "pme_mesh_sizes = \"pow2\"\n[run]\nsteps = 1\n").find("run.toml:10: nonbonded.pme_mesh_sizes"),
+            std::string::npos);
+  EXPECT_NE(message(system + nonbonded + fft + "pme_mesh = [24, 24, 24]\n[run]\nsteps = 1\n").find("pme_mesh gives the mesh"),
+            std::string::npos);
   const std::string run_nvt = "[run]\nsteps = 1\nensemble = \"nvt\"\ntemperature = 300\n";
   EXPECT_NE(message(system + nonbonded + run_nvt + "[barostat]\npressure = 1.0\n").find("run.toml:14: barostat"),
             std::string::npos);

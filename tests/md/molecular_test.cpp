@@ -662,6 +662,30 @@ TEST(MolecularTerms, ReplicatedSystemsRepeatTheOriginalsEnergyAndForces) {
   EXPECT_THROW(md::replicate(t, c, {0, 1, 1}), Error);
 }
 
+// pme_fft_sizes: OpenMM's GPU platforms' rule (each edge up to a product of 2, 3, 5, 7), applied
+// to the tolerance's mesh only, never below it; an explicit mesh stays as given.
+TEST(MolecularTerms, PmeMeshRoundsUpToFftSizesWhenAsked) {
+  EXPECT_EQ(md::fft_friendly_size(1), 1);
+  EXPECT_EQ(md::fft_friendly_size(7), 7);
+  EXPECT_EQ(md::fft_friendly_size(11), 12);
+  EXPECT_EQ(md::fft_friendly_size(61), 63);    // the 30,680-atom protein box's edge
+  EXPECT_EQ(md::fft_friendly_size(191), 192);  // a million-atom water box's
+  EXPECT_EQ(md::fft_friendly_size(305), 315);
+  EXPECT_EQ(md::fft_friendly_size(426), 432);
+  EXPECT_EQ(md::fft_friendly_size(4096), 4096);
+  NonbondedSettings s;
+  s.method = NonbondedSettings::Method::pme, s.cutoff = 9;
+  const PeriodicBox box = PeriodicBox::from_edges({68.5, 214.0, 480.0});
+  const md::PmeParameters reference = md::pme_parameters(s, box);
+  s.pme_fft_sizes = true;
+  const md::PmeParameters fft = md::pme_parameters(s, box);
+  EXPECT_EQ(fft.alpha, reference.alpha);
+  EXPECT_NE(fft.mesh, reference.mesh);  // 61, 191, 428 from the tolerance
+  for (int a = 0; a < 3; ++a) EXPECT_EQ(fft.mesh[a], md::fft_friendly_size(reference.mesh[a]));
+  s.pme_mesh = std::array<int, 3>{61, 61, 61};
+  EXPECT_EQ(md::pme_parameters(s, box).mesh, (std::array<int, 3>{61, 61, 61}));
+}
+
 TEST(MolecularTerms, RefusesWhatItCannotComputeRight) {
   Topology t = pair_of_atoms(0.5, -0.5);
   const std::vector<Vec3> x{{0, 0, 0}, {3, 0, 0}};

@@ -63,6 +63,12 @@ struct NonbondedSettings {
   // setPMEParameters): to match another program's run, or to pick FFT-friendly mesh sizes.
   std::optional<double> ewald_alpha;
   std::optional<std::array<int, 3>> pme_mesh;
+  // The mesh from the tolerance rounded up, edge by edge, to a product of 2, 3, 5 and 7, as
+  // OpenMM's CUDA, OpenCL and CPU platforms round it for their FFTs (its Reference platform does
+  // not, and neither does nbkit by default, so that `nbkit energy` matches it): a finer mesh,
+  // never a coarser one, and FFTs without prime edges such as 61 or 191 (cuFFT's and FFTW's
+  // slow paths). What OpenMM's published GPU benchmarks run with.
+  bool pme_fft_sizes = false;
   // Multilevel summation (method msm): the finest grid's spacing h (A; at most cutoff / 2) and
   // its interpolation, cubic or quintic (the maps' MsmInterpolation, C1 both); the splitting is
   // the C2 Taylor one (pair_terms-inl.hpp's msm_short_coulomb) at the cutoff.
@@ -83,12 +89,15 @@ struct NonbondedSettings {
   bool periodic() const { return method == Method::cutoff_periodic || method == Method::pme || method == Method::msm; }
 };
 // PME's Ewald alpha (1/A) and mesh for these settings in `box`: as given (ewald_alpha, pme_mesh),
-// else as OpenMM derives them from the tolerance and the cutoff.
+// else as OpenMM derives them from the tolerance and the cutoff (the mesh rounded up to FFT
+// sizes with pme_fft_sizes).
 struct PmeParameters {
   double alpha;
   std::array<int, 3> mesh;
 };
 PmeParameters pme_parameters(const NonbondedSettings& settings, const PeriodicBox& box);
+// The smallest product of 2, 3, 5 and 7 at least `minimum` (OpenMM's findLegalDimension rule).
+int fft_friendly_size(int minimum);
 NonbondedSettings::CutoffStyle parse_cutoff_style(const std::string& name);  // "openmm", "charmm"
 std::string to_string(NonbondedSettings::CutoffStyle style);
 NonbondedSettings::Method parse_nonbonded_method(const std::string& name);  // "no-cutoff", "cutoff", "cutoff-periodic", "pme"
