@@ -47,26 +47,38 @@ __device__ int splines(const Mesh& m, int order, int a, double x, double* value,
 __device__ int wrap(int k, int size) { return k < 0 ? k + size : (k >= size ? k - size : k); }
 
 // Each atom adds q M(u1) M(u2) M(u3) to its order^3 mesh points, as 64-bit fixed point (two's
-// complement in an unsigned atomic add: negative values wrap and sum correctly).
+// complement in an unsigned atomic add: negative values wrap and sum correctly). `Order` lanes
+// share an atom, lane j2 taking the points base[2] - j2 of each of its order^2 rows, so that one
+// atomic instruction of a warp adds to 32 / Order runs of Order neighbouring words (a few
+// sectors) instead of 32 words in 32 places: a thread per atom made the L2's atomic traffic the
+// spread's cost, half of PME's time (docs/performance.md, "Particle-mesh Ewald").
 template <int Order>
 __global__ void spread(int n, const V3* x, const double* q, Mesh m, double fixed_scale, unsigned long long* mesh) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
+  constexpr int kAtomsPerWarp = 32 / Order;
+  const int lane = threadIdx.x % 32;
+  const int j2 = lane % Order;
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::int64_t i = warp * kAtomsPerWarp + lane / Order;
+  if (lane >= kAtomsPerWarp * Order || i >= n) return;
   double t[3][Order], d[3][Order];
   int base[3];
   const V3 p = x[i];
   base[0] = splines(m, Order, 0, p.x, t[0], d[0]);
   base[1] = splines(m, Order, 1, p.y, t[1], d[1]);
   base[2] = splines(m, Order, 2, p.z, t[2], d[2]);
+  // The products in the order of a thread per atom (the same bits as before).
   const double charge = q[i] * fixed_scale;
+  double weight2 = 0;  // t[2][j2], picked without indexing the array (which would go to local memory)
+  for (int k = 0; k < Order; ++k)
+    if (k == j2) weight2 = t[2][k];
+  const int c = wrap(base[2] - j2, m.k[2]);
   for (int j0 = 0; j0 < Order; ++j0) {
     const int a = wrap(base[0] - j0, m.k[0]);
     for (int j1 = 0; j1 < Order; ++j1) {
       const int b = wrap(base[1] - j1, m.k[1]);
       const double w = charge * t[0][j0] * t[1][j1];
-      unsigned long long* row = mesh + (static_cast<std::int64_t>(a) * m.k[1] + b) * m.k[2];
-      for (int j2 = 0; j2 < Order; ++j2)
-        atomicAdd(row + wrap(base[2] - j2, m.k[2]), static_cast<unsigned long long>(__double2ll_rn(w * t[2][j2])));
+      atomicAdd(mesh + (static_cast<std::int64_t>(a) * m.k[1] + b) * m.k[2] + c,
+                static_cast<unsigned long long>(__double2ll_rn(w * weight2)));
     }
   }
 }
@@ -240,7 +252,15 @@ void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& bo
     else kernel6<<<blocks(n), kThreads, 0, stream_>>>(args...);
     NBKIT_CUDA_CHECK_LAUNCH();
   };
-  by_order(spread<4>, spread<5>, spread<6>, n, x, q, m, scale_, fixed_.data());
+  // Spreading: Order lanes an atom, 32 / Order atoms a warp.
+  if (n > 0) {
+    const std::int64_t warps = (n + 32 / order_ - 1) / (32 / order_);
+    const int grid = blocks(warps * 32);
+    if (order_ == 4) spread<4><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
+    else if (order_ == 5) spread<5><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
+    else spread<6><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
   fixed_to_real<<<blocks(reals), kThreads, 0, stream_>>>(reals, fixed_.data(), 1 / scale_, mesh_.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   mark(1);
