@@ -2,7 +2,7 @@
 """Production settings on a solvated protein: the issue-19 benchmark's protocol with `nbkit md`.
 
 Usage: md_production.py NBKIT --system DIR [--steps N] [--backend cuda] [--threads T] [--sizes]
-                         [--openmm-cpu] [--json FILE]
+                         [--openmm-cpu] [--mesh-sizes fft|reference] [--json FILE]
 
 DIR holds protein.prmtop and protein.inpcrd (bench/md_protein_bench.py --write-system makes them:
 FKBP12 in TIP3P, 30,683 atoms). Three runs, each minimised first:
@@ -22,6 +22,10 @@ repeated ([system] replicate) 1x1x1, 3x1x1, 3x2x2 and 5x7x1 (30,683, 92,049, 368
 --openmm-cpu runs nvt-4fs's settings on OpenMM's CPU platform (Debian's OpenMM 7.7, its own
 single precision, the same --threads, the same prmtop; not minimised: the rate only) after
 nbkit's runs, and prints the ratio (run it with --backend cpu and Debian's /usr/bin/python3).
+--mesh-sizes: PME's mesh from the tolerance rounded up to products of 2, 3, 5 and 7 ("fft", the
+default: what OpenMM's CUDA and CPU platforms run, so the runs compared with theirs) or as
+OpenMM's Reference platform leaves it ("reference", nbkit's default; before session 31 these runs
+used it: primes such as 61 make slow FFTs).
 """
 import argparse
 import json
@@ -43,6 +47,7 @@ def run(nbkit, system, name, body, steps, backend, tmp, timed=False):
         f.write(f'[system]\nprmtop = "{system}/protein.prmtop"\ncoordinates = "{system}/protein.inpcrd"\n'
                 f'temperature = 300\n{body}'
                 '[nonbonded]\nelectrostatics = "pme"\ncutoff = 9.0\newald_tolerance = 5e-4\n'
+                f'pme_mesh_sizes = "{run.mesh_sizes}"\n'
                 f'[minimize]\ntolerance = 2.39\nmax_iterations = 500\n'
                 f'[run]\nsteps = {steps}\nthermo = {max(steps // 20, 1)}\n')
         f.write(run.tail[name])
@@ -98,10 +103,12 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--sizes", action="store_true")
     p.add_argument("--openmm-cpu", action="store_true")
+    p.add_argument("--mesh-sizes", choices=("fft", "reference"), default="fft")
     p.add_argument("--json")
     a = p.parse_args()
     system = os.path.abspath(a.system)
     run.threads = a.threads
+    run.mesh_sizes = a.mesh_sizes
     constraints = '[constraints]\nbonds = "h-bonds"\nrigid_water = true\n'
     run.tail = {
         "nvt-4fs": 'timestep = 4.0\nensemble = "nvt"\ntemperature = 300\nfriction = 1.0\n',
@@ -182,6 +189,7 @@ def main():
                       f"{openmm_rate:>6.1f} {ns_day / openmm_rate:>6.3f}   " +
                       " ".join(f"{ph.get(k, 0):.3f}" for k in ("integrate", "constraints", "forces", "gpu_list",
                                                                 "gpu_pairs", "gpu_mesh")))
+    results["pme_mesh_sizes"] = a.mesh_sizes
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -23,6 +23,7 @@
 #include "nbkit/io/line_log.hpp"
 #include "nbkit/io/md_config.hpp"
 #include "nbkit/io/md_pictures.hpp"
+#include "nbkit/md/molecular_forces.hpp"
 #include "nbkit/md/simulation.hpp"
 #include "options.hpp"
 
@@ -319,6 +320,16 @@ int run_md(const MdArguments& args) {
                  "{:.3f}, list {:.3f}, pairs {:.3f}, mesh {:.3f}, sums {:.3f}, download {:.3f}), barostat {:.3f}\n",
                  p->integrate * per, p->constraints * per, p->forces * per, p->upload * per, p->bonded * per,
                  p->list * per, p->pairs * per, p->mesh * per, p->finish * per, p->download * per, p->barostat * per);
+  }
+  if (const md::MolecularForceField* molecular = simulation.molecular_field()) {
+    const md::NonbondedSettings& nb = molecular->nonbonded;
+    report["nonbonded"] = {{"method", md::to_string(nb.method)}, {"cutoff", nb.cutoff}};
+    if (nb.method == md::NonbondedSettings::Method::pme) {  // at the final box (a barostat moves it)
+      const md::PmeParameters pme = md::pme_parameters(nb, simulation.state().box);
+      report["nonbonded"]["ewald_alpha"] = pme.alpha;
+      report["nonbonded"]["pme_mesh"] = pme.mesh;
+      report["nonbonded"]["pme_mesh_sizes"] = nb.pme_mesh ? "given" : nb.pme_fft_sizes ? "fft" : "reference";
+    }
   }
   if (simulation.constraint_count() > 0)
     report["constraints"] = {{"bonds", md::to_string(config.constraints.bonds)},

@@ -18,6 +18,7 @@
 #include "nbkit/io/map_files.hpp"
 #include "nbkit/io/pqr.hpp"
 #include "nbkit/io/snapshot.hpp"
+#include "nbkit/md/molecular_forces.hpp"
 #include "cli/cli_support.hpp"
 #include "test_support.hpp"
 
@@ -869,6 +870,17 @@ TEST(Cli, EnergyAndMdOfAMolecularDataFile) {
   EXPECT_EQ(restart.velocities.size(), 5u);
   ASSERT_TRUE(restart.box);
   EXPECT_EQ(restart.box->length(1), 31.0);
+  // PME's mesh in the report, rounded up to FFT sizes when asked.
+  write_text(dir.file("pme.toml"), "units = \"real\"\n[system]\ndata = \"" + chain +
+                                       "\"\ntemperature = 300\n[nonbonded]\nelectrostatics = \"pme\"\ncutoff = 9.0\n"
+                                       "pme_mesh_sizes = \"fft\"\n[run]\ntimestep = 0.5\nsteps = 2\n");
+  const Result pme = run_nbkit("md " + dir.file("pme.toml") + " -q -o " + dir.file("pme") + " --report " +
+                               dir.file("pme.json"));
+  ASSERT_EQ(pme.status, 0) << pme.output;
+  const auto pme_report = nlohmann::json::parse(std::ifstream(dir.file("pme.json")));
+  EXPECT_EQ(pme_report["nonbonded"]["method"], "pme");
+  EXPECT_EQ(pme_report["nonbonded"]["pme_mesh_sizes"], "fft");
+  for (const auto& m : pme_report["nonbonded"]["pme_mesh"]) EXPECT_EQ(nbkit::md::fft_friendly_size(m.get<int>()), m.get<int>());
   // [pair] is for Lennard-Jones systems.
   write_text(dir.file("bad.toml"), "units = \"real\"\n[system]\ndata = \"" + chain + "\"\n[pair]\ncutoff = 9.0\n");
   const Result bad = run_nbkit("md " + dir.file("bad.toml") + " -q -o " + dir.file("bad"));
