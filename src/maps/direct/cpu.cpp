@@ -229,6 +229,18 @@ struct AtomSpan {
 // is summed exactly, in float64, afterwards.
 constexpr double kFarAway = 1e30;
 
+// The cutoff laws that read r^2 only against the cutoff (none, and cutcp's 1 - r^2/c^2) take it
+// in lattice units, their cutoff scaled to lattice units once: kLawUnit is a power of two, so the
+// products and the comparison are the same to the bit, and the multiply that takes r^2 to law
+// units leaves the inner loop (one of its 13 vector operations a vector of points on AVX2).
+template <class Law>
+struct ReadsLatticeR2 : std::false_type {};
+template <>
+struct ReadsLatticeR2<CutoffLaw<Smoothing::none>> : std::true_type {};
+template <>
+struct ReadsLatticeR2<CutoffLaw<Smoothing::cutcp>> : std::true_type {};
+static_assert(kLawUnit == 2.0, "ReadsLatticeR2's exactness needs a power of two");
+
 // Adds the atoms [begin, end) to NV vectors of points starting at k0.
 template <int NV, class Real, class Law>
 HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, const AtomSpan<Real>& atoms, std::int64_t begin,
@@ -254,8 +266,13 @@ HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, const Atom
       const auto dz = hn::Sub(hn::Sub(z[u], atom_z_index), atom_z_residual);  // first Sub exact
       const auto r2 = hn::MulAdd(dz, dz, atom_dxy2);  // lattice units
       const auto rinv = two_over_sqrt(d, r2);            // law units
-      const auto law_r2 = hn::Mul(r2, hn::Set(d, static_cast<Real>(1.0 / (kLawUnit * kLawUnit))));
-      acc[u] = hn::Add(acc[u], HWY_NAMESPACE::law_term(law, math, atom_coefficient, law_r2, rinv));
+      if constexpr (ReadsLatticeR2<Law>::value) {
+        const Law lattice_law{law.cutoff * kLawUnit};
+        acc[u] = hn::Add(acc[u], HWY_NAMESPACE::law_term(lattice_law, math, atom_coefficient, r2, rinv));
+      } else {
+        const auto law_r2 = hn::Mul(r2, hn::Set(d, static_cast<Real>(1.0 / (kLawUnit * kLawUnit))));
+        acc[u] = hn::Add(acc[u], HWY_NAMESPACE::law_term(law, math, atom_coefficient, law_r2, rinv));
+      }
     }
   }
   for (int u = 0; u < NV; ++u) hn::Store(acc[u], d, s.lanes + u * lanes);
@@ -361,23 +378,28 @@ HWY_INLINE void select_block_atoms(RowScratch<Real>& s, const Real* dxy2, std::i
   Real* HWY_RESTRICT out_dxy2 = s.block_dxy2.data();
   s.block_chunk_end.clear();
   std::int64_t kept = 0;
-  for (std::int64_t i = first; i < last; i += lanes) {  // chunk boundaries fall on whole vectors
-    if (i > first && (i - first) % chunk == 0) s.block_chunk_end.push_back(kept);
-    const auto zi = hn::LoadU(d, z_index + i), zr = hn::LoadU(d, z_residual + i);
-    // Distances along z to the block's ends, exact to one rounding (integers first), as the sums'
-    // dz; the arrays are padded by a vector, so the last load stays inside them.
-    const auto below = hn::Sub(hn::Sub(low, zi), zr), above = hn::Add(hn::Sub(zi, high), zr);
-    const auto gap = hn::Max(hn::Max(below, above), hn::Zero(d));
-    const auto keep = hn::And(hn::FirstN(d, static_cast<std::size_t>(std::min(lanes, last - i))),
-                              hn::Lt(hn::MulAdd(gap, gap, hn::LoadU(d, dxy2 + i)), limit));
-    const KeptLanes<decltype(d)> kept_lanes(d, keep);
-    kept_lanes.store(zi, out_z_index + kept);
-    kept_lanes.store(zr, out_z_residual + kept);
-    kept_lanes.store(hn::LoadU(d, coefficient + i), out_coefficient + kept);
-    kept_lanes.store(hn::LoadU(d, dxy2 + i), out_dxy2 + kept);
-    kept += static_cast<std::int64_t>(kept_lanes.count());
+  // Chunk by chunk (their boundaries fall on whole vectors), so that the inner loop holds no
+  // division and no push_back, whose possible reallocation kept the output pointers on the stack.
+  for (std::int64_t chunk_first = first; chunk_first < last; chunk_first += chunk) {
+    const std::int64_t chunk_last = std::min(last, chunk_first + chunk);
+    for (std::int64_t i = chunk_first; i < chunk_last; i += lanes) {
+      const auto zi = hn::LoadU(d, z_index + i), zr = hn::LoadU(d, z_residual + i);
+      // Distances along z to the block's ends, exact to one rounding (integers first), as the sums'
+      // dz; the arrays are padded by a vector, so the last load stays inside them.
+      const auto below = hn::Sub(hn::Sub(low, zi), zr), above = hn::Add(hn::Sub(zi, high), zr);
+      const auto gap = hn::Max(hn::Max(below, above), hn::Zero(d));
+      const auto keep = hn::And(hn::FirstN(d, static_cast<std::size_t>(std::min(lanes, chunk_last - i))),
+                                hn::Lt(hn::MulAdd(gap, gap, hn::LoadU(d, dxy2 + i)), limit));
+      const KeptLanes<decltype(d)> kept_lanes(d, keep);
+      kept_lanes.store(zi, out_z_index + kept);
+      kept_lanes.store(zr, out_z_residual + kept);
+      kept_lanes.store(hn::LoadU(d, coefficient + i), out_coefficient + kept);
+      kept_lanes.store(hn::LoadU(d, dxy2 + i), out_dxy2 + kept);
+      kept += static_cast<std::int64_t>(kept_lanes.count());
+    }
+    s.block_chunk_end.push_back(kept);
   }
-  s.block_chunk_end.push_back(kept);
+  if (first >= last) s.block_chunk_end.push_back(kept);
 }
 
 // Adds the atoms select_block_atoms kept to NV vectors of points starting at k0, chunk by
