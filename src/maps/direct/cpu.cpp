@@ -207,10 +207,11 @@ struct RowScratch {
   std::int64_t count = 0;
   std::vector<std::int64_t> z_bin_start;  // cutoff: gathered atoms of z bin b from z_bin_start[b]
   std::vector<std::int64_t> on_axis[kCutoffBundle];  // atoms within singular_distance of each row's axis
-  std::vector<double> sum;                // float64 sums along the row
-  // Cutoff sums: one block's atoms, those whose sphere reaches the block's points (block_*),
-  // and where each kChunk of the gathered atoms ends among them.
-  std::vector<Real> block_z_index, block_z_residual, block_coefficient, block_dxy2;
+  std::vector<double> sum[kCutoffBundle];  // float64 sums along the row (cutoff sums: each row of the bundle's)
+  // Cutoff sums: one block's atoms, those whose sphere reaches the block's points in some row
+  // of the bundle (block_*; their dx^2 + dy^2 for each row), and where each kChunk of the
+  // gathered atoms ends among them.
+  std::vector<Real> block_z_index, block_z_residual, block_coefficient, block_dxy2[kCutoffBundle];
   std::vector<std::int64_t> block_chunk_end;
   HWY_ALIGN Real lanes[kMaxVectors * hn::MaxLanes(hn::ScalableTag<Real>())];
 };
@@ -240,11 +241,12 @@ struct ReadsLatticeR2<CutoffLaw<Smoothing::none>> : std::true_type {};
 template <>
 struct ReadsLatticeR2<CutoffLaw<Smoothing::cutcp>> : std::true_type {};
 static_assert(kLawUnit == 2.0, "ReadsLatticeR2's exactness needs a power of two");
+static_assert(kCutoffBundle == 4, "select_block_atoms is instantiated for 1 to 4 rows");
 
 // Adds the atoms [begin, end) to NV vectors of points starting at k0.
 template <int NV, class Real, class Law>
-HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, const AtomSpan<Real>& atoms, std::int64_t begin,
-                                 std::int64_t end, std::int64_t k0) {
+HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, std::vector<double>& sum,
+                                 const AtomSpan<Real>& atoms, std::int64_t begin, std::int64_t end, std::int64_t k0) {
   const hn::ScalableTag<Real> d;
   const SimdMath<hn::ScalableTag<Real>> math{d};
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
@@ -276,9 +278,9 @@ HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, const Atom
     }
   }
   for (int u = 0; u < NV; ++u) hn::Store(acc[u], d, s.lanes + u * lanes);
-  const std::int64_t nz = static_cast<std::int64_t>(s.sum.size());
+  const std::int64_t nz = static_cast<std::int64_t>(sum.size());
   const std::int64_t last = std::min<std::int64_t>(nz, k0 + NV * lanes);
-  for (std::int64_t k = k0; k < last; ++k) s.sum[k] += static_cast<double>(s.lanes[k - k0]);
+  for (std::int64_t k = k0; k < last; ++k) sum[k] += static_cast<double>(s.lanes[k - k0]);
 }
 
 // Atoms per float32 partial sum (float64 needs no chunks: one pass over the atoms).
@@ -294,7 +296,7 @@ HWY_INLINE void sum_block(const Law& law, RowScratch<Real>& s, const Real* dxy2,
   const AtomSpan<Real> atoms{dxy2, s.z_index.data(), s.z_residual.data(), s.coefficient.data()};
   const std::int64_t chunk = chunk_of<Real>(last - first);
   for (std::int64_t begin = first; begin < last; begin += chunk)
-    accumulate_block<NV>(law, s, atoms, begin, std::min(last, begin + chunk), k0);
+    accumulate_block<NV>(law, s, s.sum[0], atoms, begin, std::min(last, begin + chunk), k0);
 }
 
 // Highway 1.0's CompressStore (Debian 12's libhwy 1.0.3) builds, on AVX2 and SSE4, its table of
@@ -354,16 +356,19 @@ class KeptLanes {
 };
 
 // Cutoff sums: of the gathered atoms [first, last), keeps in s.block_* those within `reach2` of
-// some point k0..k_last of the row (dx^2 + dy^2 plus the squared distance along z to the
-// block), in order, and where each chunk of kChunk gathered atoms ends among them. A block's z
-// bins hold every atom within the cutoff of its points, but most of them only for some of its
+// some point k0..k_last of one of the bundle's rows r_first..r_first + Rows - 1 (dx^2 + dy^2 of
+// the row, dxy2 + r * stride, plus the squared distance along z to the block), in order, with
+// each row's dx^2 + dy^2, and where each chunk of kChunk gathered atoms ends among them. A block's
+// z bins hold every atom within the cutoff of its points, but most of them only for some of its
 // rows' points: at 12 A and 16 points of 0.5 A, ~40% of a block's pairs lie beyond the cutoff
 // for every one of its points (a cylinder of the cutoff's radius and the block's length grown by
 // the cutoff and the bins, against the spheres). Those add exact zeros, so leaving them out
-// changes no bit, the chunks being the same gathered atoms as before.
-template <class Real>
-HWY_INLINE void select_block_atoms(RowScratch<Real>& s, const Real* dxy2, std::int64_t first, std::int64_t last,
-                                   std::int64_t k0, std::int64_t k_last, double reach2) {
+// changes no bit, the chunks being the same gathered atoms as before; so do the atoms a row sums
+// because they reach another row's points (session 31: one selection for the bundle's rows
+// instead of one a row, ~19% of a map's time on AVX2, for a few % more evaluations).
+template <int Rows, class Real>
+HWY_INLINE void select_block_atoms(RowScratch<Real>& s, const Real* dxy2, std::int64_t r_first, std::int64_t first,
+                                   std::int64_t last, std::int64_t k0, std::int64_t k_last, double reach2) {
   const hn::ScalableTag<Real> d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
   const std::int64_t chunk = chunk_of<Real>(last - first);
@@ -372,10 +377,15 @@ HWY_INLINE void select_block_atoms(RowScratch<Real>& s, const Real* dxy2, std::i
   const Real* HWY_RESTRICT z_index = s.z_index.data();
   const Real* HWY_RESTRICT z_residual = s.z_residual.data();
   const Real* HWY_RESTRICT coefficient = s.coefficient.data();
+  const Real* HWY_RESTRICT row_dxy2[Rows];
+  Real* HWY_RESTRICT out_dxy2[Rows];
+  for (int r = 0; r < Rows; ++r) {
+    row_dxy2[r] = dxy2 + (r_first + r) * s.stride;
+    out_dxy2[r] = s.block_dxy2[r].data();
+  }
   Real* HWY_RESTRICT out_z_index = s.block_z_index.data();
   Real* HWY_RESTRICT out_z_residual = s.block_z_residual.data();
   Real* HWY_RESTRICT out_coefficient = s.block_coefficient.data();
-  Real* HWY_RESTRICT out_dxy2 = s.block_dxy2.data();
   s.block_chunk_end.clear();
   std::int64_t kept = 0;
   // Chunk by chunk (their boundaries fall on whole vectors), so that the inner loop holds no
@@ -388,13 +398,20 @@ HWY_INLINE void select_block_atoms(RowScratch<Real>& s, const Real* dxy2, std::i
       // dz; the arrays are padded by a vector, so the last load stays inside them.
       const auto below = hn::Sub(hn::Sub(low, zi), zr), above = hn::Add(hn::Sub(zi, high), zr);
       const auto gap = hn::Max(hn::Max(below, above), hn::Zero(d));
+      hn::Vec<decltype(d)> row[Rows];
+      row[0] = hn::LoadU(d, row_dxy2[0] + i);
+      auto nearest = row[0];
+      for (int r = 1; r < Rows; ++r) {
+        row[r] = hn::LoadU(d, row_dxy2[r] + i);
+        nearest = hn::Min(nearest, row[r]);
+      }
       const auto keep = hn::And(hn::FirstN(d, static_cast<std::size_t>(std::min(lanes, chunk_last - i))),
-                                hn::Lt(hn::MulAdd(gap, gap, hn::LoadU(d, dxy2 + i)), limit));
+                                hn::Lt(hn::MulAdd(gap, gap, nearest), limit));
       const KeptLanes<decltype(d)> kept_lanes(d, keep);
       kept_lanes.store(zi, out_z_index + kept);
       kept_lanes.store(zr, out_z_residual + kept);
       kept_lanes.store(hn::LoadU(d, coefficient + i), out_coefficient + kept);
-      kept_lanes.store(hn::LoadU(d, dxy2 + i), out_dxy2 + kept);
+      for (int r = 0; r < Rows; ++r) kept_lanes.store(row[r], out_dxy2[r] + kept);
       kept += static_cast<std::int64_t>(kept_lanes.count());
     }
     s.block_chunk_end.push_back(kept);
@@ -402,15 +419,17 @@ HWY_INLINE void select_block_atoms(RowScratch<Real>& s, const Real* dxy2, std::i
   if (first >= last) s.block_chunk_end.push_back(kept);
 }
 
-// Adds the atoms select_block_atoms kept to NV vectors of points starting at k0, chunk by
-// chunk of the gathered atoms (empty chunks add nothing).
+// Adds the atoms select_block_atoms kept to NV vectors of points starting at k0 of the bundle's
+// row r_first + r (its r-th selected row), chunk by chunk of the gathered atoms (empty chunks add
+// nothing).
 template <int NV, class Real, class Law>
-HWY_INLINE void sum_selected_block(const Law& law, RowScratch<Real>& s, std::int64_t k0) {
-  const AtomSpan<Real> atoms{s.block_dxy2.data(), s.block_z_index.data(), s.block_z_residual.data(),
+HWY_INLINE void sum_selected_block(const Law& law, RowScratch<Real>& s, int r, std::vector<double>& sum,
+                                   std::int64_t k0) {
+  const AtomSpan<Real> atoms{s.block_dxy2[r].data(), s.block_z_index.data(), s.block_z_residual.data(),
                              s.block_coefficient.data()};
   std::int64_t begin = 0;
   for (const std::int64_t end : s.block_chunk_end) {
-    if (end > begin) accumulate_block<NV>(law, s, atoms, begin, end, k0);
+    if (end > begin) accumulate_block<NV>(law, s, sum, atoms, begin, end, k0);
     begin = end;
   }
 }
@@ -471,11 +490,11 @@ void sum_rows(const CpuJob& job, const Law& law) {
   unit_start.push_back(rows.row_end);
   const auto units = static_cast<std::int64_t>(unit_start.size()) - 1;
   // Each thread's lists hold every atom (a row may gather all of them) with a dx^2 + dy^2 for
-  // each row of its bundle, and for cutoff sums a block's selection of them (4 values an atom):
-  // checked before the threads allocate them.
+  // each row of its bundle, and for cutoff sums a block's selection of them (3 values and a
+  // dx^2 + dy^2 for each row of the bundle): checked before the threads allocate them.
   const std::int64_t padding = static_cast<std::int64_t>(hn::MaxLanes(hn::ScalableTag<Real>()));  // whole-vector loads
   check_memory(static_cast<std::uint64_t>(job.threads) * static_cast<std::uint64_t>(natoms + 1 + padding) *
-                   static_cast<std::uint64_t>(3 + bundle + (bins ? 4 : 0)) * sizeof(Real),
+                   static_cast<std::uint64_t>(3 + bundle + (bins ? 3 + bundle : 0)) * sizeof(Real),
                "the CPU path's per-thread lists of atoms (" + std::to_string(job.threads) + " threads, " +
                    std::to_string(natoms) + " atoms)");
 
@@ -493,11 +512,12 @@ void sum_rows(const CpuJob& job, const Law& law) {
     s.z_index.resize(natoms + 1 + padding);
     s.z_residual.resize(natoms + 1 + padding);
     s.coefficient.resize(natoms + 1 + padding);
-    s.sum.resize(nz);
+    for (std::int64_t r = 0; r < bundle; ++r) s.sum[r].resize(nz);
     if (bins) {
       s.z_bin_start.resize(bins->dims[2] + 1);
-      for (auto* v : {&s.block_z_index, &s.block_z_residual, &s.block_coefficient, &s.block_dxy2})
+      for (auto* v : {&s.block_z_index, &s.block_z_residual, &s.block_coefficient})
         v->resize(natoms + 1 + padding);  // CompressStore may write a whole vector
+      for (std::int64_t r = 0; r < bundle; ++r) s.block_dxy2[r].resize(natoms + 1 + padding);
     }
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t unit = 0; unit < units; ++unit) {
@@ -593,53 +613,11 @@ void sum_rows(const CpuJob& job, const Law& law) {
         else walk_bins(rows_in_bundle);
         s.z_bin_start[bins->dims[2]] = s.count;
       }
-      for (std::int64_t row = unit_first; row < unit_last; ++row) {
+      // Atoms on a row's axis, in float64, leaving out the one lattice point (if any) within
+      // singular_distance (see nbkit::singular_distance); then the row's potentials out.
+      auto finish_row = [&](std::int64_t row, std::vector<double>& sum) {
         const std::int64_t r = row % ny - j0;
         const double y = y0 + static_cast<double>(r);
-        const Real* dxy2 = s.dxy2.data() + r * s.stride;
-        std::fill(s.sum.begin(), s.sum.end(), 0.0);
-        // Cutoff summation takes shorter blocks: a block's atoms are those within the cutoff
-        // of any of its points, so a shorter block wastes fewer evaluations beyond the cutoff.
-        const std::int64_t block_vectors = bins ? cutoff_vectors<Real>() : kMaxVectors;
-        for (std::int64_t k0 = 0; k0 < nz; k0 += block_vectors * lanes) {
-          const std::int64_t vectors = std::min<std::int64_t>(block_vectors, (nz - k0 + lanes - 1) / lanes);
-          std::int64_t first = 0, last = s.count;
-          if (bins) {  // the z bins within the cutoff of this block's points, then their atoms that reach it
-            std::int64_t bz_lo, bz_hi;
-            const std::int64_t k_last = std::min(nz - 1, k0 + vectors * lanes - 1);
-            const double z_first = static_cast<double>(k0) * h;
-            const double z_last = static_cast<double>(k_last) * h;
-            bz_lo = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor((z_first - bins->cutoff - bins->lower.z) / bins->size)));
-            bz_hi = std::min<std::int64_t>(bins->dims[2] - 1, static_cast<std::int64_t>(std::floor((z_last + bins->cutoff - bins->lower.z) / bins->size)));
-            if (bz_lo > bz_hi) continue;
-            first = s.z_bin_start[bz_lo];
-            last = s.z_bin_start[bz_hi + 1];
-            select_block_atoms(s, dxy2, first, last, k0, k_last, block_reach2);
-            switch (vectors) {
-              case 1: sum_selected_block<1>(scaled, s, k0); break;
-              case 2: sum_selected_block<2>(scaled, s, k0); break;
-              case 3: sum_selected_block<3>(scaled, s, k0); break;
-              case 4: sum_selected_block<4>(scaled, s, k0); break;
-              default: break;
-            }
-            continue;
-          }
-          switch (vectors) {
-            case 1: sum_block<1>(scaled, s, dxy2, first, last, k0); break;
-            case 2: sum_block<2>(scaled, s, dxy2, first, last, k0); break;
-            case 3: sum_block<3>(scaled, s, dxy2, first, last, k0); break;
-            case 4: sum_block<4>(scaled, s, dxy2, first, last, k0); break;
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4
-            case 5: sum_block<5>(scaled, s, dxy2, first, last, k0); break;
-            case 6: sum_block<6>(scaled, s, dxy2, first, last, k0); break;
-            case 7: sum_block<7>(scaled, s, dxy2, first, last, k0); break;
-            case 8: sum_block<8>(scaled, s, dxy2, first, last, k0); break;
-#endif
-            default: break;
-          }
-        }
-        // Atoms on the row's axis, in float64, leaving out the one lattice point (if any)
-        // within singular_distance: see nbkit::singular_distance.
         const ScalarMath<double> scalar_math;
         for (const std::int64_t n : s.on_axis[r]) {
           const double dx = x * h - atoms.x[n], dy = y * h - atoms.y[n];
@@ -647,13 +625,70 @@ void sum_rows(const CpuJob& job, const Law& law) {
             const double dz = static_cast<double>(k) * h - atoms.z[n];
             const double r2 = dx * dx + dy * dy + dz * dz;
             if (r2 <= singular_r2) continue;
-            s.sum[k] += maps::law_term(law, scalar_math, atoms.coefficient[n], r2, 1.0 / std::sqrt(r2));
+            sum[k] += maps::law_term(law, scalar_math, atoms.coefficient[n], r2, 1.0 / std::sqrt(r2));
           }
         }
         double* out = rows.out + (row - rows.row_begin) * nz;
-        for (std::int64_t k = 0; k < nz; ++k) out[k] = rows.prefactor * s.sum[k];
+        for (std::int64_t k = 0; k < nz; ++k) out[k] = rows.prefactor * sum[k];
         progress.done_one();
+      };
+      if (!bins) {
+        const Real* dxy2 = s.dxy2.data();
+        std::vector<double>& sum = s.sum[0];
+        std::fill(sum.begin(), sum.end(), 0.0);
+        for (std::int64_t k0 = 0; k0 < nz; k0 += kMaxVectors * lanes) {
+          const std::int64_t vectors = std::min<std::int64_t>(kMaxVectors, (nz - k0 + lanes - 1) / lanes);
+          switch (vectors) {
+            case 1: sum_block<1>(scaled, s, dxy2, 0, s.count, k0); break;
+            case 2: sum_block<2>(scaled, s, dxy2, 0, s.count, k0); break;
+            case 3: sum_block<3>(scaled, s, dxy2, 0, s.count, k0); break;
+            case 4: sum_block<4>(scaled, s, dxy2, 0, s.count, k0); break;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4
+            case 5: sum_block<5>(scaled, s, dxy2, 0, s.count, k0); break;
+            case 6: sum_block<6>(scaled, s, dxy2, 0, s.count, k0); break;
+            case 7: sum_block<7>(scaled, s, dxy2, 0, s.count, k0); break;
+            case 8: sum_block<8>(scaled, s, dxy2, 0, s.count, k0); break;
+#endif
+            default: break;
+          }
+        }
+        finish_row(unit_first, sum);
+        continue;
       }
+      // Cutoff sums: the unit's rows (r_first.. of the bundle) block by block, each block's z bins
+      // within the cutoff of its points and, of their atoms, those that reach one of the rows,
+      // selected once for all of them. A shorter block than the direct sums' wastes fewer
+      // evaluations beyond the cutoff.
+      const std::int64_t r_first = unit_first % ny - j0, unit_rows = unit_last - unit_first;
+      for (std::int64_t r = 0; r < unit_rows; ++r) std::fill(s.sum[r].begin(), s.sum[r].end(), 0.0);
+      const std::int64_t block_vectors = cutoff_vectors<Real>();
+      for (std::int64_t k0 = 0; k0 < nz; k0 += block_vectors * lanes) {
+        const std::int64_t vectors = std::min<std::int64_t>(block_vectors, (nz - k0 + lanes - 1) / lanes);
+        const std::int64_t k_last = std::min(nz - 1, k0 + vectors * lanes - 1);
+        const double z_first = static_cast<double>(k0) * h, z_last = static_cast<double>(k_last) * h;
+        const std::int64_t bz_lo = std::max<std::int64_t>(
+            0, static_cast<std::int64_t>(std::floor((z_first - bins->cutoff - bins->lower.z) / bins->size)));
+        const std::int64_t bz_hi = std::min<std::int64_t>(
+            bins->dims[2] - 1, static_cast<std::int64_t>(std::floor((z_last + bins->cutoff - bins->lower.z) / bins->size)));
+        if (bz_lo > bz_hi) continue;
+        const std::int64_t first = s.z_bin_start[bz_lo], last = s.z_bin_start[bz_hi + 1];
+        switch (unit_rows) {
+          case 1: select_block_atoms<1>(s, s.dxy2.data(), r_first, first, last, k0, k_last, block_reach2); break;
+          case 2: select_block_atoms<2>(s, s.dxy2.data(), r_first, first, last, k0, k_last, block_reach2); break;
+          case 3: select_block_atoms<3>(s, s.dxy2.data(), r_first, first, last, k0, k_last, block_reach2); break;
+          default: select_block_atoms<4>(s, s.dxy2.data(), r_first, first, last, k0, k_last, block_reach2); break;
+        }
+        for (int r = 0; r < static_cast<int>(unit_rows); ++r) {
+          switch (vectors) {
+            case 1: sum_selected_block<1>(scaled, s, r, s.sum[r], k0); break;
+            case 2: sum_selected_block<2>(scaled, s, r, s.sum[r], k0); break;
+            case 3: sum_selected_block<3>(scaled, s, r, s.sum[r], k0); break;
+            case 4: sum_selected_block<4>(scaled, s, r, s.sum[r], k0); break;
+            default: break;
+          }
+        }
+      }
+      for (std::int64_t r = 0; r < unit_rows; ++r) finish_row(unit_first + r, s.sum[r]);
     }
   }
   progress.finish();
