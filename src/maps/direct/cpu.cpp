@@ -506,8 +506,9 @@ void sum_rows(const CpuJob& job, const Law& law) {
   {
     RowScratch<Real> s;
     // One slot more than the atoms: the cutoff gather writes every candidate at the next free
-    // slot and moves on only if it is within the cutoff.
-    s.stride = natoms + 1;
+    // slot and moves on only if it is within the cutoff; and a vector more, since its SIMD part
+    // writes whole vectors there.
+    s.stride = natoms + 1 + padding;
     s.dxy2.resize(static_cast<std::size_t>(bundle * s.stride + padding));
     s.z_index.resize(natoms + 1 + padding);
     s.z_residual.resize(natoms + 1 + padding);
@@ -576,6 +577,11 @@ void sum_rows(const CpuJob& job, const Law& law) {
         Real* HWY_RESTRICT out_coefficient = s.coefficient.data();
         const std::int64_t stride = s.stride;
         const double on_axis_r2 = singular_r2_lattice;
+        const hn::ScalableTag<double> dd;
+        const hn::Rebind<Real, decltype(dd)> dr;  // as many lanes as dd
+        const auto gather_lanes = static_cast<std::int64_t>(hn::Lanes(dd));
+        const auto gather_x = hn::Set(dd, x), gather_y0 = hn::Set(dd, y0);
+        const auto gather_on_axis = hn::Set(dd, on_axis_r2), gather_cutoff2 = hn::Set(dd, cutoff2_lattice);
         // `count` rows a candidate: a compile-time constant for whole bundles, so the loop over
         // them unrolls.
         auto walk_bins = [&](auto count) {
@@ -587,7 +593,7 @@ void sum_rows(const CpuJob& job, const Law& law) {
             const std::int64_t b = (bz * bins->dims[1] + by) * bins->dims[0];
             const std::int64_t from = bins->start[b + bx_lo], to = bins->start[b + bx_hi + 1];
             std::int64_t m = s.count;
-            for (std::int64_t i = from; i < to; ++i) {
+            auto gather_one = [&](std::int64_t i) {
               const double dx = x - bx_of[i], dx2 = dx * dx, dy0 = y0 - by_of[i];
               double nearest = HUGE_VAL;
               for (std::int64_t r = 0; r < static_cast<std::int64_t>(count); ++r) {
@@ -604,7 +610,39 @@ void sum_rows(const CpuJob& job, const Law& law) {
               out_z_residual[m] = z_residual_of[i];
               out_coefficient[m] = coefficient_of[i];
               m += nearest < cutoff2_lattice ? 1 : 0;
+            };
+            // A vector of candidates at a time: the same float64 operations lane by lane as
+            // gather_one's (its dx2 + dy * dy a multiply-add: this file is compiled with
+            // -ffp-contract=fast), so the same values and the same order of the kept atoms; a
+            // vector with an atom near a row's axis goes through gather_one instead.
+            std::int64_t i = from;
+            for (; i + gather_lanes <= to; i += gather_lanes) {
+              const auto dx = hn::Sub(gather_x, hn::LoadU(dd, bx_of + i)), dy0 = hn::Sub(gather_y0, hn::LoadU(dd, by_of + i));
+              const auto dx2 = hn::Mul(dx, dx);
+              hn::Vec<decltype(dd)> row[kCutoffBundle];
+              auto nearest = hn::Set(dd, HUGE_VAL);
+              for (std::int64_t r = 0; r < static_cast<std::int64_t>(count); ++r) {
+                const auto dy = hn::Add(dy0, hn::Set(dd, static_cast<double>(r)));
+                row[r] = hn::MulAdd(dy, dy, dx2);  // as -ffp-contract=fast fuses gather_one's
+                nearest = hn::Min(nearest, row[r]);
+              }
+              if (!hn::AllFalse(dd, hn::Le(nearest, gather_on_axis))) [[unlikely]] {
+                for (std::int64_t j = i; j < i + gather_lanes; ++j) gather_one(j);
+                continue;
+              }
+              std::uint8_t bits[8] = {};
+              hn::StoreMaskBits(dd, hn::Lt(nearest, gather_cutoff2), bits);
+              const KeptLanes<decltype(dr)> kept(dr, hn::LoadMaskBits(dr, bits));
+              for (std::int64_t r = 0; r < static_cast<std::int64_t>(count); ++r) {
+                if constexpr (std::is_same_v<Real, double>) kept.store(row[r], out_dxy2 + r * stride + m);
+                else kept.store(hn::DemoteTo(dr, row[r]), out_dxy2 + r * stride + m);
+              }
+              kept.store(hn::LoadU(dr, z_index_of + i), out_z_index + m);
+              kept.store(hn::LoadU(dr, z_residual_of + i), out_z_residual + m);
+              kept.store(hn::LoadU(dr, coefficient_of + i), out_coefficient + m);
+              m += static_cast<std::int64_t>(kept.count());
             }
+            for (; i < to; ++i) gather_one(i);
             s.count = m;
           }
         }
