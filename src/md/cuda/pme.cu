@@ -50,8 +50,8 @@ __device__ int wrap(int k, int size) { return k < 0 ? k + size : (k >= size ? k 
 // complement in an unsigned atomic add: negative values wrap and sum correctly). `Order` lanes
 // share an atom, lane j2 taking the points base[2] - j2 of each of its order^2 rows, so that one
 // atomic instruction of a warp adds to 32 / Order runs of Order neighbouring words (a few
-// sectors) instead of 32 words in 32 places: a thread per atom made the L2's atomic traffic the
-// spread's cost, half of PME's time (docs/performance.md, "Particle-mesh Ewald").
+// sectors) instead of 32 words in 32 places. With a thread an atom the spread was half of PME's
+// time; this way it is 22-33% faster on an H100 (docs/performance.md, session 31).
 template <int Order>
 __global__ void spread(int n, const V3* x, const double* q, Mesh m, double fixed_scale, unsigned long long* mesh) {
   constexpr int kAtomsPerWarp = 32 / Order;
