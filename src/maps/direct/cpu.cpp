@@ -435,10 +435,20 @@ HWY_INLINE void sum_selected_block(const Law& law, RowScratch<Real>& s, int r, s
   }
 }
 
+// The cutoff laws are summed over binned atoms, the direct ones over every atom: each sum_rows
+// instantiation compiles one of the two paths (the other, five Highway targets over, was half of
+// this file's compile time for nothing).
+template <class Law>
+inline constexpr bool kBinnedLaw = false;
+template <Smoothing S>
+inline constexpr bool kBinnedLaw<CutoffLaw<S>> = true;
+
 template <class Real, class Law>
 void sum_rows(const CpuJob& job, const Law& law) {
   const PreparedAtoms& atoms = *job.atoms;
   const AtomBins* bins = job.bins;
+  constexpr bool binned_law = kBinnedLaw<Law>;
+  if (binned_law != (bins != nullptr)) throw Error("internal: a cutoff law without bins, or a direct law with them");
   const RowRange& rows = *job.rows;
   const Lattice& lattice = *rows.lattice;
   const std::int64_t ny = lattice.dims[1], nz = lattice.dims[2];
@@ -467,7 +477,7 @@ void sum_rows(const CpuJob& job, const Law& law) {
   }
   const double singular_r2_lattice = singular_r2 / (h * h);
   AtomColumns<Real> binned;  // cutoff sums: the columns in the bins' order
-  if (bins) {
+  if constexpr (binned_law) {
     const std::size_t count = bins->atoms.size();
     for (auto* v : {&binned.z_index, &binned.z_residual, &binned.coefficient}) v->resize(count);
     binned.x.resize(count), binned.y.resize(count);
@@ -481,7 +491,7 @@ void sum_rows(const CpuJob& job, const Law& law) {
   // The units of work: one row each for direct sums; for cutoff sums the rows of the range in
   // one bundle (kCutoffBundle consecutive rows along y, aligned in the x plane), which share a
   // gather made for the whole bundle, even where the range holds only some of its rows.
-  const std::int64_t bundle = bins ? kCutoffBundle : 1;
+  const std::int64_t bundle = binned_law ? kCutoffBundle : 1;
   std::vector<std::int64_t> unit_start;
   for (std::int64_t row = rows.row_begin; row < rows.row_end;) {
     unit_start.push_back(row);
@@ -534,7 +544,7 @@ void sum_rows(const CpuJob& job, const Law& law) {
       const double y0 = static_cast<double>(j0);
       s.count = 0;
       for (auto& list : s.on_axis) list.clear();
-      if (!bins) {
+      if constexpr (!binned_law) {
         for (std::int64_t n = 0; n < natoms; ++n) {
           const double dx = x - columns.x[n], dy = y0 - columns.y[n];
           double dxy2 = dx * dx + dy * dy;
@@ -672,7 +682,7 @@ void sum_rows(const CpuJob& job, const Law& law) {
         for (std::int64_t k = 0; k < nz; ++k) out[k] = rows.prefactor * sum[k];
         progress.done_one();
       };
-      if (!bins) {
+      if constexpr (!binned_law) {
         const Real* dxy2 = s.dxy2.data();
         std::vector<double>& sum = s.sum[0];
         std::fill(sum.begin(), sum.end(), 0.0);
@@ -693,42 +703,43 @@ void sum_rows(const CpuJob& job, const Law& law) {
           }
         }
         finish_row(unit_first, sum);
-        continue;
-      }
-      // Cutoff sums: the unit's rows (r_first.. of the bundle) block by block, each block's z bins
-      // within the cutoff of its points and, of their atoms, those that reach one of the rows,
-      // selected once for all of them. A shorter block than the direct sums' wastes fewer
-      // evaluations beyond the cutoff.
-      const std::int64_t r_first = unit_first % ny - j0, unit_rows = unit_last - unit_first;
-      for (std::int64_t r = 0; r < unit_rows; ++r) std::fill(s.sum[r].begin(), s.sum[r].end(), 0.0);
-      const std::int64_t block_vectors = cutoff_vectors<Real>();
-      for (std::int64_t k0 = 0; k0 < nz; k0 += block_vectors * lanes) {
-        const std::int64_t vectors = std::min<std::int64_t>(block_vectors, (nz - k0 + lanes - 1) / lanes);
-        const std::int64_t k_last = std::min(nz - 1, k0 + vectors * lanes - 1);
-        const double z_first = static_cast<double>(k0) * h, z_last = static_cast<double>(k_last) * h;
-        const std::int64_t bz_lo = std::max<std::int64_t>(
-            0, static_cast<std::int64_t>(std::floor((z_first - bins->cutoff - bins->lower.z) / bins->size)));
-        const std::int64_t bz_hi = std::min<std::int64_t>(
-            bins->dims[2] - 1, static_cast<std::int64_t>(std::floor((z_last + bins->cutoff - bins->lower.z) / bins->size)));
-        if (bz_lo > bz_hi) continue;
-        const std::int64_t first = s.z_bin_start[bz_lo], last = s.z_bin_start[bz_hi + 1];
-        switch (unit_rows) {
-          case 1: select_block_atoms<1>(s, s.dxy2.data(), r_first, first, last, k0, k_last, block_reach2); break;
-          case 2: select_block_atoms<2>(s, s.dxy2.data(), r_first, first, last, k0, k_last, block_reach2); break;
-          case 3: select_block_atoms<3>(s, s.dxy2.data(), r_first, first, last, k0, k_last, block_reach2); break;
-          default: select_block_atoms<4>(s, s.dxy2.data(), r_first, first, last, k0, k_last, block_reach2); break;
-        }
-        for (int r = 0; r < static_cast<int>(unit_rows); ++r) {
-          switch (vectors) {
-            case 1: sum_selected_block<1>(scaled, s, r, s.sum[r], k0); break;
-            case 2: sum_selected_block<2>(scaled, s, r, s.sum[r], k0); break;
-            case 3: sum_selected_block<3>(scaled, s, r, s.sum[r], k0); break;
-            case 4: sum_selected_block<4>(scaled, s, r, s.sum[r], k0); break;
-            default: break;
+      } else {
+        // Cutoff sums: the unit's rows (r_first.. of the bundle) block by block, each block's z bins
+        // within the cutoff of its points and, of their atoms, those that reach one of the rows,
+        // selected once for all of them. A shorter block than the direct sums' wastes fewer
+        // evaluations beyond the cutoff.
+        const std::int64_t r_first = unit_first % ny - j0, unit_rows = unit_last - unit_first;
+        for (std::int64_t r = 0; r < unit_rows; ++r) std::fill(s.sum[r].begin(), s.sum[r].end(), 0.0);
+        const std::int64_t block_vectors = cutoff_vectors<Real>();
+        for (std::int64_t k0 = 0; k0 < nz; k0 += block_vectors * lanes) {
+          const std::int64_t vectors = std::min<std::int64_t>(block_vectors, (nz - k0 + lanes - 1) / lanes);
+          const std::int64_t k_last = std::min(nz - 1, k0 + vectors * lanes - 1);
+          const double z_first = static_cast<double>(k0) * h, z_last = static_cast<double>(k_last) * h;
+          const std::int64_t bz_lo = std::max<std::int64_t>(
+              0, static_cast<std::int64_t>(std::floor((z_first - bins->cutoff - bins->lower.z) / bins->size)));
+          const std::int64_t bz_hi = std::min<std::int64_t>(
+              bins->dims[2] - 1,
+              static_cast<std::int64_t>(std::floor((z_last + bins->cutoff - bins->lower.z) / bins->size)));
+          if (bz_lo > bz_hi) continue;
+          const std::int64_t first = s.z_bin_start[bz_lo], last = s.z_bin_start[bz_hi + 1];
+          switch (unit_rows) {
+            case 1: select_block_atoms<1>(s, s.dxy2.data(), r_first, first, last, k0, k_last, block_reach2); break;
+            case 2: select_block_atoms<2>(s, s.dxy2.data(), r_first, first, last, k0, k_last, block_reach2); break;
+            case 3: select_block_atoms<3>(s, s.dxy2.data(), r_first, first, last, k0, k_last, block_reach2); break;
+            default: select_block_atoms<4>(s, s.dxy2.data(), r_first, first, last, k0, k_last, block_reach2); break;
+          }
+          for (int r = 0; r < static_cast<int>(unit_rows); ++r) {
+            switch (vectors) {
+              case 1: sum_selected_block<1>(scaled, s, r, s.sum[r], k0); break;
+              case 2: sum_selected_block<2>(scaled, s, r, s.sum[r], k0); break;
+              case 3: sum_selected_block<3>(scaled, s, r, s.sum[r], k0); break;
+              case 4: sum_selected_block<4>(scaled, s, r, s.sum[r], k0); break;
+              default: break;
+            }
           }
         }
+        for (std::int64_t r = 0; r < unit_rows; ++r) finish_row(unit_first + r, s.sum[r]);
       }
-      for (std::int64_t r = 0; r < unit_rows; ++r) finish_row(unit_first + r, s.sum[r]);
     }
   }
   progress.finish();
