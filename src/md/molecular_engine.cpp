@@ -242,7 +242,6 @@ class MolecularEngine final : public Engine {
       lap(&StepPhases::integrate);
       device_->constrain_velocities(dt, b);
       lap(&StepPhases::constraints);
-      device_->save_reference();
       const double a = std::exp(-middle_->friction * dt), scale = std::sqrt(1 - a * a);
       device_->langevin_middle(dt, a, scale, u.boltzmann * middle_->temperature / u.mv2_to_energy, middle_->seed,
                                noise_calls_++);
@@ -253,7 +252,6 @@ class MolecularEngine final : public Engine {
       lap(&StepPhases::forces);
     } else {
       device_->kick(0.5 * dt * u.force_to_acceleration);
-      device_->save_reference();
       device_->drift(dt);
       lap(&StepPhases::integrate);
       device_->constrain_positions(dt, b);

@@ -45,10 +45,10 @@ class MolecularGpuDynamics {
   // v = a v + b sqrt(kT/m) N(0, 1) (normal_triplet of seed, call), x += dt/2 v. kt_mv2: k T in
   // velocity^2 x mass units.
   void langevin_middle(double dt, double a, double b, double kt_mv2, std::uint64_t seed, std::uint64_t call);
-  // The positions onto the constraints against the step's start (the positions at the last
-  // save_reference()), the velocities given the same correction over dt; and the velocities'
+  // The positions onto the constraints against the step's start (the positions before the last
+  // drift or langevin_middle, which keep them), the velocities given the same correction over
+  // dt, and the atoms wrapped into `box` (evaluate's wrap, done here); and the velocities'
   // constraints. Nothing without constraints.
-  void save_reference();
   void constrain_positions(double dt, const std::optional<PeriodicBox>& box);
   void constrain_velocities(double dt, const std::optional<PeriodicBox>& box);
   // Atoms wrapped into the box one by one (as the host engine wraps before each GPU evaluation),

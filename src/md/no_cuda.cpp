@@ -52,7 +52,6 @@ double MolecularGpuDynamics::download(System&, Forces&, EnergyTerms&) { return 0
 void MolecularGpuDynamics::kick(double) {}
 void MolecularGpuDynamics::drift(double) {}
 void MolecularGpuDynamics::langevin_middle(double, double, double, double, std::uint64_t, std::uint64_t) {}
-void MolecularGpuDynamics::save_reference() {}
 void MolecularGpuDynamics::constrain_positions(double, const std::optional<PeriodicBox>&) {}
 void MolecularGpuDynamics::constrain_velocities(double, const std::optional<PeriodicBox>&) {}
 void MolecularGpuDynamics::evaluate(const std::optional<PeriodicBox>&, bool) {}

@@ -1,8 +1,8 @@
 #pragma once
 // SETTLE, SHAKE and RATTLE on one GPU (cuda/constraints.cu): constraint_law.hpp's functions, the
 // host solver's (constraint_solver.cpp), with a thread per water and a thread per cluster of
-// distances (clusters share no atom, so no two threads write one atom, and each cluster's
-// Gauss-Seidel order is the host's). Each water's and cluster's virial goes to a slot of its own,
+// distances in one launch (waters and clusters share no atom, so no two threads write one atom,
+// and each cluster's Gauss-Seidel order is the host's). Each water's and cluster's virial goes to a slot of its own,
 // summed on the host in a fixed order when asked; a water that cannot be placed or a cluster that
 // does not converge is flagged on the device and reported (with its atoms, as the host solver
 // reports it) at the next check, so the step never waits for the host. Internal to the CUDA build.

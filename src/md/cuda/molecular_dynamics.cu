@@ -29,16 +29,26 @@ __global__ void kick_kernel(int n, V3* v, const V3* f, const double* mass, doubl
   v[i] = v[i] + (scale / mass[i]) * f[i];
 }
 
-__global__ void drift_kernel(int n, V3* x, const V3* v, double dt) {
+// With constraints the position updates also keep the step's start (`reference`, SHAKE's and
+// SETTLE's reference) and the update itself (`unconstrained`, for the velocities' correction):
+// two copies of the positions a step fewer than cudaMemcpyAsync before and after (nullptr: none).
+struct ConstraintCopies {
+  V3 *reference, *unconstrained;
+};
+
+__global__ void drift_kernel(int n, V3* x, const V3* v, double dt, ConstraintCopies copies) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  x[i] = x[i] + dt * v[i];
+  const V3 start = x[i];
+  x[i] = start + dt * v[i];
+  if (copies.reference) copies.reference[i] = start, copies.unconstrained[i] = x[i];
 }
 
 __global__ void langevin_middle_kernel(int n, V3* x, V3* v, const double* mass, double half, double a, double b,
-                                       double kt, std::uint64_t seed, std::uint64_t call) {
+                                       double kt, std::uint64_t seed, std::uint64_t call, ConstraintCopies copies) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
+  if (copies.reference) copies.reference[i] = x[i];
   double noise[3];
   normal_triplet(seed, call, static_cast<std::uint32_t>(i), kLangevinMiddleTag, noise);
   const double sigma = b * sqrt(kt / mass[i]);
@@ -49,25 +59,46 @@ __global__ void langevin_middle_kernel(int n, V3* x, V3* v, const double* mass, 
     xi[k] += half * vi[k];
   }
   x[i] = {xi[0], xi[1], xi[2]}, v[i] = {vi[0], vi[1], vi[2]};
-}
-
-// The constraints' correction of the positions given to the velocities: v += (x - x_unconstrained) / dt.
-__global__ void correct_velocities_kernel(int n, V3* v, const V3* x, const V3* unconstrained, double dt) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const V3 d = x[i] - unconstrained[i];
-  v[i] = {v[i].x + d.x / dt, v[i].y + d.y / dt, v[i].z + d.z / dt};
+  if (copies.unconstrained) copies.unconstrained[i] = x[i];
 }
 
 struct BoxEdges {
   double lo[3], length[3];
 };
 
+__device__ inline V3 wrapped(const V3& x, const BoxEdges& box) {
+  return {wrap_coordinate(x.x, box.lo[0], box.length[0]), wrap_coordinate(x.y, box.lo[1], box.length[1]),
+          wrap_coordinate(x.z, box.lo[2], box.length[2])};
+}
+
 __global__ void wrap_kernel(int n, V3* x, BoxEdges box) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  x[i] = {wrap_coordinate(x[i].x, box.lo[0], box.length[0]), wrap_coordinate(x[i].y, box.lo[1], box.length[1]),
-          wrap_coordinate(x[i].z, box.lo[2], box.length[2])};
+  x[i] = wrapped(x[i], box);
+}
+
+// The constraints' correction of the positions given to the velocities, v += (x -
+// x_unconstrained) / dt, and with a box the atoms wrapped into it as evaluate() would next.
+__global__ void correct_velocities_kernel(int n, V3* v, V3* x, const V3* unconstrained, double dt, bool wrap,
+                                          BoxEdges box) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const V3 xi = x[i];
+  const V3 d = xi - unconstrained[i];
+  v[i] = {v[i].x + d.x / dt, v[i].y + d.y / dt, v[i].z + d.z / dt};
+  if (wrap) x[i] = wrapped(xi, box);
+}
+
+bool same_box(const BoxEdges& a, const BoxEdges& b) {
+  for (int k = 0; k < 3; ++k)
+    if (a.lo[k] != b.lo[k] || a.length[k] != b.length[k]) return false;
+  return true;
+}
+
+BoxEdges edges_of(const PeriodicBox& box) {
+  BoxEdges edges{};
+  for (int a = 0; a < 3; ++a) edges.lo[a] = box.lo[a], edges.length[a] = box.length(a);
+  return edges;
 }
 
 }  // namespace
@@ -80,6 +111,12 @@ struct MolecularGpuDynamics::State {
   double force_to_acceleration = 1;
   double dt = 0;  // the last constraint step's, for the virial's units
   cuda::DeviceBuffer<V3> v, reference, unconstrained;
+  // The positions already wrapped into this box since their last update (constrain_positions
+  // wraps as it corrects the velocities, so evaluate need not).
+  std::optional<BoxEdges> wrapped;
+  ConstraintCopies copies() {
+    return constraints ? ConstraintCopies{reference.data(), unconstrained.data()} : ConstraintCopies{};
+  }
   cuda::DeviceBuffer<double> mass;
   std::unique_ptr<ConstraintsGpu> constraints;
   std::vector<V3> host;  // staging between the System's arrays and the device's
@@ -121,6 +158,7 @@ void MolecularGpuDynamics::upload(const System& system, const Forces& forces) {
   put(system.x, system.y, system.z, s.forces->positions());
   put(system.vx, system.vy, system.vz, s.v.data());
   put(forces.fx, forces.fy, forces.fz, s.forces->forces());
+  s.wrapped.reset();
 }
 
 double MolecularGpuDynamics::download(System& system, Forces& forces, EnergyTerms& terms) {
@@ -162,23 +200,19 @@ void MolecularGpuDynamics::kick(double scale) {
 
 void MolecularGpuDynamics::drift(double dt) {
   State& s = *state_;
-  drift_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.forces->positions(), s.v.data(), dt);
+  drift_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.forces->positions(), s.v.data(), dt, s.copies());
   NBKIT_CUDA_CHECK_LAUNCH();
+  s.wrapped.reset();
 }
 
 void MolecularGpuDynamics::langevin_middle(double dt, double a, double b, double kt_mv2, std::uint64_t seed,
                                            std::uint64_t call) {
   State& s = *state_;
   langevin_middle_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.forces->positions(), s.v.data(),
-                                                                 s.mass.data(), 0.5 * dt, a, b, kt_mv2, seed, call);
+                                                                 s.mass.data(), 0.5 * dt, a, b, kt_mv2, seed, call,
+                                                                 s.copies());
   NBKIT_CUDA_CHECK_LAUNCH();
-}
-
-void MolecularGpuDynamics::save_reference() {
-  State& s = *state_;
-  if (!s.constraints) return;
-  NBKIT_CUDA_CHECK(cudaMemcpyAsync(s.reference.data(), s.forces->positions(), s.n * sizeof(V3),
-                                   cudaMemcpyDeviceToDevice, s.stream));
+  s.wrapped.reset();
 }
 
 void MolecularGpuDynamics::constrain_positions(double dt, const std::optional<PeriodicBox>& box) {
@@ -186,11 +220,11 @@ void MolecularGpuDynamics::constrain_positions(double dt, const std::optional<Pe
   if (!s.constraints) return;
   s.dt = dt;
   V3* x = s.forces->positions();
-  NBKIT_CUDA_CHECK(
-      cudaMemcpyAsync(s.unconstrained.data(), x, s.n * sizeof(V3), cudaMemcpyDeviceToDevice, s.stream));
   s.constraints->constrain_positions(s.reference.data(), x, constraint_images(box));
-  correct_velocities_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.v.data(), x, s.unconstrained.data(), dt);
+  correct_velocities_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.v.data(), x, s.unconstrained.data(), dt,
+                                                                    box.has_value(), box ? edges_of(*box) : BoxEdges{});
   NBKIT_CUDA_CHECK_LAUNCH();
+  if (box) s.wrapped = edges_of(*box);
 }
 
 void MolecularGpuDynamics::constrain_velocities(double dt, const std::optional<PeriodicBox>& box) {
@@ -202,12 +236,11 @@ void MolecularGpuDynamics::constrain_velocities(double dt, const std::optional<P
 
 void MolecularGpuDynamics::evaluate(const std::optional<PeriodicBox>& box, bool energies) {
   State& s = *state_;
-  if (box) {
-    BoxEdges edges{};
-    for (int a = 0; a < 3; ++a) edges.lo[a] = box->lo[a], edges.length[a] = box->length(a);
-    wrap_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.forces->positions(), edges);
+  if (box && !(s.wrapped && same_box(*s.wrapped, edges_of(*box)))) {
+    wrap_kernel<<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, s.forces->positions(), edges_of(*box));
     NBKIT_CUDA_CHECK_LAUNCH();
   }
+  s.wrapped.reset();
   s.forces->evaluate_on_device(box, energies);
 }
 
