@@ -632,6 +632,48 @@ TEST(MolecularGpu, MixedPrecisionIsWithinFloat32sRoundingOfTheReferenceAndRepeat
                Error);
 }
 
+// The GPU's pair list has two builds, a warp per row (small systems) and a lane per row (large
+// ones), that must write the same list entry for entry: forced in turn through
+// NBKIT_PAIR_LIST_BUILD, they give the same bits in both precisions, on the protein (4 to 5 cells
+// an edge: the 27-cell stencil) and on the chains (2 cells: every cell searched, each pair's
+// image picked). An unknown value is refused.
+TEST(MolecularGpu, PairListBuildsByRowAndByCellGiveTheSameBits) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const Topology protein = io::read_prmtop(test_data_file("fkbp-amber14.prmtop.gz"));
+  const md::Coordinates c = io::read_inpcrd(test_data_file("fkbp-amber14.inpcrd.gz"), protein.size());
+  PeriodicBox protein_box;
+  for (int a = 0; a < 3; ++a) {
+    double lo = 1e9, hi = -1e9;
+    for (const Vec3& p : c.positions) lo = std::min(lo, p[a]), hi = std::max(hi, p[a]);
+    protein_box.lo[a] = lo - 6, protein_box.hi[a] = hi + 6;
+  }
+  std::vector<Vec3> chain_x;
+  const Topology chain = chains(60, 17, chain_x, 24.0);
+  const PeriodicBox chain_box = PeriodicBox::from_edges({24, 25, 26});
+  NonbondedSettings s;
+  s.method = Method::pme, s.cutoff = 9, s.switch_distance = 7.5;
+  auto with_build = [&](const char* build, const Topology& t, const std::vector<Vec3>& x, const PeriodicBox& box,
+                        Precision precision) {
+    setenv("NBKIT_PAIR_LIST_BUILD", build, 1);
+    auto forces = md::molecular_forces(t, x, box, s, Backend::cuda, 0, {}, precision);
+    unsetenv("NBKIT_PAIR_LIST_BUILD");
+    return forces;
+  };
+  using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
+  for (const auto& [t, x, box, name] : {Case{&protein, &c.positions, protein_box, "protein"},
+                                        Case{&chain, &chain_x, chain_box, "chains"}})
+    for (const Precision precision : {Precision::single, Precision::double_}) {
+      const auto by_row = with_build("row", *t, *x, box, precision);
+      const auto by_cell = with_build("cell", *t, *x, box, precision);
+      EXPECT_EQ(by_row.energy.total(), by_cell.energy.total()) << name;
+      EXPECT_EQ(by_row.virial, by_cell.virial) << name;
+      for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(by_row.force[i], by_cell.force[i]) << name << " atom " << i;
+    }
+  EXPECT_THROW(with_build("rows", chain, chain_x, chain_box, Precision::single), Error);
+  unsetenv("NBKIT_PAIR_LIST_BUILD");
+}
+
 // md::replicate: a periodic system repeated along its edges is the same infinite system, so with
 // a cutoff (every pair within it the same pair) each copy's atoms feel the original's forces and
 // the energy is the copies' count times the original's (to rounding); indices and box follow.

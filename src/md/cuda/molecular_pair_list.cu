@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "cuda/check.hpp"
@@ -25,8 +27,8 @@ namespace {
 using cuda::DeviceBuffer;
 using V3 = Vector3<double>;
 constexpr int kThreads = 128;
-constexpr int kRowThreads = 32;  // the list build: one warp per home cell
 
+constexpr int kRowThreads = 32;  // build_rows_by_cell: one warp per 32 atoms of a home cell
 int blocks(std::int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
 
 // A sorted atom as the pair kernel reads it: its position relative to the centre of the cell it
@@ -42,7 +44,9 @@ struct alignas(4 * sizeof(Real)) PositionCharge {
 // The box and its cells: cells[a] = floor(length / (cutoff + skin)), at least 1 and at most
 // 1023 (10 bits an axis in TypeCell). Along an axis of 3 or more cells a pair within reach lies
 // in neighbouring cells; along a shorter one every cell is searched (the minimum image still
-// picks each pair's nearest copy: edges >= 2 cutoffs).
+// picks each pair's nearest copy: edges >= 2 cutoffs). (Cells of half the reach, tried in session
+// 32 with the warp-per-row build below, cut its candidates by half but made it slower at 30,000
+// atoms: five runs of cells per row where there were three, each ending in a part-full warp.)
 constexpr int kMaxCellsPerAxis = 1023;
 struct Cells {
   double length[3], inverse[3], per_length[3];
@@ -140,10 +144,13 @@ __global__ void pack(int n, const V3* __restrict__ x, const double* __restrict__
 }
 
 // The largest squared displacement since the list was built (minimum image: a wrap is no move),
-// as float bits (non-negative floats order as their bits do); a warp's maximum, then one atomic.
+// as float bits (non-negative floats order as their bits do); a warp's maximum, then one atomic
+// into out[0]. The checks take two words in turn: each zeroes the other for the next (the last
+// check read it back before this one started), so no memset goes before it.
 __global__ void largest_displacement(int n, const V3* __restrict__ x, const V3* __restrict__ built, Cells g,
-                                     unsigned* __restrict__ out) {
+                                     unsigned* __restrict__ out, unsigned* __restrict__ next) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i == 0) *next = 0;
   unsigned bits = 0;
   if (i < n) {
     const V3 d = x[i] - built[i];
@@ -174,19 +181,26 @@ __device__ inline bool is_excluded(int a, int b, const int* __restrict__ first, 
   return false;
 }
 
-// Row t of the list: every sorted atom j != t within reach (cutoff + skin, minimum image) and not
-// excluded, in the order of the cells searched and of the atoms within each. A warp per 32 atoms
+// The list's rows: those of every sorted atom t, each every sorted atom j != t within reach
+// (cutoff + skin, minimum image) and not excluded, in the order of the cells searched (z, y, x
+// from the lowest neighbour) and of the atoms within each. Two kernels write the same list, entry
+// for entry (tests/md/molecular_test.cpp holds them to it), and the atom count picks one (the
+// constructor's by_row): a lane per row suits a million atoms, a warp per row 30,000.
+//
+// A lane per row (build_rows_by_cell): a warp per 32 atoms
 // of a home cell (blockIdx.x the cell, blockIdx.y the first group of 32, gridDim.y groups apart),
 // a lane per atom: each searched cell's atoms pass through shared memory once for the warp's 32
 // (the Lennard-Jones engine's layout, cell_list.cuh; a warp per whole cell left an H100's SMs
-// idle: 6 ms a build for 30,000 atoms in 125 cells). A cell whose nearest
-// face is beyond reach from atom t is skipped by that atom. A row longer than `capacity` keeps
-// its first `capacity` entries; every row's length goes to `longest`, so the host can grow the list.
-// Layout: rows in chunks of kChunk entries (list_index), so that the lanes sharing a row in the
-// pair kernel read consecutive words.
+// idle: 6 ms a build for 30,000 atoms in 125 cells). A cell whose nearest face is beyond reach
+// from atom t is skipped by that atom. At 30,000 atoms its ~1,300 warps, each through 27 cells
+// one candidate at a time, leave an H100 mostly idle.
+//
+// Both: a row longer than `capacity` keeps its first `capacity` entries; every row's length goes
+// to `longest`, so the host can grow the list. Layout: rows in chunks of kChunk entries
+// (list_index), so that the lanes sharing a row in the pair kernel read consecutive words.
 template <class Real>
 __global__ void __launch_bounds__(kRowThreads)
-    build_rows(int n, const PositionCharge<Real>* __restrict__ packed, const TypeCell* __restrict__ attributes,
+    build_rows_by_cell(int n, const PositionCharge<Real>* __restrict__ packed, const TypeCell* __restrict__ attributes,
                const int* __restrict__ order, const int* __restrict__ cell_start, Cells g, Frame<Real> f,
                Real reach2, const int* __restrict__ excluded_first, const int* __restrict__ excluded, int capacity,
                int* __restrict__ list, int* __restrict__ row_length, int* __restrict__ longest) {
@@ -291,6 +305,112 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
+// A warp per row (build_rows_by_row), a lane per candidate: 32 consecutive atoms of a searched
+// cell are tested at once and the hits kept in their order by a ballot; a cell whose nearest face
+// is beyond reach is skipped by the whole warp. 30,695 atoms are 30,695 warps: the list's phase
+// went from 0.134 to 0.074 ms a step on an H100 (session 32; a build every ~7 steps). But each
+// warp loads its own candidates (32 x 16 bytes a step of its loop, ~110 steps a row), mostly
+// from L2 once an SM's L1 holds other blocks' cells: at 1,074,325 atoms the step slowed from
+// 35.6 to 31.1 ns/day, where the lane per row loads each tile once for 32 rows. The hits wait in
+// shared memory until a chunk is whole, then 8 lanes write its 32-byte sector.
+constexpr int kRowWarps = 8;
+template <class Real>
+__global__ void __launch_bounds__(32 * kRowWarps)
+    build_rows_by_row(int n, const PositionCharge<Real>* __restrict__ packed, const TypeCell* __restrict__ attributes,
+                      const int* __restrict__ order, const int* __restrict__ cell_start, Cells g, Frame<Real> f,
+                      Real reach2, const int* __restrict__ excluded_first, const int* __restrict__ excluded,
+                      int capacity, int* __restrict__ list, int* __restrict__ row_length, int* __restrict__ longest) {
+  // A row's entries not yet written: fewer than kChunk left from before, and up to 32 new.
+  __shared__ int staged[kRowWarps][kChunk + 32];
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  const int t = blockIdx.x * kRowWarps + warp;
+  if (t >= n) return;  // the whole warp
+  int* stage = staged[warp];
+  const unsigned below = (1u << lane) - 1;
+  const PositionCharge<Real> pi = packed[t];
+  const int home_cell = attributes[t].cell;
+  const int atom_i = order[t];
+  // The span of atom i's excluded partners (sorted): a candidate outside it needs no search.
+  const int first_excluded = excluded_first[atom_i], end_excluded = excluded_first[atom_i + 1];
+  const int lowest = first_excluded < end_excluded ? excluded[first_excluded] : 1;
+  const int highest = first_excluded < end_excluded ? excluded[end_excluded - 1] : 0;
+  const int c[3] = {cell_axis(home_cell, 0), cell_axis(home_cell, 1), cell_axis(home_cell, 2)};
+  int lo[3], hi[3];
+  const bool stencil_everywhere = g.count[0] >= 3 && g.count[1] >= 3 && g.count[2] >= 3;
+  for (int a = 0; a < 3; ++a) {
+    const bool stencil = g.count[a] >= 3;
+    lo[a] = stencil ? c[a] - 1 : 0, hi[a] = stencil ? c[a] + 1 : g.count[a] - 1;
+  }
+  const Real position[3] = {pi.x, pi.y, pi.z};
+  // As build_rows_by_cell's gap.
+  auto gap = [&](int a, int raw) -> Real {
+    if (g.count[a] < 3 || raw == c[a]) return Real(0);
+    const Real inside = position[a] + Real(0.5) * f.width[a];
+    const Real d = raw < c[a] ? inside : f.width[a] - inside;
+    return d > Real(0) ? d : Real(0);
+  };
+  int count = 0;    // the row's entries found so far (the same in every lane)
+  int written = 0;  // those in the list (whole chunks)
+  for (int rz = lo[2]; rz <= hi[2]; ++rz) {
+    const int cz = (rz + g.count[2]) % g.count[2];
+    const Real gz = gap(2, rz);
+    for (int ry = lo[1]; ry <= hi[1]; ++ry) {
+      const int cy = (ry + g.count[1]) % g.count[1];
+      const Real gy = gap(1, ry);
+      for (int rx = lo[0]; rx <= hi[0]; ++rx) {
+        const int cx = (rx + g.count[0]) % g.count[0];
+        const Real gx = gap(0, rx);
+        if (!(gx * gx + gy * gy + gz * gz < reach2)) continue;
+        const int cell = (cz * g.count[1] + cy) * g.count[0] + cx;
+        const Real shift[3] = {Real(c[0] - rx) * f.width[0], Real(c[1] - ry) * f.width[1],
+                               Real(c[2] - rz) * f.width[2]};
+        const int end = cell_start[cell + 1];
+        for (int base = cell_start[cell]; base < end; base += 32) {
+          const int j = base + lane;
+          bool hit = false;
+          if (j < end && j != t) {
+            const PositionCharge<Real> pj = packed[j];
+            Real dx, dy, dz;
+            if (stencil_everywhere) {  // the same arithmetic as build_rows_by_cell's, so the same rows
+              dx = (pi.x - pj.x) + shift[0], dy = (pi.y - pj.y) + shift[1], dz = (pi.z - pj.z) + shift[2];
+            } else {
+              const int cell_j = attributes[j].cell;
+              dx = axis_separation(f, 0, pi.x, pj.x, home_cell, cell_j);
+              dy = axis_separation(f, 1, pi.y, pj.y, home_cell, cell_j);
+              dz = axis_separation(f, 2, pi.z, pj.z, home_cell, cell_j);
+            }
+            if (dx * dx + dy * dy + dz * dz < reach2) {
+              const int atom_j = order[j];
+              hit = !(atom_j >= lowest && atom_j <= highest && is_excluded(atom_i, atom_j, excluded_first, excluded));
+            }
+          }
+          const unsigned hits = __ballot_sync(0xffffffffu, hit);
+          if (hits == 0) continue;
+          const int k = count + __popc(hits & below);
+          if (hit && k < capacity) stage[k - written] = j;
+          count += __popc(hits);
+          const int kept = min(count, capacity) - written;  // staged entries
+          const int whole = kept / kChunk * kChunk;
+          if (whole == 0) continue;
+          __syncwarp();
+          if (lane < whole) list[list_index(written + lane, t, n)] = stage[lane];
+          const int rest = lane < kept - whole ? stage[whole + lane] : 0;
+          __syncwarp();
+          if (lane < kept - whole) stage[lane] = rest;
+          written += whole;
+        }
+      }
+    }
+  }
+  __syncwarp();
+  // The last chunk, part full.
+  if (lane < min(count, capacity) - written) list[list_index(written + lane, t, n)] = stage[lane];
+  if (lane == 0) {
+    row_length[t] = count;
+    atomicMax(longest, count);
+  }
+}
+
 template <class Real>
 struct PairLaw {
   const Real *c12, *c6;  // the Lennard-Jones table, types x types
@@ -364,7 +484,9 @@ __global__ void __launch_bounds__(kThreads)
 // With PME or MSM, each excluded pair takes away the part of its Coulomb that the mesh or the
 // grids put in (ewald_excluded_pair, msm_excluded_pair), in float64 for either arithmetic: atom
 // i walks its own excluded partners after the pairs (same stream), adding to its sums (to its
-// force alone without `Energies`).
+// force alone without `Energies`). A kernel of its own: inside the pair kernel (tried in session
+// 32) its float64 law took the mixed kernel from 39 to 62 registers, and the million-atom pairs,
+// which need the occupancy to hide their gathers, slowed by more than the launch saved.
 template <PairCoulomb Coulomb, bool Energies>
 __global__ void excluded_corrections(int n, const V3* __restrict__ x, const double* __restrict__ charge,
                                      double coulomb_k, Cells g, const int* __restrict__ first,
@@ -448,6 +570,7 @@ struct MolecularPairListGpu::State {
   DeviceBuffer<V3> built;
   int capacity = 0;  // a multiple of kChunk
   int lanes = 1;     // threads per atom in the pair kernel (listed_pairs)
+  bool by_row = true;  // the build's kernel: build_rows_by_row, else build_rows_by_cell
   std::int64_t builds = 0;
   bool rebuild_next = false;  // asked for (checkpoints)
   // The check's stream, the event it waits for (the positions final on the main stream) and
@@ -455,6 +578,7 @@ struct MolecularPairListGpu::State {
   cuda::Stream check_stream;
   cuda::Event positions_ready;
   cuda::PinnedBuffer<unsigned> moved_host{1};
+  std::int64_t checks = 0;  // started so far: moved[checks % 2] is the next check's word, zero
   bool check_started = false;
   std::unique_ptr<std::array<cuda::Event, 3>> events;
   void mark(int k) {
@@ -508,11 +632,22 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.excluded_first = upload(rows.first), s.excluded = upload(rows.partner);
   // Lanes per atom: enough threads for ~2^18 in all (an H100 holds 270,336 resident), at most 8.
   while (s.lanes < 8 && static_cast<std::int64_t>(s.n) * s.lanes < (std::int64_t{1} << 18)) s.lanes *= 2;
+  // The build: a warp per row below the same 2^18 atoms, a lane per row above (measured on an
+  // H100 at 30,695 atoms, by row faster, and 1,074,325, by cell faster; nothing between).
+  // NBKIT_PAIR_LIST_BUILD=row or cell picks one (tests, A/B runs): both write the same list.
+  s.by_row = s.n < (1 << 18);
+  if (const char* pick = std::getenv("NBKIT_PAIR_LIST_BUILD"); pick && *pick) {
+    const std::string p = pick;
+    if (p != "row" && p != "cell")
+      throw Error("NBKIT_PAIR_LIST_BUILD is \"" + p + "\": expected row or cell (or unset: by the atom count)");
+    s.by_row = p == "row";
+  }
   const std::size_t n = t.size();
-  s.key = DeviceBuffer<unsigned>(n), s.sorted_key = DeviceBuffer<unsigned>(n), s.moved = DeviceBuffer<unsigned>(1);
+  s.key = DeviceBuffer<unsigned>(n), s.sorted_key = DeviceBuffer<unsigned>(n), s.moved = DeviceBuffer<unsigned>(2);
   s.index = DeviceBuffer<int>(n), s.order = DeviceBuffer<int>(n), s.attributes = DeviceBuffer<TypeCell>(n);
   s.row_length = DeviceBuffer<int>(n), s.longest = DeviceBuffer<int>(1);
   s.built = DeviceBuffer<V3>(n);
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(s.moved.data(), 0, 2 * sizeof(unsigned), stream));  // before any check (its event)
   if (single) s.packed_f = DeviceBuffer<PositionCharge<float>>(n);
   else s.packed_d = DeviceBuffer<PositionCharge<double>>(n);
   std::size_t bytes = 0;
@@ -537,11 +672,13 @@ bool MolecularPairListGpu::State::must_rebuild(const PeriodicBox& box) const {
 void MolecularPairListGpu::State::start_check(const V3* x) {
   positions_ready.record(stream);
   NBKIT_CUDA_CHECK(cudaStreamWaitEvent(check_stream, positions_ready, 0));
-  NBKIT_CUDA_CHECK(cudaMemsetAsync(moved.data(), 0, sizeof(unsigned), check_stream));
-  largest_displacement<<<blocks(n), kThreads, 0, check_stream>>>(n, x, built.data(), cells, moved.data());
+  unsigned* word = moved.data() + checks % 2;
+  largest_displacement<<<blocks(n), kThreads, 0, check_stream>>>(n, x, built.data(), cells, word,
+                                                                 moved.data() + (checks + 1) % 2);
+  ++checks;
   NBKIT_CUDA_CHECK_LAUNCH();
   NBKIT_CUDA_CHECK(
-      cudaMemcpyAsync(moved_host.data(), moved.data(), sizeof(unsigned), cudaMemcpyDeviceToHost, check_stream));
+      cudaMemcpyAsync(moved_host.data(), word, sizeof(unsigned), cudaMemcpyDeviceToHost, check_stream));
   check_started = true;
 }
 
@@ -559,15 +696,21 @@ bool MolecularPairListGpu::State::needs_rebuild(const V3* x, const PeriodicBox& 
 
 template <class Real>
 void MolecularPairListGpu::State::build_list() {
-  const int total = cells.total();
-  // Groups of 32 per cell: the mean cell's count, and one more for fuller cells (a fuller one's
-  // warps take several groups each).
-  const dim3 grid(total, std::min(65535, (n / total + kRowThreads - 1) / kRowThreads + 1));
   NBKIT_CUDA_CHECK(cudaMemsetAsync(longest.data(), 0, sizeof(int), stream));
-  build_rows<Real><<<grid, kRowThreads, 0, stream>>>(n, packed<Real>(), attributes.data(), order.data(),
-                                                     cell_start.data(), cells, frame_of<Real>(cells),
-                                                     Real(reach() * reach()), excluded_first.data(), excluded.data(),
-                                                     capacity, list.data(), row_length.data(), longest.data());
+  const Real reach2 = Real(reach() * reach());
+  if (by_row) {
+    build_rows_by_row<Real><<<(n + kRowWarps - 1) / kRowWarps, 32 * kRowWarps, 0, stream>>>(
+        n, packed<Real>(), attributes.data(), order.data(), cell_start.data(), cells, frame_of<Real>(cells), reach2,
+        excluded_first.data(), excluded.data(), capacity, list.data(), row_length.data(), longest.data());
+  } else {
+    // Groups of 32 per cell: the mean cell's count, and one more for fuller cells (a fuller one's
+    // warps take several groups each).
+    const int total = cells.total();
+    const dim3 grid(total, std::min(65535, (n / total + kRowThreads - 1) / kRowThreads + 1));
+    build_rows_by_cell<Real><<<grid, kRowThreads, 0, stream>>>(
+        n, packed<Real>(), attributes.data(), order.data(), cell_start.data(), cells, frame_of<Real>(cells), reach2,
+        excluded_first.data(), excluded.data(), capacity, list.data(), row_length.data(), longest.data());
+  }
   NBKIT_CUDA_CHECK_LAUNCH();
 }
 
@@ -668,17 +811,20 @@ void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const P
   State& s = *state_;
   if (s.n == 0) return;  // no atoms, no pairs (and no empty launches)
   s.mark(0);
-  if (s.needs_rebuild(x, box)) {
-    s.rebuild(x, box);
-  } else if (s.single) {
-    pack<float><<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, x, s.charge.data(), s.order.data(),
-                                                         s.attributes.data(), s.cells, s.packed_f.data());
-    NBKIT_CUDA_CHECK_LAUNCH();
-  } else {
-    pack<double><<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, x, s.charge.data(), s.order.data(),
-                                                          s.attributes.data(), s.cells, s.packed_d.data());
+  // The positions packed in the last build's order before the host waits for the check: the
+  // pairs then start as soon as the answer (most often "keep the list") is known. A rebuild
+  // packs again in its new order.
+  if (!s.must_rebuild(box)) {
+    if (s.single) {
+      pack<float><<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, x, s.charge.data(), s.order.data(),
+                                                           s.attributes.data(), s.cells, s.packed_f.data());
+    } else {
+      pack<double><<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, x, s.charge.data(), s.order.data(),
+                                                            s.attributes.data(), s.cells, s.packed_d.data());
+    }
     NBKIT_CUDA_CHECK_LAUNCH();
   }
+  if (s.needs_rebuild(x, box)) s.rebuild(x, box);
   s.mark(1);
   // float64 always sums its energies: its kernel without them gave forces that differed in the
   // last bits (nvcc fuses the float64 multiply-adds of the two variants differently; measured
