@@ -34,6 +34,7 @@ struct EnergyArguments {
   int pme_order = 5;
   double msm_spacing = 1.5, ewald_alpha = 0;
   std::string pme_mesh;  // a,b,c
+  std::string pme_mesh_sizes = "reference";
   std::string msm_interpolation = "cubic";
   RunOptions run;
 };
@@ -146,6 +147,12 @@ md::NonbondedSettings settings_of(const EnergyArguments& args, const std::option
   s.msm_quintic = args.msm_interpolation == "quintic";
   refuse_if_given(args.run.given, "--ewald-alpha", pme, "only pme has an Ewald alpha");
   refuse_if_given(args.run.given, "--pme-mesh", pme, "only pme has a mesh");
+  refuse_if_given(args.run.given, "--pme-mesh-sizes", pme, "only pme has a mesh");
+  if (args.pme_mesh_sizes != "reference" && args.pme_mesh_sizes != "fft")
+    throw Error("--pme-mesh-sizes: reference or fft, not '" + args.pme_mesh_sizes + "'");
+  if (args.run.given.count("--pme-mesh-sizes") && !args.pme_mesh.empty())
+    throw Error("--pme-mesh-sizes: --pme-mesh gives the mesh outright");
+  s.pme_fft_sizes = args.pme_mesh_sizes == "fft";
   if (args.run.given.count("--ewald-alpha")) s.ewald_alpha = args.ewald_alpha;
   if (!args.pme_mesh.empty()) {
     const Vec3 mesh = parse_triple(args.pme_mesh, "--pme-mesh", true);
@@ -229,7 +236,8 @@ int run_energy(const EnergyArguments& args) {
     if (settings.method == md::NonbondedSettings::Method::pme) {
       const md::PmeParameters p = md::pme_parameters(settings, *box);
       report["nonbonded"]["pme"] = {{"ewald_tolerance", settings.ewald_tolerance}, {"alpha_per_angstrom", p.alpha},
-                                    {"mesh", p.mesh}, {"order", settings.pme_order}};
+                                    {"mesh", p.mesh}, {"order", settings.pme_order},
+                                    {"mesh_sizes", settings.pme_fft_sizes ? "fft" : "reference"}};
     } else if (settings.method == md::NonbondedSettings::Method::msm) {
       report["nonbonded"]["msm"] = {{"spacing", settings.msm_spacing},
                                     {"interpolation", settings.msm_quintic ? "quintic" : "cubic"},
@@ -310,6 +318,11 @@ Action setup_energy(CLI::App& app) {
   app.add_option("--pme-order", args->pme_order, "pme: the B-splines' order (4, 5 or 6)")->capture_default_str();
   app.add_option("--ewald-alpha", args->ewald_alpha, "pme: Ewald's alpha (1/Angstrom), instead of the tolerance's");
   app.add_option("--pme-mesh", args->pme_mesh, "pme: the mesh a,b,c (points per edge), instead of the tolerance's");
+  app.add_option("--pme-mesh-sizes", args->pme_mesh_sizes,
+                 "pme: the tolerance's mesh as OpenMM's Reference platform has it (reference), or each edge rounded "
+                 "up to a product of 2, 3, 5 and 7 as its CUDA and CPU platforms round it (fft); [nonbonded] "
+                 "pme_mesh_sizes in nbkit md")
+      ->capture_default_str();
   app.add_option("--msm-spacing", args->msm_spacing,
                  "msm: the finest grid's spacing (Angstrom, at most half the cutoff)")
       ->capture_default_str();

@@ -785,6 +785,14 @@ TEST(Cli, EnergyElectrostaticsWordsAndTheDispersionCorrection) {
                                    std::to_string(mesh[1].get<int>()) + "," + std::to_string(mesh[2].get<int>()),
                                "given.json");
   EXPECT_EQ(given["energy_kcal_per_mol"]["total"], pme["energy_kcal_per_mol"]["total"]);
+  // The mesh rounded up to FFT-friendly sizes (2, 3, 5, 7-smooth) as OpenMM's GPU platforms have it.
+  EXPECT_EQ(pme["nonbonded"]["pme"]["mesh_sizes"], "reference");
+  const auto fft = energy_of("--electrostatics pme --dispersion-correction on --pme-mesh-sizes fft", "fft.json");
+  EXPECT_EQ(fft["nonbonded"]["pme"]["mesh_sizes"], "fft");
+  for (int a = 0; a < 3; ++a) {
+    const int reference = mesh[a].get<int>(), rounded = fft["nonbonded"]["pme"]["mesh"][a].get<int>();
+    EXPECT_EQ(rounded, nbkit::md::fft_friendly_size(reference)) << a;
+  }
   const auto finer = energy_of("--electrostatics pme --pme-mesh 48,48,48", "finer.json");
   EXPECT_EQ(finer["nonbonded"]["pme"]["mesh"][0].get<int>(), 48);
   EXPECT_NE(finer["energy_kcal_per_mol"]["coulomb_reciprocal"], pme["energy_kcal_per_mol"]["coulomb_reciprocal"]);
@@ -798,6 +806,9 @@ TEST(Cli, EnergyElectrostaticsWordsAndTheDispersionCorrection) {
            {"--electrostatics ewald", "electrostatics"},
            {"--electrostatics pme --msm-spacing 2", "--msm-spacing"},
            {"--electrostatics pme --pme-mesh 64,64", "--pme-mesh"},
+           {"--electrostatics pme --pme-mesh-sizes fast", "--pme-mesh-sizes"},
+           {"--electrostatics pme --pme-mesh 48,48,48 --pme-mesh-sizes fft", "--pme-mesh-sizes"},
+           {"--electrostatics msm --pme-mesh-sizes fft", "--pme-mesh-sizes"},
            {"--electrostatics msm --ewald-alpha 0.3", "--ewald-alpha"},
            {"--nonbonded no-cutoff --dispersion-correction on", "dispersion"},
            {"--dispersion-correction maybe", "dispersion"}}) {

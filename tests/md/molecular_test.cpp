@@ -55,6 +55,18 @@ void expect_forces_are_minus_gradient(const Topology& t, std::vector<Vec3> x, co
     }
 }
 
+// A periodic box around atoms that have none: their bounding box grown by `margin` on each side
+// (6 A round FKBP12 gives edges over twice a 10 A cutoff, 4 to 5 list cells each at 9 A).
+PeriodicBox box_around(const std::vector<Vec3>& x, double margin) {
+  PeriodicBox box;
+  for (int a = 0; a < 3; ++a) {
+    double lo = 1e9, hi = -1e9;
+    for (const Vec3& p : x) lo = std::min(lo, p[a]), hi = std::max(hi, p[a]);
+    box.lo[a] = lo - margin, box.hi[a] = hi + margin;
+  }
+  return box;
+}
+
 std::vector<Vec3> jiggled(std::vector<Vec3> x, unsigned seed, double amount = 0.2) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-amount, amount);
@@ -521,12 +533,7 @@ TEST_P(MolecularBackends, MatchTheReferenceOnAProteinInEveryMethod) {
   const md::Coordinates c = io::read_inpcrd(test_data_file("fkbp-amber14.inpcrd.gz"), t.size());
   ASSERT_EQ(t.size(), 1663u);
   // A box around the protein (its own has none), every edge over twice the cutoff.
-  PeriodicBox box;
-  for (int a = 0; a < 3; ++a) {
-    double lo = 1e9, hi = -1e9;
-    for (const Vec3& p : c.positions) lo = std::min(lo, p[a]), hi = std::max(hi, p[a]);
-    box.lo[a] = lo - 6, box.hi[a] = hi + 6;
-  }
+  const PeriodicBox box = box_around(c.positions, 6);
   std::vector<NonbondedSettings> cases(9);
   cases[1].method = Method::cutoff_non_periodic, cases[1].cutoff = 9, cases[1].switch_distance = 7.5;
   cases[2].method = Method::cutoff_periodic, cases[2].cutoff = 10;
@@ -584,12 +591,7 @@ TEST(MolecularGpu, MixedPrecisionIsWithinFloat32sRoundingOfTheReferenceAndRepeat
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
   const Topology protein = io::read_prmtop(test_data_file("fkbp-amber14.prmtop.gz"));
   const md::Coordinates c = io::read_inpcrd(test_data_file("fkbp-amber14.inpcrd.gz"), protein.size());
-  PeriodicBox protein_box;
-  for (int a = 0; a < 3; ++a) {
-    double lo = 1e9, hi = -1e9;
-    for (const Vec3& p : c.positions) lo = std::min(lo, p[a]), hi = std::max(hi, p[a]);
-    protein_box.lo[a] = lo - 6, protein_box.hi[a] = hi + 6;
-  }
+  const PeriodicBox protein_box = box_around(c.positions, 6);
   std::vector<Vec3> chain_x;
   const Topology chain = chains(60, 17, chain_x, 24.0);
   const PeriodicBox chain_box = PeriodicBox::from_edges({24, 25, 26});
@@ -642,12 +644,7 @@ TEST(MolecularGpu, PairListBuildsByRowAndByCellGiveTheSameBits) {
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
   const Topology protein = io::read_prmtop(test_data_file("fkbp-amber14.prmtop.gz"));
   const md::Coordinates c = io::read_inpcrd(test_data_file("fkbp-amber14.inpcrd.gz"), protein.size());
-  PeriodicBox protein_box;
-  for (int a = 0; a < 3; ++a) {
-    double lo = 1e9, hi = -1e9;
-    for (const Vec3& p : c.positions) lo = std::min(lo, p[a]), hi = std::max(hi, p[a]);
-    protein_box.lo[a] = lo - 6, protein_box.hi[a] = hi + 6;
-  }
+  const PeriodicBox protein_box = box_around(c.positions, 6);
   std::vector<Vec3> chain_x;
   const Topology chain = chains(60, 17, chain_x, 24.0);
   const PeriodicBox chain_box = PeriodicBox::from_edges({24, 25, 26});

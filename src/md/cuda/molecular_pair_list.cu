@@ -27,8 +27,8 @@ namespace {
 using cuda::DeviceBuffer;
 using V3 = Vector3<double>;
 constexpr int kThreads = 128;
-
 constexpr int kRowThreads = 32;  // build_rows_by_cell: one warp per 32 atoms of a home cell
+
 int blocks(std::int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
 
 // A sorted atom as the pair kernel reads it: its position relative to the centre of the cell it
@@ -45,8 +45,8 @@ struct alignas(4 * sizeof(Real)) PositionCharge {
 // 1023 (10 bits an axis in TypeCell). Along an axis of 3 or more cells a pair within reach lies
 // in neighbouring cells; along a shorter one every cell is searched (the minimum image still
 // picks each pair's nearest copy: edges >= 2 cutoffs). (Cells of half the reach, tried in session
-// 32 with the warp-per-row build below, cut its candidates by half but made it slower at 30,000
-// atoms: five runs of cells per row where there were three, each ending in a part-full warp.)
+// 32 with the warp-per-row build below, each row of up to five cells swept as one run, halved its
+// candidates but made it slower at 30,695 atoms and at a million; why was not profiled.)
 constexpr int kMaxCellsPerAxis = 1023;
 struct Cells {
   double length[3], inverse[3], per_length[3];
