@@ -309,10 +309,11 @@ __global__ void __launch_bounds__(kRowThreads)
 // cell are tested at once and the hits kept in their order by a ballot; a cell whose nearest face
 // is beyond reach is skipped by the whole warp. 30,695 atoms are 30,695 warps: the list's phase
 // went from 0.134 to 0.074 ms a step on an H100 (session 32; a build every ~7 steps). But each
-// warp loads its own candidates (32 x 16 bytes a step of its loop, ~110 steps a row), mostly
-// from L2 once an SM's L1 holds other blocks' cells: at 1,074,325 atoms the step slowed from
-// 35.6 to 31.1 ns/day, where the lane per row loads each tile once for 32 rows. The hits wait in
-// shared memory until a chunk is whole, then 8 lanes write its 32-byte sector.
+// warp loads its own candidates (32 x 16 bytes a step of its loop, ~110 steps a row),
+// presumably from L2 once an SM's L1 holds other blocks' cells: at 1,074,325 atoms the step
+// slowed from 35.6 to 31.1-31.5 ns/day (two variants of it; one also carried a slower pair
+// kernel), where the lane per row loads each tile once for 32 rows. The hits wait in shared memory until a
+// chunk is whole, then 8 lanes write its 32-byte sector.
 constexpr int kRowWarps = 8;
 template <class Real>
 __global__ void __launch_bounds__(32 * kRowWarps)
@@ -485,8 +486,9 @@ __global__ void __launch_bounds__(kThreads)
 // grids put in (ewald_excluded_pair, msm_excluded_pair), in float64 for either arithmetic: atom
 // i walks its own excluded partners after the pairs (same stream), adding to its sums (to its
 // force alone without `Energies`). A kernel of its own: inside the pair kernel (tried in session
-// 32) its float64 law took the mixed kernel from 39 to 62 registers, and the million-atom pairs,
-// which need the occupancy to hide their gathers, slowed by more than the launch saved.
+// 32) its float64 law took the mixed kernel from 39 to 62 registers, the occupancy that the
+// million-atom pairs need to hide their gathers (a million-atom run with it was slower, though
+// together with another change).
 template <PairCoulomb Coulomb, bool Energies>
 __global__ void excluded_corrections(int n, const V3* __restrict__ x, const double* __restrict__ charge,
                                      double coulomb_k, Cells g, const int* __restrict__ first,
