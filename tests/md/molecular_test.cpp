@@ -577,6 +577,27 @@ TEST_P(MolecularBackends, MatchTheReferenceOnChainsWithEveryTerm) {
 INSTANTIATE_TEST_SUITE_P(Backends, MolecularBackends, ::testing::Values(Backend::cpu, Backend::cuda),
                          [](const auto& info) { return to_string(info.param); });
 
+// The GPU tests' two periodic systems: FKBP12 in a box 6 A round it (4 to 5 list cells an edge at
+// 9 A) and the chains (1,020 atoms in a box 2 cells wide).
+struct GpuSystems {
+  Topology protein;
+  md::Coordinates c;
+  PeriodicBox protein_box;
+  std::vector<Vec3> chain_x;
+  Topology chain;
+  PeriodicBox chain_box;
+};
+
+GpuSystems gpu_systems() {
+  GpuSystems g;
+  g.protein = io::read_prmtop(test_data_file("fkbp-amber14.prmtop.gz"));
+  g.c = io::read_inpcrd(test_data_file("fkbp-amber14.inpcrd.gz"), g.protein.size());
+  g.protein_box = box_around(g.c.positions, 6);
+  g.chain = chains(60, 17, g.chain_x, 24.0);
+  g.chain_box = PeriodicBox::from_edges({24, 25, 26});
+  return g;
+}
+
 // The GPU's mixed precision (float32 pair arithmetic, float64 sums: OpenMM's "mixed") against
 // the float64 reference on the protein in its box and on the chains (1,020 atoms: no multiple of
 // 32; their box 2 cells wide, the protein's 4 to 5), in each periodic method. OpenMM's own tests
@@ -589,20 +610,15 @@ INSTANTIATE_TEST_SUITE_P(Backends, MolecularBackends, ::testing::Values(Backend:
 TEST(MolecularGpu, MixedPrecisionIsWithinFloat32sRoundingOfTheReferenceAndRepeats) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
-  const Topology protein = io::read_prmtop(test_data_file("fkbp-amber14.prmtop.gz"));
-  const md::Coordinates c = io::read_inpcrd(test_data_file("fkbp-amber14.inpcrd.gz"), protein.size());
-  const PeriodicBox protein_box = box_around(c.positions, 6);
-  std::vector<Vec3> chain_x;
-  const Topology chain = chains(60, 17, chain_x, 24.0);
-  const PeriodicBox chain_box = PeriodicBox::from_edges({24, 25, 26});
+  const GpuSystems g = gpu_systems();
   std::vector<NonbondedSettings> cases(4);
   cases[0].method = Method::pme, cases[0].cutoff = 9, cases[0].switch_distance = 7.5;
   cases[1].method = Method::cutoff_periodic, cases[1].cutoff = 9, cases[1].switch_distance = 7;
   cases[2] = cases[1], cases[2].style = NonbondedSettings::CutoffStyle::charmm;
   cases[3].method = Method::msm, cases[3].cutoff = 9, cases[3].msm_spacing = 2.5;
   using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
-  for (const auto& [t, x, box, name] : {Case{&protein, &c.positions, protein_box, "protein"},
-                                        Case{&chain, &chain_x, chain_box, "chains"}})
+  for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
+                                        Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
     for (const NonbondedSettings& s : cases) {
       const std::string what = std::string(name) + " " + md::to_string(s.method) + " " + md::to_string(s.style);
       const auto reference = md::molecular_forces(*t, *x, box, s, Backend::reference);
@@ -628,9 +644,10 @@ TEST(MolecularGpu, MixedPrecisionIsWithinFloat32sRoundingOfTheReferenceAndRepeat
       for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(again.force[i], mixed.force[i]) << what << " atom " << i;
     }
   // Mixed precision is the GPU's, and needs a box (without one every pair is summed in float64).
-  EXPECT_THROW(md::molecular_forces(chain, chain_x, chain_box, cases[0], Backend::cpu, 0, {}, Precision::single), Error);
+  EXPECT_THROW(md::molecular_forces(g.chain, g.chain_x, g.chain_box, cases[0], Backend::cpu, 0, {}, Precision::single),
+               Error);
   NonbondedSettings vacuum;
-  EXPECT_THROW(md::molecular_forces(chain, chain_x, std::nullopt, vacuum, Backend::cuda, 0, {}, Precision::single),
+  EXPECT_THROW(md::molecular_forces(g.chain, g.chain_x, std::nullopt, vacuum, Backend::cuda, 0, {}, Precision::single),
                Error);
 }
 
@@ -642,12 +659,7 @@ TEST(MolecularGpu, MixedPrecisionIsWithinFloat32sRoundingOfTheReferenceAndRepeat
 TEST(MolecularGpu, PairListBuildsByRowAndByCellGiveTheSameBits) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
-  const Topology protein = io::read_prmtop(test_data_file("fkbp-amber14.prmtop.gz"));
-  const md::Coordinates c = io::read_inpcrd(test_data_file("fkbp-amber14.inpcrd.gz"), protein.size());
-  const PeriodicBox protein_box = box_around(c.positions, 6);
-  std::vector<Vec3> chain_x;
-  const Topology chain = chains(60, 17, chain_x, 24.0);
-  const PeriodicBox chain_box = PeriodicBox::from_edges({24, 25, 26});
+  const GpuSystems g = gpu_systems();
   NonbondedSettings s;
   s.method = Method::pme, s.cutoff = 9, s.switch_distance = 7.5;
   auto with_build = [&](const char* build, const Topology& t, const std::vector<Vec3>& x, const PeriodicBox& box,
@@ -658,8 +670,8 @@ TEST(MolecularGpu, PairListBuildsByRowAndByCellGiveTheSameBits) {
     return forces;
   };
   using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
-  for (const auto& [t, x, box, name] : {Case{&protein, &c.positions, protein_box, "protein"},
-                                        Case{&chain, &chain_x, chain_box, "chains"}})
+  for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
+                                        Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
     for (const Precision precision : {Precision::single, Precision::double_}) {
       const auto by_row = with_build("row", *t, *x, box, precision);
       const auto by_cell = with_build("cell", *t, *x, box, precision);
@@ -667,7 +679,7 @@ TEST(MolecularGpu, PairListBuildsByRowAndByCellGiveTheSameBits) {
       EXPECT_EQ(by_row.virial, by_cell.virial) << name;
       for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(by_row.force[i], by_cell.force[i]) << name << " atom " << i;
     }
-  EXPECT_THROW(with_build("rows", chain, chain_x, chain_box, Precision::single), Error);
+  EXPECT_THROW(with_build("rows", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
   unsetenv("NBKIT_PAIR_LIST_BUILD");
 }
 
