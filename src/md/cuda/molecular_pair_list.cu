@@ -430,7 +430,7 @@ struct PairLaw {
 // both its atoms' rows. Without `Energies` only the force is summed (the steps between thermo
 // rows, as OpenMM computes energies only when asked): float32 laws give the same force bits
 // either way; float64 always sums them (evaluate).
-template <class Real, PairSwitch Switch, PairCoulomb Coulomb, bool Energies>
+template <class Real, PairSwitch Switch, PairCoulomb Coulomb, bool Energies, int Ahead>
 __global__ void __launch_bounds__(kThreads)
     listed_pairs(int n, int lanes, const PositionCharge<Real>* __restrict__ packed,
                  const TypeCell* __restrict__ attributes, const int* __restrict__ order, const int* __restrict__ list,
@@ -445,26 +445,45 @@ __global__ void __launch_bounds__(kThreads)
   const Real* c12 = law.c12 + ai.type * law.types;
   const Real* c6 = law.c6 + ai.type * law.types;
   double sum[6] = {0, 0, 0, 0, 0, 0};  // force x, y, z; Lennard-Jones, Coulomb; virial
-  const int length = row_length[t];
-  for (int k = lane; k < length; k += lanes) {
-    const int j = __ldg(list + list_index(k, t, n));
-    const PositionCharge<Real> pj = packed[j];
-    const TypeCell aj = attributes[j];
-    const Real dx = axis_separation(law.frame, 0, pi.x, pj.x, ai.cell, aj.cell);
-    const Real dy = axis_separation(law.frame, 1, pi.y, pj.y, ai.cell, aj.cell);
-    const Real dz = axis_separation(law.frame, 2, pi.z, pj.z, ai.cell, aj.cell);
+  auto add = [&](const PositionCharge<Real>& pj, int cell_j, Real c12_ij, Real c6_ij) {
+    const Real dx = axis_separation(law.frame, 0, pi.x, pj.x, ai.cell, cell_j);
+    const Real dy = axis_separation(law.frame, 1, pi.y, pj.y, ai.cell, cell_j);
+    const Real dz = axis_separation(law.frame, 2, pi.z, pj.z, ai.cell, cell_j);
     const Real r2 = dx * dx + dy * dy + dz * dz;
-    if (!(r2 < law.cutoff2)) continue;  // in the skin
-    const int tj = aj.type;
+    if (!(r2 < law.cutoff2)) return;  // in the skin
     Real lj, lj_f, coulomb, coulomb_f;
-    molecular_pair<Switch, Coulomb>(math, r2, __ldg(c12 + tj), __ldg(c6 + tj), qi * pj.q, law.k, lj, lj_f, coulomb,
-                                    coulomb_f);
+    molecular_pair<Switch, Coulomb>(math, r2, c12_ij, c6_ij, qi * pj.q, law.k, lj, lj_f, coulomb, coulomb_f);
     const Real f = lj_f + coulomb_f;
     sum[0] += static_cast<double>(f * dx), sum[1] += static_cast<double>(f * dy), sum[2] += static_cast<double>(f * dz);
     if constexpr (Energies) {
       sum[3] += static_cast<double>(lj), sum[4] += static_cast<double>(coulomb);
       sum[5] += static_cast<double>(f * r2);
     }
+  };
+  const int length = row_length[t];
+  int k = lane;
+  // `Ahead` of a lane's entries at a time: their loads (the entry, then the neighbour's position,
+  // type and cell, then its Lennard-Jones pair) are issued together, so that a lane waits once
+  // for Ahead pairs' memory. The pairs still add in the row's order: the same bits as one at a
+  // time.
+  for (; k + (Ahead - 1) * lanes < length; k += Ahead * lanes) {
+    int j[Ahead];
+#pragma unroll
+    for (int u = 0; u < Ahead; ++u) j[u] = __ldg(list + list_index(k + u * lanes, t, n));
+    PositionCharge<Real> pj[Ahead];
+    TypeCell aj[Ahead];
+#pragma unroll
+    for (int u = 0; u < Ahead; ++u) pj[u] = packed[j[u]], aj[u] = attributes[j[u]];
+    Real c12_ij[Ahead], c6_ij[Ahead];
+#pragma unroll
+    for (int u = 0; u < Ahead; ++u) c12_ij[u] = __ldg(c12 + aj[u].type), c6_ij[u] = __ldg(c6 + aj[u].type);
+#pragma unroll
+    for (int u = 0; u < Ahead; ++u) add(pj[u], aj[u].cell, c12_ij[u], c6_ij[u]);
+  }
+  for (; k < length; k += lanes) {
+    const int j = __ldg(list + list_index(k, t, n));
+    const TypeCell aj = attributes[j];
+    add(packed[j], aj.cell, __ldg(c12 + aj.type), __ldg(c6 + aj.type));
   }
   constexpr int kSummed = Energies ? 6 : 3;
   if (lanes > 1) {
@@ -787,10 +806,20 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out) {
            Real(k.inverse_switch_width), Real(k.cutoff2), Real(k.charmm_inverse_denominator),
            Real(k.ewald_alpha),   Real(k.ewald_gauss), Real(k.inverse_cutoff)};
   with_law(switched, coulomb, [&](auto sw, auto c) {
-    listed_pairs<Real, decltype(sw)::value, decltype(c)::value, Energies>
-        <<<blocks(static_cast<std::int64_t>(n) * lanes), kThreads, 0, stream>>>(
-            n, lanes, packed<Real>(), attributes.data(), order.data(), list.data(), row_length.data(), law, out);
-    NBKIT_CUDA_CHECK_LAUNCH();
+    auto launch = [&](auto kernel) {
+      kernel<<<blocks(static_cast<std::int64_t>(n) * lanes), kThreads, 0, stream>>>(
+          n, lanes, packed<Real>(), attributes.data(), order.data(), list.data(), row_length.data(), law, out);
+      NBKIT_CUDA_CHECK_LAUNCH();
+    };
+    constexpr PairSwitch S = decltype(sw)::value;
+    constexpr PairCoulomb C = decltype(c)::value;
+    // Entries a lane loads at a time (listed_pairs' Ahead). Measured on an H200 at 30,677 atoms
+    // (8 lanes an atom; session 33, docs/performance.md): the pairs 0.190 ms a step at 1, 0.177
+    // at 2 and 4 (mixed kernel 40 -> 64 registers), 0.188 at 8 (91). A million atoms (a lane an
+    // atom, where session 32 found the kernel needs its occupancy) keep 1: 4 was not measured
+    // there.
+    if (lanes == 1) launch(listed_pairs<Real, S, C, Energies, 1>);
+    else launch(listed_pairs<Real, S, C, Energies, 4>);
   });
   auto corrections = [&](auto kernel) {
     kernel<<<blocks(n), kThreads, 0, stream>>>(n, x, charge.data(), settings.coulomb_k(), cells, excluded_first.data(),
