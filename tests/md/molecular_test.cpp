@@ -683,6 +683,42 @@ TEST(MolecularGpu, PairListBuildsByRowAndByCellGiveTheSameBits) {
   unsetenv("NBKIT_PAIR_LIST_BUILD");
 }
 
+// NBKIT_PAIR_LIST_OFFSETS=1: the list's entries carry their cell offsets and the pair sums form
+// r_i - r_j from them (molecular_pair_list.cu, offset_code): the same bits as without, for both
+// builds and precisions, on the protein (every axis 3 cells or more: the offsets are used) and
+// the chains (2 cells an edge: the kernel's cell arithmetic, as without).
+TEST(MolecularGpu, PairListOffsetsGiveTheSameBits) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const GpuSystems g = gpu_systems();
+  NonbondedSettings s;
+  s.method = Method::pme, s.cutoff = 9;
+  auto with = [&](const char* offsets, const char* build, const Topology& t, const std::vector<Vec3>& x,
+                  const PeriodicBox& box, Precision precision) {
+    setenv("NBKIT_PAIR_LIST_OFFSETS", offsets, 1);
+    setenv("NBKIT_PAIR_LIST_BUILD", build, 1);
+    auto forces = md::molecular_forces(t, x, box, s, Backend::cuda, 0, {}, precision);
+    unsetenv("NBKIT_PAIR_LIST_OFFSETS");
+    unsetenv("NBKIT_PAIR_LIST_BUILD");
+    return forces;
+  };
+  using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
+  for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
+                                        Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
+    for (const char* build : {"row", "cell"})
+      for (const Precision precision : {Precision::single, Precision::double_}) {
+        const auto plain = with("0", build, *t, *x, box, precision);
+        const auto coded = with("1", build, *t, *x, box, precision);
+        EXPECT_EQ(plain.energy.total(), coded.energy.total()) << name << " " << build;
+        EXPECT_EQ(plain.virial, coded.virial) << name << " " << build;
+        for (std::size_t i = 0; i < x->size(); ++i)
+          ASSERT_EQ(plain.force[i], coded.force[i]) << name << " " << build << " atom " << i;
+      }
+  EXPECT_THROW(with("yes", "row", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
+  unsetenv("NBKIT_PAIR_LIST_OFFSETS");
+  unsetenv("NBKIT_PAIR_LIST_BUILD");
+}
+
 // md::replicate: a periodic system repeated along its edges is the same infinite system, so with
 // a cutoff (every pair within it the same pair) each copy's atoms feel the original's forces and
 // the energy is the copies' count times the original's (to rounding); indices and box follow.

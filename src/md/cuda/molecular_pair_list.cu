@@ -172,6 +172,27 @@ __device__ inline std::size_t list_index(int k, int t, int n) {
   return (static_cast<std::size_t>(k / kChunk) * n + t) * kChunk + k % kChunk;
 }
 
+// A list entry: the neighbour's sorted index in its low kIndexBits bits, and, where every axis has
+// 3 or more cells and the offsets are on (NBKIT_PAIR_LIST_OFFSETS=1), the raw cell offset of the
+// neighbour's cell from the row's, home minus neighbour, +1 in two bits an axis (x, y, z) above.
+// With it the pair kernel forms r_i - r_j as the build does, (p_i - p_j) + offset * width, with
+// no cell arithmetic and no minimum image: the same bits for every pair within the cutoff (the
+// offset is the wrapped cell distance the kernel otherwise computes, an exact multiple of
+// -1, 0 or 1 widths, and the minimum image leaves any |r| < L / 2 as it is; a pair it would have
+// moved lies beyond the reach either way). Not on by default until it is measured on a GPU.
+constexpr int kIndexBits = 26;
+constexpr unsigned kIndexMask = (1u << kIndexBits) - 1;
+__device__ inline unsigned offset_code(int ox, int oy, int oz) {
+  return (static_cast<unsigned>(ox + 1) | static_cast<unsigned>(oy + 1) << 2 | static_cast<unsigned>(oz + 1) << 4)
+         << kIndexBits;
+}
+// The entry's cell offset along `axis` (-1, 0 or 1, exactly): 1.5 * 2^23 + bits, less 1.5 * 2^23 + 1,
+// in float arithmetic (no integer-to-float conversion, a quarter-rate instruction).
+__device__ inline float cell_offset(unsigned entry, int axis) {
+  const unsigned bits = (entry >> (kIndexBits + 2 * axis)) & 3u;
+  return __uint_as_float(0x4B400000u + bits) - 12582913.0f;
+}
+
 // Is (a, b) (topology indices) an excluded pair? Row a, sorted.
 __device__ inline bool is_excluded(int a, int b, const int* __restrict__ first, const int* __restrict__ partner) {
   for (int k = first[a]; k < first[a + 1]; ++k) {
@@ -203,7 +224,7 @@ __global__ void __launch_bounds__(kRowThreads)
     build_rows_by_cell(int n, const PositionCharge<Real>* __restrict__ packed, const TypeCell* __restrict__ attributes,
                const int* __restrict__ order, const int* __restrict__ cell_start, Cells g, Frame<Real> f,
                Real reach2, const int* __restrict__ excluded_first, const int* __restrict__ excluded, int capacity,
-               int* __restrict__ list, int* __restrict__ row_length, int* __restrict__ longest) {
+               int* __restrict__ list, int* __restrict__ row_length, int* __restrict__ longest, bool offsets) {
   __shared__ PositionCharge<Real> tile[kRowThreads];
   __shared__ int tile_atom[kRowThreads], tile_cell[kRowThreads];
   __shared__ int pending[kRowThreads][kChunk + 1];  // each lane's unwritten chunk (+1: no bank conflicts)
@@ -261,6 +282,7 @@ __global__ void __launch_bounds__(kRowThreads)
           // is (p_i - p_j) + that shift with no image to pick: once per cell, not per pair.
           const Real shift[3] = {Real(c[0] - rx) * f.width[0], Real(c[1] - ry) * f.width[1],
                                  Real(c[2] - rz) * f.width[2]};
+          const unsigned code = offsets ? offset_code(c[0] - rx, c[1] - ry, c[2] - rz) : 0u;
           const int end = cell_start[cell + 1];
           for (int base = cell_start[cell]; base < end; base += kRowThreads) {
             const int tile_count = min(kRowThreads, end - base);
@@ -289,7 +311,7 @@ __global__ void __launch_bounds__(kRowThreads)
               if (atom_j >= lowest && atom_j <= highest && is_excluded(atom_i, atom_j, excluded_first, excluded))
                 continue;
               if (count < capacity) {
-                mine[count % kChunk] = j;
+                mine[count % kChunk] = static_cast<int>(static_cast<unsigned>(j) | code);
                 if (count % kChunk == kChunk - 1) write_chunk(t, count / kChunk);
               }
               ++count;
@@ -320,7 +342,8 @@ __global__ void __launch_bounds__(32 * kRowWarps)
     build_rows_by_row(int n, const PositionCharge<Real>* __restrict__ packed, const TypeCell* __restrict__ attributes,
                       const int* __restrict__ order, const int* __restrict__ cell_start, Cells g, Frame<Real> f,
                       Real reach2, const int* __restrict__ excluded_first, const int* __restrict__ excluded,
-                      int capacity, int* __restrict__ list, int* __restrict__ row_length, int* __restrict__ longest) {
+                      int capacity, int* __restrict__ list, int* __restrict__ row_length, int* __restrict__ longest,
+                      bool offsets) {
   // A row's entries not yet written: fewer than kChunk left from before, and up to 32 new.
   __shared__ int staged[kRowWarps][kChunk + 32];
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
@@ -365,6 +388,7 @@ __global__ void __launch_bounds__(32 * kRowWarps)
         const int cell = (cz * g.count[1] + cy) * g.count[0] + cx;
         const Real shift[3] = {Real(c[0] - rx) * f.width[0], Real(c[1] - ry) * f.width[1],
                                Real(c[2] - rz) * f.width[2]};
+        const unsigned code = offsets ? offset_code(c[0] - rx, c[1] - ry, c[2] - rz) : 0u;
         const int end = cell_start[cell + 1];
         for (int base = cell_start[cell]; base < end; base += 32) {
           const int j = base + lane;
@@ -388,7 +412,7 @@ __global__ void __launch_bounds__(32 * kRowWarps)
           const unsigned hits = __ballot_sync(0xffffffffu, hit);
           if (hits == 0) continue;
           const int k = count + __popc(hits & below);
-          if (hit && k < capacity) stage[k - written] = j;
+          if (hit && k < capacity) stage[k - written] = static_cast<int>(static_cast<unsigned>(j) | code);
           count += __popc(hits);
           const int kept = min(count, capacity) - written;  // staged entries
           const int whole = kept / kChunk * kChunk;
@@ -419,6 +443,7 @@ struct PairLaw {
   Frame<Real> frame;
   Real cutoff2, coulomb_k;
   MolecularPairConstants<Real> k;
+  bool offsets;  // the entries carry their cell offsets (offset_code)
 };
 
 // `lanes` threads (1, 2, 4 or 8, lanes of one warp) per sorted atom t: lane l sums entries l,
@@ -445,10 +470,17 @@ __global__ void __launch_bounds__(kThreads)
   const Real* c12 = law.c12 + ai.type * law.types;
   const Real* c6 = law.c6 + ai.type * law.types;
   double sum[6] = {0, 0, 0, 0, 0, 0};  // force x, y, z; Lennard-Jones, Coulomb; virial
-  auto add = [&](const PositionCharge<Real>& pj, int cell_j, Real c12_ij, Real c6_ij) {
-    const Real dx = axis_separation(law.frame, 0, pi.x, pj.x, ai.cell, cell_j);
-    const Real dy = axis_separation(law.frame, 1, pi.y, pj.y, ai.cell, cell_j);
-    const Real dz = axis_separation(law.frame, 2, pi.z, pj.z, ai.cell, cell_j);
+  auto add = [&](unsigned entry, const PositionCharge<Real>& pj, int cell_j, Real c12_ij, Real c6_ij) {
+    Real dx, dy, dz;
+    if (law.offsets) {
+      dx = (pi.x - pj.x) + Real(cell_offset(entry, 0)) * law.frame.width[0];
+      dy = (pi.y - pj.y) + Real(cell_offset(entry, 1)) * law.frame.width[1];
+      dz = (pi.z - pj.z) + Real(cell_offset(entry, 2)) * law.frame.width[2];
+    } else {
+      dx = axis_separation(law.frame, 0, pi.x, pj.x, ai.cell, cell_j);
+      dy = axis_separation(law.frame, 1, pi.y, pj.y, ai.cell, cell_j);
+      dz = axis_separation(law.frame, 2, pi.z, pj.z, ai.cell, cell_j);
+    }
     const Real r2 = dx * dx + dy * dy + dz * dz;
     if (!(r2 < law.cutoff2)) return;  // in the skin
     Real lj, lj_f, coulomb, coulomb_f;
@@ -467,9 +499,13 @@ __global__ void __launch_bounds__(kThreads)
   // for Ahead pairs' memory. The pairs still add in the row's order: the same bits as one at a
   // time.
   for (; k + (Ahead - 1) * lanes < length; k += Ahead * lanes) {
+    unsigned entry[Ahead];
     int j[Ahead];
 #pragma unroll
-    for (int u = 0; u < Ahead; ++u) j[u] = __ldg(list + list_index(k + u * lanes, t, n));
+    for (int u = 0; u < Ahead; ++u) {
+      entry[u] = static_cast<unsigned>(__ldg(list + list_index(k + u * lanes, t, n)));
+      j[u] = static_cast<int>(entry[u] & kIndexMask);
+    }
     PositionCharge<Real> pj[Ahead];
     TypeCell aj[Ahead];
 #pragma unroll
@@ -478,12 +514,13 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int u = 0; u < Ahead; ++u) c12_ij[u] = __ldg(c12 + aj[u].type), c6_ij[u] = __ldg(c6 + aj[u].type);
 #pragma unroll
-    for (int u = 0; u < Ahead; ++u) add(pj[u], aj[u].cell, c12_ij[u], c6_ij[u]);
+    for (int u = 0; u < Ahead; ++u) add(entry[u], pj[u], aj[u].cell, c12_ij[u], c6_ij[u]);
   }
   for (; k < length; k += lanes) {
-    const int j = __ldg(list + list_index(k, t, n));
+    const unsigned entry = static_cast<unsigned>(__ldg(list + list_index(k, t, n)));
+    const int j = static_cast<int>(entry & kIndexMask);
     const TypeCell aj = attributes[j];
-    add(packed[j], aj.cell, __ldg(c12 + aj.type), __ldg(c6 + aj.type));
+    add(entry, packed[j], aj.cell, __ldg(c12 + aj.type), __ldg(c6 + aj.type));
   }
   constexpr int kSummed = Energies ? 6 : 3;
   if (lanes > 1) {
@@ -592,6 +629,8 @@ struct MolecularPairListGpu::State {
   int capacity = 0;  // a multiple of kChunk
   int lanes = 1;     // threads per atom in the pair kernel (listed_pairs)
   bool by_row = true;  // the build's kernel: build_rows_by_row, else build_rows_by_cell
+  bool offsets_wanted = false;  // NBKIT_PAIR_LIST_OFFSETS=1: entries with cell offsets (offset_code)
+  bool offsets = false;         // the list's entries have them (wanted, and 3 or more cells an axis)
   std::int64_t builds = 0;
   bool rebuild_next = false;  // asked for (checkpoints)
   // The check's stream, the event it waits for (the positions final on the main stream) and
@@ -641,6 +680,11 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   if (!settings.periodic()) throw Error("the GPU's pair list serves periodic systems");
+  // An entry keeps its neighbour's index in kIndexBits bits (offset_code). 2^26 atoms' rows would
+  // need ~170 GB of list at the usual ~600 entries a row, more than any one GPU holds.
+  if (t.size() > std::size_t{kIndexMask} + 1)
+    throw Error("the GPU's pair list holds at most " + std::to_string(kIndexMask + 1) + " atoms (" +
+                std::to_string(t.size()) + " given)");
   if (!(skin >= 0) || !std::isfinite(skin)) throw Error("the neighbour skin must not be negative");
   s.n = static_cast<int>(t.size());
   s.settings = settings, s.single = single, s.skin = skin, s.stream = stream;
@@ -662,6 +706,11 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
     if (p != "row" && p != "cell")
       throw Error("NBKIT_PAIR_LIST_BUILD is \"" + p + "\": expected row or cell (or unset: by the atom count)");
     s.by_row = p == "row";
+  }
+  if (const char* pick = std::getenv("NBKIT_PAIR_LIST_OFFSETS"); pick && *pick) {
+    const std::string p = pick;
+    if (p != "0" && p != "1") throw Error("NBKIT_PAIR_LIST_OFFSETS is \"" + p + "\": expected 0 or 1");
+    s.offsets_wanted = p == "1";
   }
   const std::size_t n = t.size();
   s.key = DeviceBuffer<unsigned>(n), s.sorted_key = DeviceBuffer<unsigned>(n), s.moved = DeviceBuffer<unsigned>(2);
@@ -722,7 +771,7 @@ void MolecularPairListGpu::State::build_list() {
   if (by_row) {
     build_rows_by_row<Real><<<(n + kRowWarps - 1) / kRowWarps, 32 * kRowWarps, 0, stream>>>(
         n, packed<Real>(), attributes.data(), order.data(), cell_start.data(), cells, frame_of<Real>(cells), reach2,
-        excluded_first.data(), excluded.data(), capacity, list.data(), row_length.data(), longest.data());
+        excluded_first.data(), excluded.data(), capacity, list.data(), row_length.data(), longest.data(), offsets);
   } else {
     // Groups of 32 per cell: the mean cell's count, and one more for fuller cells (a fuller one's
     // warps take several groups each).
@@ -730,7 +779,7 @@ void MolecularPairListGpu::State::build_list() {
     const dim3 grid(total, std::min(65535, (n / total + kRowThreads - 1) / kRowThreads + 1));
     build_rows_by_cell<Real><<<grid, kRowThreads, 0, stream>>>(
         n, packed<Real>(), attributes.data(), order.data(), cell_start.data(), cells, frame_of<Real>(cells), reach2,
-        excluded_first.data(), excluded.data(), capacity, list.data(), row_length.data(), longest.data());
+        excluded_first.data(), excluded.data(), capacity, list.data(), row_length.data(), longest.data(), offsets);
   }
   NBKIT_CUDA_CHECK_LAUNCH();
 }
@@ -744,6 +793,7 @@ void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
     cells.per_length[a] = cells.count[a] * cells.inverse[a];
   }
   const int total = cells.total();
+  offsets = offsets_wanted && cells.count[0] >= 3 && cells.count[1] >= 3 && cells.count[2] >= 3;
   if (cell_start.size() < static_cast<std::size_t>(total) + 1) cell_start = DeviceBuffer<int>(total + 1);
   bin_atoms<<<blocks(n), kThreads, 0, stream>>>(n, x, cells, key.data(), index.data());
   NBKIT_CUDA_CHECK_LAUNCH();
@@ -802,6 +852,7 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out) {
   law.frame = frame_of<Real>(cells);
   law.cutoff2 = Real(settings.cutoff * settings.cutoff);
   law.coulomb_k = Real(settings.coulomb_k());
+  law.offsets = offsets;
   law.k = {Real(k.k_rf),          Real(k.c_rf),    Real(k.switch_distance), Real(k.switch_distance2),
            Real(k.inverse_switch_width), Real(k.cutoff2), Real(k.charmm_inverse_denominator),
            Real(k.ewald_alpha),   Real(k.ewald_gauss), Real(k.inverse_cutoff)};
