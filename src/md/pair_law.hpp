@@ -80,6 +80,12 @@ struct ScalarPairMath {
     using std::exp;
     return exp(v);
   }
+  NBKIT_HOST_DEVICE Real divide(Real a, Real b) const { return a / b; }
+  // erfc(x) and exp(minus_x2) (minus_x2 = -x^2 as the caller rounds it): PME's real-space pair
+  // needs both; a policy may share one exponential between them (fast_pair_math.hpp).
+  NBKIT_HOST_DEVICE void erfc_and_gaussian(Real x, Real minus_x2, Real& erfc_x, Real& gaussian) const {
+    erfc_x = erfc(x), gaussian = exp(minus_x2);
+  }
   NBKIT_HOST_DEVICE Real erf(Real v) const {  // scalar only: PME's excluded pairs (ewald_excluded_pair)
     using std::erf;
     return erf(v);

@@ -60,9 +60,11 @@ NBKIT_HOST_DEVICE void reaction_field_coulomb(const M& math, V r2, V qq, V k_rf,
 template <class M, class V>
 NBKIT_HOST_DEVICE void ewald_real_coulomb(const M& math, V r2, V qq, V alpha, V gauss, V& energy, V& force_over_r) {
   const V r = math.sqrt(r2);
-  const V screened = math.erfc(alpha * r) / r;
+  V erfc_x, gaussian;
+  math.erfc_and_gaussian(alpha * r, math.set(0.0) - alpha * alpha * r2, erfc_x, gaussian);
+  const V screened = math.divide(erfc_x, r);
   energy = qq * screened;
-  force_over_r = qq * (screened + gauss * math.exp(math.set(0.0) - alpha * alpha * r2)) / r2;
+  force_over_r = math.divide(qq * (screened + gauss * gaussian), r2);
 }
 
 // Multilevel summation's short-range Coulomb (Skeel, Tezcan and Hardy, J. Comput. Chem. 23, 673
@@ -147,7 +149,7 @@ NBKIT_HOST_DEVICE void charmm_switch(const M& math, V r2, const MolecularPairCon
 template <PairSwitch Switch, PairCoulomb Coulomb = PairCoulomb::reaction_field, class M, class V>
 NBKIT_HOST_DEVICE void molecular_pair(const M& math, V r2, V c12, V c6, V qq, const MolecularPairConstants<V>& k,
                                       V& lj_energy, V& lj_force_over_r, V& coulomb_energy, V& coulomb_force_over_r) {
-  lennard_jones(math, math.set(1.0) / r2, c12, c6, lj_energy, lj_force_over_r);
+  lennard_jones(math, math.divide(math.set(1.0), r2), c12, c6, lj_energy, lj_force_over_r);
   if constexpr (Coulomb == PairCoulomb::ewald)
     (ewald_real_coulomb)(math, r2, qq, k.ewald_alpha, k.ewald_gauss, coulomb_energy, coulomb_force_over_r);
   else if constexpr (Coulomb == PairCoulomb::shifted_force)

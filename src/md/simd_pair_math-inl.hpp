@@ -33,6 +33,11 @@ struct SimdPairMath {
     return hn::Mul(hn::Exp(d, hn::Neg(hn::Mul(x, x))), scaled);
   }
   HWY_INLINE hn::Vec<D> exp(hn::Vec<D> v) const { return hn::Exp(d, v); }
+  HWY_INLINE hn::Vec<D> divide(hn::Vec<D> a, hn::Vec<D> b) const { return hn::Div(a, b); }
+  HWY_INLINE void erfc_and_gaussian(hn::Vec<D> x, hn::Vec<D> minus_x2, hn::Vec<D>& erfc_x,
+                                    hn::Vec<D>& gaussian) const {
+    erfc_x = erfc(x), gaussian = exp(minus_x2);
+  }
   static constexpr double kScaledErfcChebyshev[] = {
       0.32303826096379001, -0.34898204197743088, 0.17643420424764694,
       -0.084398619797365876, 0.03849447567960694, -0.016836838309773672,

@@ -617,32 +617,44 @@ TEST(MolecularGpu, MixedPrecisionIsWithinFloat32sRoundingOfTheReferenceAndRepeat
   cases[2] = cases[1], cases[2].style = NonbondedSettings::CutoffStyle::charmm;
   cases[3].method = Method::msm, cases[3].cutoff = 9, cases[3].msm_spacing = 2.5;
   using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
+  // `fast`: PME's pairs again with the opt-in fast float32 law and the list's cell offsets
+  // (NBKIT_PAIR_FAST_LAW=1, NBKIT_PAIR_LIST_OFFSETS=1: md/fast_pair_math.hpp, molecular_pair_list.cu).
   for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
                                         Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
-    for (const NonbondedSettings& s : cases) {
-      const std::string what = std::string(name) + " " + md::to_string(s.method) + " " + md::to_string(s.style);
-      const auto reference = md::molecular_forces(*t, *x, box, s, Backend::reference);
-      const auto mixed = md::molecular_forces(*t, *x, box, s, Backend::cuda, 0, {}, Precision::single);
-      const auto a = mixed.energy.named(), b = reference.energy.named();
-      double worst_energy = 0;
-      for (std::size_t k = 0; k < a.size(); ++k) {
-        const double relative = std::abs(a[k].second - b[k].second) / (1 + std::abs(b[k].second));
-        worst_energy = std::max(worst_energy, relative);
-        EXPECT_LT(relative, 1e-5) << what << " " << a[k].first;
+    for (const bool fast : {false, true})
+      for (const NonbondedSettings& s : cases) {
+        if (fast && s.method != Method::pme) continue;
+        struct Env {
+          explicit Env(bool on) {
+            if (on) setenv("NBKIT_PAIR_FAST_LAW", "1", 1), setenv("NBKIT_PAIR_LIST_OFFSETS", "1", 1);
+          }
+          ~Env() { unsetenv("NBKIT_PAIR_FAST_LAW"), unsetenv("NBKIT_PAIR_LIST_OFFSETS"); }
+        } env(fast);
+        const std::string what = std::string(name) + " " + md::to_string(s.method) + " " + md::to_string(s.style) +
+                                 (fast ? " (fast law, offsets)" : "");
+        const auto reference = md::molecular_forces(*t, *x, box, s, Backend::reference);
+        const auto mixed = md::molecular_forces(*t, *x, box, s, Backend::cuda, 0, {}, Precision::single);
+        const auto a = mixed.energy.named(), b = reference.energy.named();
+        double worst_energy = 0;
+        for (std::size_t k = 0; k < a.size(); ++k) {
+          const double relative = std::abs(a[k].second - b[k].second) / (1 + std::abs(b[k].second));
+          worst_energy = std::max(worst_energy, relative);
+          EXPECT_LT(relative, 1e-5) << what << " " << a[k].first;
+        }
+        double error = 0, size = 0;
+        for (std::size_t i = 0; i < x->size(); ++i)
+          error += std::pow(norm(mixed.force[i] - reference.force[i]), 2),
+              size += std::pow(norm(reference.force[i]), 2);
+        const double rms = std::sqrt(error / size);
+        std::printf("  mixed precision, %s: forces %.2e relative RMS, energy terms %.2e relative (worst)\n",
+                    what.c_str(), rms, worst_energy);
+        EXPECT_LT(rms, 1e-5) << what;
+        const double pair_size = std::abs(reference.energy.coulomb) + std::abs(reference.energy.lennard_jones);
+        EXPECT_NEAR(mixed.virial, reference.virial, 1e-6 * (pair_size + std::abs(reference.virial))) << what;
+        const auto again = md::molecular_forces(*t, *x, box, s, Backend::cuda, 0, {}, Precision::single);
+        EXPECT_EQ(again.energy.total(), mixed.energy.total()) << what;
+        for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(again.force[i], mixed.force[i]) << what << " atom " << i;
       }
-      double error = 0, size = 0;
-      for (std::size_t i = 0; i < x->size(); ++i)
-        error += std::pow(norm(mixed.force[i] - reference.force[i]), 2), size += std::pow(norm(reference.force[i]), 2);
-      const double rms = std::sqrt(error / size);
-      std::printf("  mixed precision, %s: forces %.2e relative RMS, energy terms %.2e relative (worst)\n", what.c_str(),
-                  rms, worst_energy);
-      EXPECT_LT(rms, 1e-5) << what;
-      const double pair_size = std::abs(reference.energy.coulomb) + std::abs(reference.energy.lennard_jones);
-      EXPECT_NEAR(mixed.virial, reference.virial, 1e-6 * (pair_size + std::abs(reference.virial))) << what;
-      const auto again = md::molecular_forces(*t, *x, box, s, Backend::cuda, 0, {}, Precision::single);
-      EXPECT_EQ(again.energy.total(), mixed.energy.total()) << what;
-      for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(again.force[i], mixed.force[i]) << what << " atom " << i;
-    }
   // Mixed precision is the GPU's, and needs a box (without one every pair is summed in float64).
   EXPECT_THROW(md::molecular_forces(g.chain, g.chain_x, g.chain_box, cases[0], Backend::cpu, 0, {}, Precision::single),
                Error);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/check.hpp"
@@ -16,6 +17,7 @@
 #include "cuda/pinned_buffer.hpp"
 #include "cuda/stream.hpp"
 #include "md/cuda/cell_starts.cuh"
+#include "md/fast_pair_math.hpp"
 #include "md/molecular_pair_constants.hpp"
 #include "md/pair_law.hpp"
 #include "nbkit/core/error.hpp"
@@ -455,7 +457,9 @@ struct PairLaw {
 // both its atoms' rows. Without `Energies` only the force is summed (the steps between thermo
 // rows, as OpenMM computes energies only when asked): float32 laws give the same force bits
 // either way; float64 always sums them (evaluate).
-template <class Real, PairSwitch Switch, PairCoulomb Coulomb, bool Energies, int Ahead>
+//
+// `Fast` (float32 PME only, NBKIT_PAIR_FAST_LAW=1): the law through FastFloatPairMath.
+template <class Real, PairSwitch Switch, PairCoulomb Coulomb, bool Energies, int Ahead, bool Fast = false>
 __global__ void __launch_bounds__(kThreads)
     listed_pairs(int n, int lanes, const PositionCharge<Real>* __restrict__ packed,
                  const TypeCell* __restrict__ attributes, const int* __restrict__ order, const int* __restrict__ list,
@@ -463,7 +467,7 @@ __global__ void __launch_bounds__(kThreads)
   const int thread = blockIdx.x * blockDim.x + threadIdx.x;
   const int t = thread / lanes, lane = thread % lanes;
   if (t >= n) return;  // whole groups: lanes divides the block
-  const ScalarPairMath<Real> math;
+  const std::conditional_t<Fast, FastFloatPairMath, ScalarPairMath<Real>> math;
   const PositionCharge<Real> pi = packed[t];
   const TypeCell ai = attributes[t];
   const Real qi = law.coulomb_k * pi.q;
@@ -631,6 +635,7 @@ struct MolecularPairListGpu::State {
   bool by_row = true;  // the build's kernel: build_rows_by_row, else build_rows_by_cell
   bool offsets_wanted = false;  // NBKIT_PAIR_LIST_OFFSETS=1: entries with cell offsets (offset_code)
   bool offsets = false;         // the list's entries have them (wanted, and 3 or more cells an axis)
+  bool fast_law = false;        // NBKIT_PAIR_FAST_LAW=1: mixed precision's PME pairs by FastFloatPairMath
   std::int64_t builds = 0;
   bool rebuild_next = false;  // asked for (checkpoints)
   // The check's stream, the event it waits for (the positions final on the main stream) and
@@ -711,6 +716,11 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
     const std::string p = pick;
     if (p != "0" && p != "1") throw Error("NBKIT_PAIR_LIST_OFFSETS is \"" + p + "\": expected 0 or 1");
     s.offsets_wanted = p == "1";
+  }
+  if (const char* pick = std::getenv("NBKIT_PAIR_FAST_LAW"); pick && *pick) {
+    const std::string p = pick;
+    if (p != "0" && p != "1") throw Error("NBKIT_PAIR_FAST_LAW is \"" + p + "\": expected 0 or 1");
+    s.fast_law = p == "1";
   }
   const std::size_t n = t.size();
   s.key = DeviceBuffer<unsigned>(n), s.sorted_key = DeviceBuffer<unsigned>(n), s.moved = DeviceBuffer<unsigned>(2);
@@ -853,6 +863,9 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out) {
   law.cutoff2 = Real(settings.cutoff * settings.cutoff);
   law.coulomb_k = Real(settings.coulomb_k());
   law.offsets = offsets;
+  // The fast law where asked for and its erfc series reaches every pair (fast_pair_math.hpp).
+  const bool fast = fast_law && single && coulomb == PairCoulomb::ewald &&
+                    k.ewald_alpha * settings.cutoff <= kScaledErfcFloatTop;
   law.k = {Real(k.k_rf),          Real(k.c_rf),    Real(k.switch_distance), Real(k.switch_distance2),
            Real(k.inverse_switch_width), Real(k.cutoff2), Real(k.charmm_inverse_denominator),
            Real(k.ewald_alpha),   Real(k.ewald_gauss), Real(k.inverse_cutoff)};
@@ -869,6 +882,13 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out) {
     // at 2 and 4 (mixed kernel 40 -> 64 registers), 0.188 at 8 (91). A million atoms (a lane an
     // atom, where session 32 found the kernel needs its occupancy) keep 1: 4 was not measured
     // there.
+    if constexpr (sizeof(Real) == 4 && C == PairCoulomb::ewald) {
+      if (fast) {
+        if (lanes == 1) launch(listed_pairs<Real, S, C, Energies, 1, true>);
+        else launch(listed_pairs<Real, S, C, Energies, 4, true>);
+        return;
+      }
+    }
     if (lanes == 1) launch(listed_pairs<Real, S, C, Energies, 1>);
     else launch(listed_pairs<Real, S, C, Energies, 4>);
   });
