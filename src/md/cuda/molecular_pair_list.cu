@@ -181,7 +181,7 @@ __device__ inline std::size_t list_index(int k, int t, int n) {
 // no cell arithmetic and no minimum image: the same bits for every pair within the cutoff (the
 // offset is the wrapped cell distance the kernel otherwise computes, an exact multiple of
 // -1, 0 or 1 widths, and the minimum image leaves any |r| < L / 2 as it is; a pair it would have
-// moved, possible only along an axis of 3 cells, is at least a cell width less half the skin away
+// moved, possible only along an axis of 3 cells, is at least a cell width less the skin away
 // in either image, beyond the cutoff, and skipped either way). Not on by default until it is
 // measured on a GPU.
 constexpr int kIndexBits = 26;
