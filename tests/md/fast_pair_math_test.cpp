@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace nbkit::test {
 namespace {
@@ -60,7 +61,8 @@ TEST(FastPairMath, PmePairWithinFloat32RoundingOfFloat64) {
       // and Coulomb balance, so a plain relative error there would measure nothing useful).
       const double inverse_r6 = 1 / (r2d * r2d * r2d);
       const double lj_size = c12 * inverse_r6 * inverse_r6 + c6 * inverse_r6;
-      const double force_size = 12 * c12 * inverse_r6 * inverse_r6 / r2d + 6 * c6 * inverse_r6 / r2d + std::abs(coulomb_f);
+      const double force_size =
+          12 * c12 * inverse_r6 * inverse_r6 / r2d + 6 * c6 * inverse_r6 / r2d + std::abs(coulomb_f);
       auto error = [&](const auto& math) {
         float lj_e, lj_ff, c_e, c_ff;
         md::molecular_pair<md::PairSwitch::none, md::PairCoulomb::ewald>(

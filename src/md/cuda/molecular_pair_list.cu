@@ -595,6 +595,15 @@ std::vector<Real> converted(const std::vector<double>& v) {
   return std::vector<Real>(v.begin(), v.end());
 }
 
+// An opt-in switch from the environment: unset, empty or 0 is off, 1 is on, anything else refused.
+bool env_switch(const char* name) {
+  const char* value = std::getenv(name);
+  if (!value || !*value) return false;
+  const std::string v = value;
+  if (v != "0" && v != "1") throw Error(std::string(name) + " is \"" + v + "\": expected 0 or 1");
+  return v == "1";
+}
+
 }  // namespace
 
 ExcludedRows excluded_rows(const Topology& t) {
@@ -714,16 +723,8 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
       throw Error("NBKIT_PAIR_LIST_BUILD is \"" + p + "\": expected row or cell (or unset: by the atom count)");
     s.by_row = p == "row";
   }
-  if (const char* pick = std::getenv("NBKIT_PAIR_LIST_OFFSETS"); pick && *pick) {
-    const std::string p = pick;
-    if (p != "0" && p != "1") throw Error("NBKIT_PAIR_LIST_OFFSETS is \"" + p + "\": expected 0 or 1");
-    s.offsets_wanted = p == "1";
-  }
-  if (const char* pick = std::getenv("NBKIT_PAIR_FAST_LAW"); pick && *pick) {
-    const std::string p = pick;
-    if (p != "0" && p != "1") throw Error("NBKIT_PAIR_FAST_LAW is \"" + p + "\": expected 0 or 1");
-    s.fast_law = p == "1";
-  }
+  s.offsets_wanted = env_switch("NBKIT_PAIR_LIST_OFFSETS");
+  s.fast_law = env_switch("NBKIT_PAIR_FAST_LAW");
   const std::size_t n = t.size();
   s.key = DeviceBuffer<unsigned>(n), s.sorted_key = DeviceBuffer<unsigned>(n), s.moved = DeviceBuffer<unsigned>(2);
   s.index = DeviceBuffer<int>(n), s.order = DeviceBuffer<int>(n), s.attributes = DeviceBuffer<TypeCell>(n);
