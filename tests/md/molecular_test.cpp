@@ -617,21 +617,20 @@ TEST(MolecularGpu, MixedPrecisionIsWithinFloat32sRoundingOfTheReferenceAndRepeat
   cases[2] = cases[1], cases[2].style = NonbondedSettings::CutoffStyle::charmm;
   cases[3].method = Method::msm, cases[3].cutoff = 9, cases[3].msm_spacing = 2.5;
   using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
-  // `fast`: PME's pairs again with the opt-in fast float32 law and the list's cell offsets
-  // (NBKIT_PAIR_FAST_LAW=1, NBKIT_PAIR_LIST_OFFSETS=1: md/fast_pair_math.hpp, molecular_pair_list.cu).
+  // `fast`: PME's pairs with the fast float32 law (the default: md/fast_pair_math.hpp), and every
+  // law without it (NBKIT_PAIR_FAST_LAW=0: the correctly rounded one), both within float32's
+  // rounding; the list's cell offsets on (the default) throughout.
   for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
                                         Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
     for (const bool fast : {false, true})
       for (const NonbondedSettings& s : cases) {
         if (fast && s.method != Method::pme) continue;
         struct Env {
-          explicit Env(bool on) {
-            if (on) setenv("NBKIT_PAIR_FAST_LAW", "1", 1), setenv("NBKIT_PAIR_LIST_OFFSETS", "1", 1);
-          }
-          ~Env() { unsetenv("NBKIT_PAIR_FAST_LAW"), unsetenv("NBKIT_PAIR_LIST_OFFSETS"); }
+          explicit Env(bool on) { setenv("NBKIT_PAIR_FAST_LAW", on ? "1" : "0", 1); }
+          ~Env() { unsetenv("NBKIT_PAIR_FAST_LAW"); }
         } env(fast);
         const std::string what = std::string(name) + " " + md::to_string(s.method) + " " + md::to_string(s.style) +
-                                 (fast ? " (fast law, offsets)" : "");
+                                 (fast ? " (fast law)" : "");
         const auto reference = md::molecular_forces(*t, *x, box, s, Backend::reference);
         const auto mixed = md::molecular_forces(*t, *x, box, s, Backend::cuda, 0, {}, Precision::single);
         const auto a = mixed.energy.named(), b = reference.energy.named();
@@ -695,7 +694,7 @@ TEST(MolecularGpu, PairListBuildsByRowAndByCellGiveTheSameBits) {
   unsetenv("NBKIT_PAIR_LIST_BUILD");
 }
 
-// NBKIT_PAIR_LIST_OFFSETS=1: the list's entries carry their cell offsets and the pair sums form
+// The list's entries carry their cell offsets (by default; NBKIT_PAIR_LIST_OFFSETS=0: not) and the pair sums form
 // r_i - r_j from them (molecular_pair_list.cu, offset_code): the same bits as without, for both
 // builds and precisions, on the protein (every axis 3 cells or more: the offsets are used) and
 // the chains (2 cells an edge: the kernel's cell arithmetic, as without).
