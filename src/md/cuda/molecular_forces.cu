@@ -215,13 +215,31 @@ __global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, 
 // Each atom's force: its nonbonded sum, the mesh's (PME; null otherwise), then its bonded slots
 // in the order the host listed them. The lowest atom whose force is not finite is kept in
 // *nonfinite (left alone otherwise), for the device-resident step's checks.
-__global__ void gather_forces(int n, const V3* nonbonded, const V3* mesh, const V3* slot, const int* first,
-                              const int* slots, V3* out, int* nonfinite) {
+// The slots are loaded kGatherAhead at a time before they are added (in order: the same sum);
+// one at a time, a protein atom's ~30 slots were ~30 dependent round trips to L2 (8%
+// occupancy: the waters have none). At 30,677 atoms on an H200 (session 34) the kernel went from
+// 29.0 to 15.7 us (Nsight Compute), the step's "finish" phase from 0.028 to 0.015 ms.
+constexpr int kGatherAhead = 8;
+__global__ void gather_forces(int n, const V3* __restrict__ nonbonded, const V3* __restrict__ mesh,
+                              const V3* __restrict__ slot, const int* __restrict__ first,
+                              const int* __restrict__ slots, V3* __restrict__ out, int* nonfinite) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   V3 f = nonbonded[i];
   if (mesh) f = f + mesh[i];
-  for (int k = first[i]; k < first[i + 1]; ++k) f = f + slot[slots[k]];
+  const int end = first[i + 1];
+  for (int k = first[i]; k < end; k += kGatherAhead) {
+    int at[kGatherAhead];
+    V3 term[kGatherAhead];
+#pragma unroll
+    for (int a = 0; a < kGatherAhead; ++a) at[a] = k + a < end ? slots[k + a] : -1;
+#pragma unroll
+    for (int a = 0; a < kGatherAhead; ++a)
+      if (at[a] >= 0) term[a] = slot[at[a]];
+#pragma unroll
+    for (int a = 0; a < kGatherAhead; ++a)
+      if (at[a] >= 0) f = f + term[a];
+  }
   out[i] = f;
   if (!isfinite(f.x + f.y + f.z)) atomicMin(nonfinite, i);
 }
