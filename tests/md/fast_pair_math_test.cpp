@@ -1,9 +1,10 @@
 // The float32 fast math policy of the GPU's mixed-precision PME pairs (md/fast_pair_math.hpp),
 // on the host: its erfc series against the C library's float64 erfc, and the whole PME pair
 // (Lennard-Jones and real-space Coulomb) through it against float64, beside the same pair through
-// the correctly rounded float32 policy the GPU uses by default. The GPU's rsqrt and division add
-// up to 2 ulp each there (CUDA's documented bounds), which the host's stand-ins do not show: the
-// GPU test MolecularGpu.MixedPrecision* holds the kernel to float64 with the fast law on too.
+// the correctly rounded float32 policy (the GPU's with NBKIT_PAIR_FAST_LAW=0; the fast one is its
+// default since session 34). The GPU's rsqrt and division add up to 2 ulp each there (CUDA's
+// documented bounds), which the host's stand-ins do not show: the GPU test
+// MolecularGpu.MixedPrecision* holds the kernel to float64 with the fast law on and off.
 #include "md/fast_pair_math.hpp"
 
 #include <gtest/gtest.h>
