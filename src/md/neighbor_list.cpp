@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "md/exclusions.hpp"
+#include "md/neighbor_scan_simd.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/md.hpp"
 
@@ -100,11 +101,13 @@ void NeighborList::build(const System& s, const ForceField& field) {
   for (std::int64_t c = 0; c < cell_count; ++c) cell_first[c + 1] += cell_first[c];
   std::vector<std::int64_t> fill(cell_first.begin(), cell_first.end() - 1);
   for (std::int64_t i = 0; i < n; ++i) members[fill[cell_of[i]]++] = i;
+  // One array an axis (the SIMD candidate test loads each a vector at a time).
   std::vector<double> binned(3 * static_cast<std::size_t>(n));
+  double* const binned_axis[3] = {binned.data(), binned.data() + n, binned.data() + 2 * n};
   std::vector<std::array<std::int64_t, 3>> binned_image(n);
 #pragma omp parallel for if (n > 16384)
   for (std::int64_t m = 0; m < n; ++m) {
-    for (int a = 0; a < 3; ++a) binned[3 * m + a] = wrapped[3 * members[m] + a];
+    for (int a = 0; a < 3; ++a) binned_axis[a][m] = wrapped[3 * members[m] + a];
     binned_image[m] = image[members[m]];
   }
 
@@ -147,6 +150,7 @@ void NeighborList::build(const System& s, const ForceField& field) {
       double offset[3];  // wrap * box length
     };
     std::vector<Target> targets;
+    std::vector<CandidateRange> ranges;
     std::int64_t targets_cell = -1;
     for (std::int64_t row = begin; row < end; ++row) {
       const std::int64_t i = members[row];
@@ -172,6 +176,37 @@ void NeighborList::build(const System& s, const ForceField& field) {
         for (const auto& o : stencil) add(o[0], o[1], o[2]);
       }
       const double xi = wrapped[3 * i], yi = wrapped[3 * i + 1], zi = wrapped[3 * i + 2];
+      if (!store_shifts) {
+        // The row's candidate ranges tested in SIMD (neighbor_scan_simd.cpp: the loop below's
+        // arithmetic and order), then the excluded partners among the hits taken out.
+        ranges.clear();
+        std::size_t candidates = 0;
+        for (std::size_t t = 0; t < targets.size(); ++t) {
+          const Target& target = targets[t];
+          const std::int64_t m = t == 0 ? row + 1 : cell_first[target.cell], m_end = cell_first[target.cell + 1];
+          if (m >= m_end) continue;
+          ranges.push_back({m, m_end, {target.offset[0] - xi, target.offset[1] - yi, target.offset[2] - zi}});
+          candidates += static_cast<std::size_t>(m_end - m);
+        }
+        if (count + candidates > neighbors.size()) neighbors.resize(std::max(count + candidates, 2 * neighbors.size()));
+        std::int32_t* out = neighbors.data() + count;
+        std::size_t hits = candidates_within(binned_axis, ranges.data(), ranges.size(), reach2, out);
+        if (!excluded.empty() && excluded.first[i] < excluded.first[i + 1]) {
+          // Partners are sorted: a hit outside [lowest, highest] needs no search (most hits are
+          // other molecules' atoms).
+          const std::int64_t lowest = excluded.partner[excluded.first[i]];
+          const std::int64_t highest = excluded.partner[excluded.first[i + 1] - 1];
+          std::size_t kept = 0;
+          for (std::size_t k = 0; k < hits; ++k) {
+            const std::int64_t j = members[out[k]];
+            if (j < lowest || j > highest || j == i || !excluded.excludes(i, j)) out[kept++] = out[k];
+          }
+          hits = kept;
+        }
+        count += hits;
+        row_size[row] = static_cast<std::int64_t>(count - row_start);
+        continue;
+      }
       for (std::size_t t = 0; t < targets.size(); ++t) {
         const Target& target = targets[t];
         const double ox_shift = target.offset[0] - xi, oy_shift = target.offset[1] - yi, oz_shift = target.offset[2] - zi;
@@ -194,8 +229,8 @@ void NeighborList::build(const System& s, const ForceField& field) {
                                       target.wrap[2] + image[i][2]};
         auto candidates = [&](auto with_shifts) {
           for (; m < m_end; ++m) {
-            const double dx = binned[3 * m] + ox_shift, dy = binned[3 * m + 1] + oy_shift,
-                         dz = binned[3 * m + 2] + oz_shift;
+            const double dx = binned_axis[0][m] + ox_shift, dy = binned_axis[1][m] + oy_shift,
+                         dz = binned_axis[2][m] + oz_shift;
             bool within = dx * dx + dy * dy + dz * dz < reach2;
             if (!excluded.empty() && within) {
               const std::int64_t j = members[m];
