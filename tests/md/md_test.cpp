@@ -170,6 +170,38 @@ TEST(MdNeighborList, RebuildsWhenAnAtomMovesHalfTheSkin) {
   EXPECT_THROW(NeighborList(2.0, 0.3).build(s, f), Error);  // shorter than the field's cutoff
 }
 
+// The list holds every pair within the reach (cutoff + skin) once, and no excluded one: its
+// pair count against all pairs by the minimum image, with exclusions, in a box long enough for
+// the candidates' SIMD test (neighbor_scan_simd.cpp; 864 atoms, 10.1 wide) and in one under
+// 2 (cutoff + 2 skin) but over 2 reaches, which keeps the scalar loop with its image shifts
+// (150 atoms, ~5.9 wide; every pair still has one image within reach). Pairs within 1e-9 of the
+// reach, where the two ways of forming a distance could round apart, may go either way.
+TEST(MdNeighborList, HoldsEveryPairWithinReachOnceAndNoExcludedOne) {
+  const ForceField base = two_type_field();
+  const double skin = 0.3, reach2 = (base.cutoff + skin) * (base.cutoff + skin);
+  for (const System& s : {liquid(6, 17), test::random_box(150, 5.9, 6.0, 5.8, 3)}) {
+    ForceField f = base;
+    for (std::int64_t i = 0; i + 3 < static_cast<std::int64_t>(s.size()); i += 7) f.exclusions.push_back({i, i + 3});
+    NeighborList list(f.cutoff, skin);
+    list.build(s, f);
+    const bool simd = s.size() == 864;
+    EXPECT_EQ(list.minimum_image(s.box), simd);  // the short box stores images: the scalar loop
+    std::size_t within = 0, borderline = 0;
+    const double length[3] = {s.box.length(0), s.box.length(1), s.box.length(2)};
+    for (std::size_t i = 0; i < s.size(); ++i)
+      for (std::size_t j = i + 1; j < s.size(); ++j) {
+        if (j - i == 3 && i % 7 == 0) continue;  // excluded
+        double d[3] = {s.x[i] - s.x[j], s.y[i] - s.y[j], s.z[i] - s.z[j]}, r2 = 0;
+        for (int a = 0; a < 3; ++a) d[a] -= length[a] * std::round(d[a] / length[a]), r2 += d[a] * d[a];
+        within += r2 < reach2;
+        borderline += std::abs(r2 - reach2) < 1e-9;
+      }
+    EXPECT_GT(within, 100u * s.size() / 150);
+    EXPECT_LE(list.pairs(), within + borderline) << s.size();
+    EXPECT_GE(list.pairs() + borderline, within) << s.size();
+  }
+}
+
 TEST(MdIntegration, NveConservesEnergy) {
   // in.lj's state (density 0.8442, T 1.44, cutoff 2.5, dt 0.005) at 500 atoms, 400 steps.
   // Unshifted, the energy jumps by 4 (2.5^-12 - 2.5^-6) = -0.0163 each time a pair crosses
