@@ -662,12 +662,14 @@ TEST(MolecularGpu, MixedPrecisionIsWithinFloat32sRoundingOfTheReferenceAndRepeat
                Error);
 }
 
-// The GPU's pair list has two builds, a warp per row (small systems) and a lane per row (large
-// ones), that must write the same list entry for entry: forced in turn through
-// NBKIT_PAIR_LIST_BUILD, they give the same bits in both precisions, on the protein (4 to 5 cells
-// an edge: the 27-cell stencil) and on the chains (2 cells: every cell searched, each pair's
-// image picked). An unknown value is refused.
-TEST(MolecularGpu, PairListBuildsByRowAndByCellGiveTheSameBits) {
+// The GPU's pair list has three builds, a warp per group of rows (small systems), a warp per row
+// (small boxes, or the groups switched off) and a lane per row (large systems), that must write
+// the same list entry for entry: forced in turn through NBKIT_PAIR_LIST_BUILD, they give the same
+// bits in both precisions, on the protein (4 to 5 cells an edge: the 27-cell stencil, where the
+// groups' boxes are tested before their atoms, so a box test that dropped an atom within reach
+// would show) and on the chains (2 cells: every cell searched, each pair's image picked; "group"
+// falls back to a warp a row). An unknown value is refused.
+TEST(MolecularGpu, PairListBuildsByGroupRowAndCellGiveTheSameBits) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
   const GpuSystems g = gpu_systems();
@@ -684,11 +686,14 @@ TEST(MolecularGpu, PairListBuildsByRowAndByCellGiveTheSameBits) {
   for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
                                         Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
     for (const Precision precision : {Precision::single, Precision::double_}) {
-      const auto by_row = with_build("row", *t, *x, box, precision);
       const auto by_cell = with_build("cell", *t, *x, box, precision);
-      EXPECT_EQ(by_row.energy.total(), by_cell.energy.total()) << name;
-      EXPECT_EQ(by_row.virial, by_cell.virial) << name;
-      for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(by_row.force[i], by_cell.force[i]) << name << " atom " << i;
+      for (const char* build : {"group", "row"}) {
+        const auto other = with_build(build, *t, *x, box, precision);
+        EXPECT_EQ(other.energy.total(), by_cell.energy.total()) << name << " " << build;
+        EXPECT_EQ(other.virial, by_cell.virial) << name << " " << build;
+        for (std::size_t i = 0; i < x->size(); ++i)
+          ASSERT_EQ(other.force[i], by_cell.force[i]) << name << " " << build << " atom " << i;
+      }
     }
   EXPECT_THROW(with_build("rows", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
   unsetenv("NBKIT_PAIR_LIST_BUILD");
@@ -716,7 +721,7 @@ TEST(MolecularGpu, PairListOffsetsGiveTheSameBits) {
   using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
   for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
                                         Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
-    for (const char* build : {"row", "cell"})
+    for (const char* build : {"group", "row", "cell"})
       for (const Precision precision : {Precision::single, Precision::double_}) {
         const auto plain = with("0", build, *t, *x, box, precision);
         const auto coded = with("1", build, *t, *x, box, precision);

@@ -104,25 +104,40 @@ __device__ inline Real axis_separation(const Frame<Real>& f, int axis, Real ri, 
   return nearest((ri - rj) + Real(dc) * f.width[axis], f.length[axis], f.inverse[axis]);
 }
 
-// Each atom's cell (x fastest) and its index, the sort's values.
-__global__ void bin_atoms(int n, const V3* __restrict__ x, Cells g, unsigned* __restrict__ key,
+// Each atom's cell (x fastest) and its index, the sort's values. With kSubcellBits, the key's low
+// bits are the atom's place among 4 x 4 x 4 sub-cells of its cell in Morton order, so that each
+// cell's atoms come sorted into compact groups of a few sub-cells (the build's atom groups,
+// kGroup; GROMACS's nbnxm and OpenMM sort for the same reason).
+constexpr int kSubcellBits = 6;
+__device__ inline unsigned morton_4x4x4(int sx, int sy, int sz) {
+  unsigned m = 0;
+  for (int b = 0; b < 2; ++b)
+    m |= ((sx >> b) & 1u) << (3 * b) | ((sy >> b) & 1u) << (3 * b + 1) | ((sz >> b) & 1u) << (3 * b + 2);
+  return m;
+}
+__global__ void bin_atoms(int n, const V3* __restrict__ x, Cells g, int sub_bits, unsigned* __restrict__ key,
                           int* __restrict__ index) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const double v[3] = {x[i].x, x[i].y, x[i].z};
-  int c[3];
-  for (int a = 0; a < 3; ++a)
-    c[a] = min(g.count[a] - 1, static_cast<int>(wrapped(v[a], g.length[a], g.inverse[a]) * g.per_length[a]));
-  key[i] = static_cast<unsigned>((c[2] * g.count[1] + c[1]) * g.count[0] + c[0]);
+  int c[3], sub[3];
+  for (int a = 0; a < 3; ++a) {
+    const double u = wrapped(v[a], g.length[a], g.inverse[a]) * g.per_length[a];  // in cell widths
+    c[a] = min(g.count[a] - 1, static_cast<int>(u));
+    sub[a] = min(3, max(0, static_cast<int>((u - c[a]) * 4)));
+  }
+  const unsigned cell = static_cast<unsigned>((c[2] * g.count[1] + c[1]) * g.count[0] + c[0]);
+  key[i] = sub_bits ? cell << sub_bits | morton_4x4x4(sub[0], sub[1], sub[2]) : cell;
   index[i] = i;
 }
 
 // At a build: each sorted atom's type and cell.
 __global__ void sorted_attributes(int n, const int* __restrict__ order, const int* __restrict__ type,
-                                  const unsigned* __restrict__ sorted_key, Cells g, TypeCell* __restrict__ out) {
+                                  const unsigned* __restrict__ sorted_key, int sub_bits, Cells g,
+                                  TypeCell* __restrict__ out) {
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= n) return;
-  const int key = static_cast<int>(sorted_key[t]);
+  const int key = static_cast<int>(sorted_key[t] >> sub_bits);
   const int cx = key % g.count[0], cy = key / g.count[0] % g.count[1], cz = key / g.count[0] / g.count[1];
   out[t] = {type[order[t]], cx | cy << 10 | cz << 20};
 }
@@ -143,6 +158,39 @@ __global__ void pack(int n, const V3* __restrict__ x, const double* __restrict__
     r[axis] = Real(nearest(v[axis] - centre, g.length[axis], g.inverse[axis]));
   }
   packed[t] = {r[0], r[1], r[2], Real(charge[a])};
+}
+
+// The build's atom groups: kGroup consecutive sorted atoms of one cell (a cell's atoms from its
+// first, the last group part full), compact by the sub-cell order (bin_atoms). Group g's
+// bounding box, in the cell-relative frame of the packed positions and in float32 rounded
+// outward (so it holds its atoms in either precision), goes to lo[g], hi[g] (g its first
+// atom's sorted index; other slots are not read). Boxes of ~5.6 x 4.6 x 3.6 A at 30,000 atoms (a
+// count over uniform atoms; docs/performance.md, session 35); the build by group tests them
+// before their atoms.
+constexpr int kGroup = 8;
+__device__ inline float round_down(float v) { return v; }
+__device__ inline float round_up(float v) { return v; }
+__device__ inline float round_down(double v) { return __double2float_rd(v); }
+__device__ inline float round_up(double v) { return __double2float_ru(v); }
+template <class Real>
+__global__ void group_bounds(int n, const PositionCharge<Real>* __restrict__ packed, const unsigned* __restrict__ sorted_key,
+                             int sub_bits, const int* __restrict__ cell_start, float4* __restrict__ lo,
+                             float4* __restrict__ hi) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const int cell = static_cast<int>(sorted_key[t] >> sub_bits);
+  const int begin = cell_start[cell];
+  if ((t - begin) % kGroup != 0) return;
+  const int end = min(t + kGroup, cell_start[cell + 1]);
+  PositionCharge<Real> p = packed[t];
+  Real low[3] = {p.x, p.y, p.z}, high[3] = {p.x, p.y, p.z};
+  for (int j = t + 1; j < end; ++j) {
+    p = packed[j];
+    low[0] = min(low[0], p.x), low[1] = min(low[1], p.y), low[2] = min(low[2], p.z);
+    high[0] = max(high[0], p.x), high[1] = max(high[1], p.y), high[2] = max(high[2], p.z);
+  }
+  lo[t] = make_float4(round_down(low[0]), round_down(low[1]), round_down(low[2]), 0.0f);
+  hi[t] = make_float4(round_up(high[0]), round_up(high[1]), round_up(high[2]), 0.0f);
 }
 
 // The largest squared displacement since the list was built (minimum image: a wrap is no move),
@@ -208,9 +256,10 @@ __device__ inline bool is_excluded(int a, int b, const int* __restrict__ first, 
 
 // The list's rows: those of every sorted atom t, each every sorted atom j != t within reach
 // (cutoff + skin, minimum image) and not excluded, in the order of the cells searched (z, y, x
-// from the lowest neighbour) and of the atoms within each. Two kernels write the same list, entry
-// for entry (tests/md/molecular_test.cpp holds them to it), and the atom count picks one (the
-// constructor's by_row): a lane per row suits a million atoms, a warp per row 30,000.
+// from the lowest neighbour) and of the atoms within each. Three kernels write the same list,
+// entry for entry (tests/md/molecular_test.cpp holds them to it), and the atom count picks one
+// (the constructor's `build`): a lane per row suits a million atoms, a warp per group of rows
+// (or, with fewer than 3 cells along an axis, a warp per row) 30,000.
 //
 // A lane per row (build_rows_by_cell): a warp per 32 atoms
 // of a home cell (blockIdx.x the cell, blockIdx.y the first group of 32, gridDim.y groups apart),
@@ -440,6 +489,173 @@ __global__ void __launch_bounds__(32 * kRowWarps)
   }
 }
 
+// A warp per group of rows (build_rows_by_group; kGroup consecutive atoms of one cell, the groups
+// of group_bounds), a lane per candidate, where every axis has 3 or more cells. Each candidate is
+// loaded once for the group's rows, not once a row, and tested first by its group's box: the
+// warp tests up to 32 of a neighbour cell's groups' boxes against its own group's box (a lane a
+// box), then the atoms of those that come within reach, four groups (32 atoms) a round in the
+// cell's order, each atom against each of the rows. A row's entries are thus the same and in the
+// same order as build_rows_by_row's and build_rows_by_cell's (the boxes' test, a millimetre wider
+// than the reach, only skips atoms beyond it; the tests hold the builds to the same list). By a
+// count of uniform atoms at 30,000 (docs/performance.md, session 35): ~78 rounds for a group's 8
+// rows where the warp a row takes ~97 steps for each row. The hits of a row wait in shared memory
+// until 32 are whole (four chunks), then the warp writes them. Measured on an H200 at 30,677
+// atoms (session 35): 170 million instructions a build against 270-294 million by row, but no
+// faster with 8 rows a warp (Nsight Compute: 428 us against 432-463, 25% occupancy); with 4 the
+// list's phase 0.071 ms a step against 0.076 with 8 in the same call (by row: 0.077-0.079 in two
+// other calls).
+//
+// `Rows` rows a warp (8: a whole group; 4: half a group, each half testing the group's box):
+// with 8, 112 registers leave a quarter of an H200's warp slots filled and the warps wait on
+// their own arithmetic (Nsight Compute, session 35: 0.59 issued a scheduler); 4 halves the rows'
+// registers for twice the warps, each candidate loaded once for 4 rows.
+constexpr int kGroupWarps = 4;
+template <class Real, int Rows>
+__global__ void __launch_bounds__(32 * kGroupWarps)
+    build_rows_by_group(int n, const PositionCharge<Real>* __restrict__ packed, const int* __restrict__ order,
+                        const int* __restrict__ cell_start, Cells g, Frame<Real> f, Real reach2,
+                        const int* __restrict__ excluded_first, const int* __restrict__ excluded, int capacity,
+                        int* __restrict__ list, int* __restrict__ row_length, int* __restrict__ longest,
+                        bool offsets, const float4* __restrict__ group_lo, const float4* __restrict__ group_hi,
+                        float group_reach2) {
+  static_assert(kGroup % Rows == 0);
+  constexpr int kParts = kGroup / Rows;            // a group's warps
+  __shared__ int staged[kGroupWarps][Rows][64];  // a row's unwritten entries: < 32 from before, 32 new
+  __shared__ int row_atom[kGroupWarps][Rows];      // the rows' topology indices (exclusions' search)
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  const unsigned below = (1u << lane) - 1;
+  const int home = blockIdx.x;
+  const int home_begin = cell_start[home], home_end = cell_start[home + 1];
+  const int c[3] = {home % g.count[0], home / g.count[0] % g.count[1], home / g.count[0] / g.count[1]};
+  for (int unit = blockIdx.y * kGroupWarps + warp;; unit += gridDim.y * kGroupWarps) {
+    const int group = home_begin + unit / kParts * kGroup;  // its box's slot
+    const int first = group + unit % kParts * Rows;         // the warp's first row
+    if (group >= home_end) break;
+    if (first >= home_end) continue;  // the part-full last group has no such rows
+    const int rows = min(Rows, home_end - first);
+    // The rows: positions, the spans of their excluded partners, and their entries so far (of
+    // which min(count, capacity) / 32 * 32 are in the list: a round adds at most 32, and 32
+    // staged ones are written at once).
+    Real px[Rows], py[Rows], pz[Rows];
+    int lowest[Rows], highest[Rows], count[Rows];
+    int* const atom = row_atom[warp];
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      const int t = first + min(r, rows - 1);
+      const PositionCharge<Real> p = packed[t];
+      px[r] = p.x, py[r] = p.y, pz[r] = p.z;
+      const int a = order[t];
+      if (lane == 0) atom[r] = a;
+      const int e0 = excluded_first[a], e1 = excluded_first[a + 1];
+      lowest[r] = e0 < e1 ? excluded[e0] : 1, highest[r] = e0 < e1 ? excluded[e1 - 1] : 0;
+      count[r] = 0;
+    }
+    __syncwarp();
+    const float4 home_lo = group_lo[group], home_hi = group_hi[group];
+    const float hl[3] = {home_lo.x, home_lo.y, home_lo.z}, hh[3] = {home_hi.x, home_hi.y, home_hi.z};
+    // Distance from the group's box to the face shared with the neighbour cell at raw along a.
+    auto gap = [&](int a, int raw) -> float {
+      if (raw == c[a]) return 0.0f;
+      const float half = 0.5f * static_cast<float>(f.width[a]);
+      const float d = raw < c[a] ? hl[a] + half : half - hh[a];
+      return fmaxf(d, 0.0f);
+    };
+    for (int rz = c[2] - 1; rz <= c[2] + 1; ++rz) {
+      const int cz = rz < 0 ? rz + g.count[2] : rz >= g.count[2] ? rz - g.count[2] : rz;
+      const float gz = gap(2, rz);
+      for (int ry = c[1] - 1; ry <= c[1] + 1; ++ry) {
+        const int cy = ry < 0 ? ry + g.count[1] : ry >= g.count[1] ? ry - g.count[1] : ry;
+        const float gy = gap(1, ry);
+        for (int rx = c[0] - 1; rx <= c[0] + 1; ++rx) {
+          const int cx = rx < 0 ? rx + g.count[0] : rx >= g.count[0] ? rx - g.count[0] : rx;
+          const float gx = gap(0, rx);
+          if (!(gx * gx + gy * gy + gz * gz < group_reach2)) continue;
+          const int cell = (cz * g.count[1] + cy) * g.count[0] + cx;
+          // As build_rows_by_row's: r_i - r_j = (p_i - p_j) + shift, the same arithmetic.
+          const Real sx = Real(c[0] - rx) * f.width[0], sy = Real(c[1] - ry) * f.width[1],
+                     sz = Real(c[2] - rz) * f.width[2];
+          const unsigned code = offsets ? offset_code(c[0] - rx, c[1] - ry, c[2] - rz) : 0u;
+          const float fx = static_cast<float>(sx), fy = static_cast<float>(sy), fz = static_cast<float>(sz);
+          const int begin = cell_start[cell], end = cell_start[cell + 1];
+          for (int base = begin; base < end; base += 32 * kGroup) {
+            const int other = base + lane * kGroup;
+            bool near = false;
+            if (other < end) {  // the two boxes' distance, the neighbour's shifted into this cell's frame
+              const float4 l = group_lo[other], h = group_hi[other];
+              const float dx = fmaxf(fmaxf(hl[0] - (h.x - fx), (l.x - fx) - hh[0]), 0.0f);
+              const float dy = fmaxf(fmaxf(hl[1] - (h.y - fy), (l.y - fy) - hh[1]), 0.0f);
+              const float dz = fmaxf(fmaxf(hl[2] - (h.z - fz), (l.z - fz) - hh[2]), 0.0f);
+              near = dx * dx + dy * dy + dz * dz < group_reach2;
+            }
+            // The passing groups, lowest first, four a round: lane l takes atom l % 8 of the
+            // (l / 8)-th remaining one.
+            unsigned pass = __ballot_sync(0xffffffffu, near);
+            const int which = lane / kGroup;
+            while (pass) {
+              const unsigned p1 = pass & (pass - 1), p2 = p1 & (p1 - 1), p3 = p2 & (p2 - 1);
+              const unsigned mine = which == 0 ? pass : which == 1 ? p1 : which == 2 ? p2 : p3;
+              pass = p3 & (p3 - 1);
+              const int j = mine ? base + (__ffs(mine) - 1) * kGroup + lane % kGroup : end;
+              const bool valid = j < end;
+              PositionCharge<Real> pj{};
+              int atom_j = -1;
+              if (valid) pj = packed[j], atom_j = order[j];
+              // The rows' tests first, all eight independent of one another (the warp is latency
+              // bound otherwise: a row's ballot and staging wait on its test); bit r: row r.
+              unsigned in = 0, check = 0;
+#pragma unroll
+              for (int r = 0; r < Rows; ++r) {
+                if (r >= rows) break;  // the whole warp
+                const Real dx = (px[r] - pj.x) + sx, dy = (py[r] - pj.y) + sy, dz = (pz[r] - pj.z) + sz;
+                const bool within = valid && j != first + r && dx * dx + dy * dy + dz * dz < reach2;
+                in |= static_cast<unsigned>(within) << r;
+                check |= static_cast<unsigned>(within && atom_j >= lowest[r] && atom_j <= highest[r]) << r;
+              }
+              // Excluded partners, searched only where the candidate lies in a row's span (rare).
+              if (__any_sync(0xffffffffu, check != 0))
+                for (unsigned m = check; m; m &= m - 1) {
+                  const int r = __ffs(m) - 1;
+                  if (is_excluded(atom[r], atom_j, excluded_first, excluded)) in &= ~(1u << r);
+                }
+#pragma unroll
+              for (int r = 0; r < Rows; ++r) {
+                if (r >= rows) break;
+                const bool hit = (in >> r) & 1u;
+                const unsigned hits = __ballot_sync(0xffffffffu, hit);
+                if (hits == 0) continue;
+                int* stage = staged[warp][r];
+                const int written = min(count[r], capacity) / 32 * 32;
+                const int k = count[r] + __popc(hits & below);
+                if (hit && k < capacity) stage[k - written] = static_cast<int>(static_cast<unsigned>(j) | code);
+                count[r] += __popc(hits);
+                if (min(count[r], capacity) - written < 32) continue;
+                __syncwarp();  // 32 staged entries: four whole chunks to the list
+                list[list_index(written + lane, first + r, n)] = stage[lane];
+                const int rest = stage[32 + lane];
+                __syncwarp();
+                stage[lane] = rest;
+              }
+            }
+          }
+        }
+      }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      if (r >= rows) break;
+      // The last entries, fewer than 32.
+      const int written = min(count[r], capacity) / 32 * 32;
+      if (lane < min(count[r], capacity) - written) list[list_index(written + lane, first + r, n)] = staged[warp][r][lane];
+      if (lane == 0) {
+        row_length[first + r] = count[r];
+        atomicMax(longest, count[r]);
+      }
+    }
+    __syncwarp();
+  }
+}
+
 template <class Real>
 struct PairLaw {
   const Real *c12, *c6;  // the Lennard-Jones table, types x types
@@ -645,10 +861,20 @@ struct MolecularPairListGpu::State {
   DeviceBuffer<V3> built;
   int capacity = 0;  // a multiple of kChunk
   int lanes = 1;     // threads per atom in the pair kernel (listed_pairs)
-  bool by_row = true;  // the build's kernel: build_rows_by_row, else build_rows_by_cell
+  // The build's kernel: build_rows_by_group (where every axis has 3 or more cells and the groups
+  // are on; else by row), build_rows_by_row, build_rows_by_cell.
+  enum class Build { group, row, cell } build = Build::group;
   bool offsets_wanted = true;  // entries with cell offsets (offset_code); NBKIT_PAIR_LIST_OFFSETS=0: not
   bool offsets = false;        // the list's entries have them (wanted, and 3 or more cells an axis)
   bool fast_law = true;        // mixed precision's PME pairs by FastFloatPairMath; NBKIT_PAIR_FAST_LAW=0: not
+  // Atoms sorted by sub-cell within each cell (bin_atoms), which the build by group needs;
+  // NBKIT_PAIR_LIST_GROUPS=0: not, and the build by group falls back to a warp a row (session 34's
+  // order, list and bits).
+  bool groups_wanted = true;
+  int sub_bits = 0;     // the sort key's sub-cell bits (kSubcellBits or 0)
+  bool groups = false;  // this list's build is by group (wanted, sub-cells, 3 or more cells an axis)
+  int group_rows = 4;   // rows a warp in the build by group (NBKIT_PAIR_LIST_GROUP_ROWS=4|8)
+  DeviceBuffer<float4> group_lo, group_hi;
   std::int64_t builds = 0;
   bool rebuild_next = false;  // asked for (checkpoints)
   // The check's stream, the event it waits for (the positions final on the main stream) and
@@ -715,21 +941,29 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.excluded_first = upload(rows.first), s.excluded = upload(rows.partner);
   // Lanes per atom: enough threads for ~2^18 in all (an H100 holds 270,336 resident), at most 8.
   while (s.lanes < 8 && static_cast<std::int64_t>(s.n) * s.lanes < (std::int64_t{1} << 18)) s.lanes *= 2;
-  // The build: a warp per row below the same 2^18 atoms, a lane per row above (measured on an
-  // H100 at 30,695 atoms, by row faster, and 1,074,325, by cell faster; nothing between).
-  // NBKIT_PAIR_LIST_BUILD=row or cell picks one (tests, A/B runs): both write the same list.
-  s.by_row = s.n < (1 << 18);
+  // The build: a warp per group of rows below the same 2^18 atoms, a lane per row above
+  // (measured on an H100 at 30,695 atoms, a warp a row faster, and 1,074,325, by cell faster;
+  // nothing between; on an H200 at 30,677 the warp a group faster than a warp a row: session 35).
+  // NBKIT_PAIR_LIST_BUILD=group, row or cell picks one (tests, A/B runs): all write the same list.
+  s.build = s.n < (1 << 18) ? State::Build::group : State::Build::cell;
   if (const char* pick = std::getenv("NBKIT_PAIR_LIST_BUILD"); pick && *pick) {
     const std::string p = pick;
-    if (p != "row" && p != "cell")
-      throw Error("NBKIT_PAIR_LIST_BUILD is \"" + p + "\": expected row or cell (or unset: by the atom count)");
-    s.by_row = p == "row";
+    if (p != "group" && p != "row" && p != "cell")
+      throw Error("NBKIT_PAIR_LIST_BUILD is \"" + p +
+                  "\": expected group, row or cell (or unset: by the atom count)");
+    s.build = p == "group" ? State::Build::group : p == "row" ? State::Build::row : State::Build::cell;
   }
   // Both on unless switched off (A/B runs, tests). Measured on an H200 at 30,677 atoms (session
   // 34, docs/performance.md): the pairs 0.180 ms a step without either, 0.157 with the offsets
   // (the same bits), 0.146 with the fast law, 0.125 with both.
   s.offsets_wanted = env_switch("NBKIT_PAIR_LIST_OFFSETS", true);
   s.fast_law = env_switch("NBKIT_PAIR_FAST_LAW", true);
+  s.groups_wanted = env_switch("NBKIT_PAIR_LIST_GROUPS", true);
+  if (const char* rows = std::getenv("NBKIT_PAIR_LIST_GROUP_ROWS"); rows && *rows) {
+    const std::string r = rows;
+    if (r != "4" && r != "8") throw Error("NBKIT_PAIR_LIST_GROUP_ROWS is \"" + r + "\": expected 4 or 8");
+    s.group_rows = r == "8" ? 8 : 4;
+  }
   const std::size_t n = t.size();
   s.key = DeviceBuffer<unsigned>(n), s.sorted_key = DeviceBuffer<unsigned>(n), s.moved = DeviceBuffer<unsigned>(2);
   s.index = DeviceBuffer<int>(n), s.order = DeviceBuffer<int>(n), s.attributes = DeviceBuffer<TypeCell>(n);
@@ -786,14 +1020,30 @@ template <class Real>
 void MolecularPairListGpu::State::build_list() {
   NBKIT_CUDA_CHECK(cudaMemsetAsync(longest.data(), 0, sizeof(int), stream));
   const Real reach2 = Real(reach() * reach());
-  if (by_row) {
+  const int total = cells.total();
+  if (groups) {
+    // The boxes' tests a millimetre wider than the reach: far beyond float32's rounding of the
+    // boxes (rounded outward) and of the shifts (~1e-6 A), so they never drop an atom within reach.
+    const float group_reach = static_cast<float>(reach() + 1e-3);
+    // Warps for the mean cell's groups and half as many more (a fuller cell's warps take several).
+    auto launch = [&](auto kernel, int parts) {
+      const int per_cell = (n / total + kGroup - 1) / kGroup * parts;
+      const dim3 grid(total, std::min(65535, (per_cell + per_cell / 2 + kGroupWarps) / kGroupWarps));
+      kernel<<<grid, 32 * kGroupWarps, 0, stream>>>(n, packed<Real>(), order.data(), cell_start.data(), cells,
+                                                    frame_of<Real>(cells), reach2, excluded_first.data(),
+                                                    excluded.data(), capacity, list.data(), row_length.data(),
+                                                    longest.data(), offsets, group_lo.data(), group_hi.data(),
+                                                    group_reach * group_reach);
+    };
+    if (group_rows == 8) launch(build_rows_by_group<Real, 8>, 1);
+    else launch(build_rows_by_group<Real, 4>, 2);
+  } else if (build != Build::cell) {
     build_rows_by_row<Real><<<(n + kRowWarps - 1) / kRowWarps, 32 * kRowWarps, 0, stream>>>(
         n, packed<Real>(), attributes.data(), order.data(), cell_start.data(), cells, frame_of<Real>(cells), reach2,
         excluded_first.data(), excluded.data(), capacity, list.data(), row_length.data(), longest.data(), offsets);
   } else {
     // Groups of 32 per cell: the mean cell's count, and one more for fuller cells (a fuller one's
     // warps take several groups each).
-    const int total = cells.total();
     const dim3 grid(total, std::min(65535, (n / total + kRowThreads - 1) / kRowThreads + 1));
     build_rows_by_cell<Real><<<grid, kRowThreads, 0, stream>>>(
         n, packed<Real>(), attributes.data(), order.data(), cell_start.data(), cells, frame_of<Real>(cells), reach2,
@@ -811,19 +1061,29 @@ void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
     cells.per_length[a] = cells.count[a] * cells.inverse[a];
   }
   const int total = cells.total();
-  offsets = offsets_wanted && cells.count[0] >= 3 && cells.count[1] >= 3 && cells.count[2] >= 3;
-  if (cell_start.size() < static_cast<std::size_t>(total) + 1) cell_start = DeviceBuffer<int>(total + 1);
-  bin_atoms<<<blocks(n), kThreads, 0, stream>>>(n, x, cells, key.data(), index.data());
-  NBKIT_CUDA_CHECK_LAUNCH();
+  const bool stencil_everywhere = cells.count[0] >= 3 && cells.count[1] >= 3 && cells.count[2] >= 3;
+  offsets = offsets_wanted && stencil_everywhere;
   int bits = 1;
   while ((std::int64_t{1} << bits) < total) ++bits;
+  // The sub-cell order where the build is by group, and for every build below 2^18 atoms (so that
+  // a forced build by row or cell writes the same list as the build by group); above, the build
+  // by cell keeps session 34's order (the sub-cells were not measured there).
+  const bool sub_order = groups_wanted && (build == Build::group || n < (1 << 18));
+  sub_bits = sub_order && bits + kSubcellBits <= 32 ? kSubcellBits : 0;
+  bits += sub_bits;
+  groups = sub_bits != 0 && build == Build::group && stencil_everywhere;
+  if (groups && group_lo.size() < static_cast<std::size_t>(n))
+    group_lo = DeviceBuffer<float4>(n), group_hi = DeviceBuffer<float4>(n);
+  if (cell_start.size() < static_cast<std::size_t>(total) + 1) cell_start = DeviceBuffer<int>(total + 1);
+  bin_atoms<<<blocks(n), kThreads, 0, stream>>>(n, x, cells, sub_bits, key.data(), index.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
   std::size_t bytes = sort_scratch.size();
   NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_scratch.data(), bytes, key.data(), sorted_key.data(),
                                                    index.data(), order.data(), n, 0, bits, stream));
-  cell_starts<<<blocks(total + 1), kThreads, 0, stream>>>(n, total, sorted_key.data(), cell_start.data());
+  cell_starts<<<blocks(total + 1), kThreads, 0, stream>>>(n, total, sorted_key.data(), cell_start.data(), sub_bits);
   NBKIT_CUDA_CHECK_LAUNCH();
-  sorted_attributes<<<blocks(n), kThreads, 0, stream>>>(n, order.data(), type.data(), sorted_key.data(), cells,
-                                                        attributes.data());
+  sorted_attributes<<<blocks(n), kThreads, 0, stream>>>(n, order.data(), type.data(), sorted_key.data(), sub_bits,
+                                                        cells, attributes.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   NBKIT_CUDA_CHECK(cudaMemcpyAsync(built.data(), x, sizeof(V3) * n, cudaMemcpyDeviceToDevice, stream));
   // A capacity of at most n entries a row (every other atom), in whole chunks.
@@ -833,6 +1093,11 @@ void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
     pack<Real><<<blocks(n), kThreads, 0, stream>>>(n, x, charge.data(), order.data(), attributes.data(), cells,
                                                    packed<Real>());
     NBKIT_CUDA_CHECK_LAUNCH();
+    if (groups) {
+      group_bounds<Real><<<blocks(n), kThreads, 0, stream>>>(n, packed<Real>(), sorted_key.data(), sub_bits,
+                                                             cell_start.data(), group_lo.data(), group_hi.data());
+      NBKIT_CUDA_CHECK_LAUNCH();
+    }
     if (capacity == 0) {
       // First build: room for the pairs within reach at the box's mean density, with a quarter
       // more for denser regions (a protein's packing); a longer row grows the list below.
