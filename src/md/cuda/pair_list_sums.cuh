@@ -1,0 +1,162 @@
+#pragma once
+// The molecular pair list's sums (cuda/molecular_pair_list.cu is the one includer): each row's
+// pairs through the law, and PME's or MSM's corrections of the excluded pairs.
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "md/cuda/molecular_pair_list.cuh"  // PairSums
+#include "md/cuda/pair_list_layout.cuh"
+#include "md/fast_pair_math.hpp"
+#include "md/molecular_pair_constants.hpp"
+#include "md/pair_law.hpp"
+
+namespace nbkit::md {
+namespace {
+
+template <class Real>
+struct PairLaw {
+  const Real *c12, *c6;  // the Lennard-Jones table, types x types
+  int types;
+  Frame<Real> frame;
+  Real cutoff2, coulomb_k;
+  MolecularPairConstants<Real> k;
+  bool offsets;  // the entries carry their cell offsets (offset_code)
+};
+
+// `lanes` threads (1, 2, 4 or 8, lanes of one warp) per sorted atom t: lane l sums entries l,
+// l + lanes, ... of t's row in order, pair_terms-inl.hpp's law in Real, each pair's force, energy
+// and virial added in float64 (as OpenMM's mixed precision accumulates); the lanes' sums meet by
+// a fixed tree of shuffles, so the order is fixed for a given `lanes` (chosen from the atom count
+// alone). Several lanes an atom keep a small system's GPU busy (30,000 atoms on one thread each
+// are 0.1 of an H100's resident threads). Half of each pair's energy and virial: each pair is in
+// both its atoms' rows. Without `Energies` only the force is summed (the steps between thermo
+// rows, as OpenMM computes energies only when asked): float32 laws give the same force bits
+// either way; float64 always sums them (evaluate).
+//
+// `Fast` (float32 PME, the default; NBKIT_PAIR_FAST_LAW=0 turns it off): the law through
+// FastFloatPairMath.
+template <class Real, PairSwitch Switch, PairCoulomb Coulomb, bool Energies, int Ahead, bool Fast = false>
+__global__ void __launch_bounds__(kThreads)
+    listed_pairs(int n, int lanes, const PositionCharge<Real>* __restrict__ packed,
+                 const TypeCell* __restrict__ attributes, const int* __restrict__ order, const int* __restrict__ list,
+                 const int* __restrict__ row_length, PairLaw<Real> law, PairSums out) {
+  const int thread = blockIdx.x * blockDim.x + threadIdx.x;
+  const int t = thread / lanes, lane = thread % lanes;
+  if (t >= n) return;  // whole groups: lanes divides the block
+  const std::conditional_t<Fast, FastFloatPairMath, ScalarPairMath<Real>> math;
+  const PositionCharge<Real> pi = packed[t];
+  const TypeCell ai = attributes[t];
+  const Real qi = law.coulomb_k * pi.q;
+  const Real* c12 = law.c12 + ai.type * law.types;
+  const Real* c6 = law.c6 + ai.type * law.types;
+  double sum[6] = {0, 0, 0, 0, 0, 0};  // force x, y, z; Lennard-Jones, Coulomb; virial
+  auto add = [&](unsigned entry, const PositionCharge<Real>& pj, int cell_j, Real c12_ij, Real c6_ij) {
+    Real dx, dy, dz;
+    if (law.offsets) {
+      dx = (pi.x - pj.x) + Real(cell_offset(entry, 0)) * law.frame.width[0];
+      dy = (pi.y - pj.y) + Real(cell_offset(entry, 1)) * law.frame.width[1];
+      dz = (pi.z - pj.z) + Real(cell_offset(entry, 2)) * law.frame.width[2];
+    } else {
+      dx = axis_separation(law.frame, 0, pi.x, pj.x, ai.cell, cell_j);
+      dy = axis_separation(law.frame, 1, pi.y, pj.y, ai.cell, cell_j);
+      dz = axis_separation(law.frame, 2, pi.z, pj.z, ai.cell, cell_j);
+    }
+    const Real r2 = dx * dx + dy * dy + dz * dz;
+    if (!(r2 < law.cutoff2)) return;  // in the skin
+    Real lj, lj_f, coulomb, coulomb_f;
+    molecular_pair<Switch, Coulomb>(math, r2, c12_ij, c6_ij, qi * pj.q, law.k, lj, lj_f, coulomb, coulomb_f);
+    const Real f = lj_f + coulomb_f;
+    sum[0] += static_cast<double>(f * dx), sum[1] += static_cast<double>(f * dy), sum[2] += static_cast<double>(f * dz);
+    if constexpr (Energies) {
+      sum[3] += static_cast<double>(lj), sum[4] += static_cast<double>(coulomb);
+      sum[5] += static_cast<double>(f * r2);
+    }
+  };
+  const int length = row_length[t];
+  int k = lane;
+  // `Ahead` of a lane's entries at a time: their loads (the entry, then the neighbour's position,
+  // type and cell, then its Lennard-Jones pair) are issued together, so that a lane waits once
+  // for Ahead pairs' memory. The pairs still add in the row's order: the same bits as one at a
+  // time.
+  for (; k + (Ahead - 1) * lanes < length; k += Ahead * lanes) {
+    unsigned entry[Ahead];
+    int j[Ahead];
+#pragma unroll
+    for (int u = 0; u < Ahead; ++u) {
+      entry[u] = static_cast<unsigned>(__ldg(list + list_index(k + u * lanes, t, n)));
+      j[u] = static_cast<int>(entry[u] & kIndexMask);
+    }
+    PositionCharge<Real> pj[Ahead];
+    TypeCell aj[Ahead];
+#pragma unroll
+    for (int u = 0; u < Ahead; ++u) pj[u] = packed[j[u]], aj[u] = attributes[j[u]];
+    Real c12_ij[Ahead], c6_ij[Ahead];
+#pragma unroll
+    for (int u = 0; u < Ahead; ++u) c12_ij[u] = __ldg(c12 + aj[u].type), c6_ij[u] = __ldg(c6 + aj[u].type);
+#pragma unroll
+    for (int u = 0; u < Ahead; ++u) add(entry[u], pj[u], aj[u].cell, c12_ij[u], c6_ij[u]);
+  }
+  for (; k < length; k += lanes) {
+    const unsigned entry = static_cast<unsigned>(__ldg(list + list_index(k, t, n)));
+    const int j = static_cast<int>(entry & kIndexMask);
+    const TypeCell aj = attributes[j];
+    add(entry, packed[j], aj.cell, __ldg(c12 + aj.type), __ldg(c6 + aj.type));
+  }
+  constexpr int kSummed = Energies ? 6 : 3;
+  if (lanes > 1) {
+    const int first = (threadIdx.x % 32) / lanes * lanes;
+    const unsigned group = (lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1)) << first;
+    for (int offset = lanes / 2; offset > 0; offset /= 2)
+      for (int v = 0; v < kSummed; ++v) sum[v] += __shfl_down_sync(group, sum[v], offset, lanes);
+    if (lane != 0) return;
+  }
+  const int a = order[t];
+  out.force[a] = V3{sum[0], sum[1], sum[2]};
+  if constexpr (Energies) {
+    out.lennard_jones[a] = 0.5 * sum[3], out.coulomb[a] = 0.5 * sum[4], out.virial[a] = 0.5 * sum[5];
+    out.excluded[a] = 0;
+  }
+}
+
+// With PME or MSM, each excluded pair takes away the part of its Coulomb that the mesh or the
+// grids put in (ewald_excluded_pair, msm_excluded_pair), in float64 for either arithmetic: atom
+// i walks its own excluded partners after the pairs (same stream), adding to its sums (to its
+// force alone without `Energies`). A kernel of its own: inside the pair kernel (tried in session
+// 32) its float64 law took the mixed kernel from 39 to 62 registers, the occupancy that the
+// million-atom pairs need to hide their gathers (a million-atom run with it was slower, though
+// together with another change).
+template <PairCoulomb Coulomb, bool Energies>
+__global__ void excluded_corrections(int n, const V3* __restrict__ x, const double* __restrict__ charge,
+                                     double coulomb_k, Cells g, const int* __restrict__ first,
+                                     const int* __restrict__ partner, MolecularPairConstants<double> k, PairSums out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const ScalarPairMath<double> math;
+  const V3 xi = x[i];
+  const double qi = coulomb_k * charge[i];
+  V3 f{0, 0, 0};
+  double energy_sum = 0, virial = 0;
+  for (int p = first[i]; p < first[i + 1]; ++p) {
+    const int j = partner[p];
+    const V3 d0 = xi - x[j];
+    const V3 d{nearest(d0.x, g.length[0], g.inverse[0]), nearest(d0.y, g.length[1], g.inverse[1]),
+               nearest(d0.z, g.length[2], g.inverse[2])};
+    const double r2 = dot(d, d);
+    double energy, force_over_r;
+    if constexpr (Coulomb == PairCoulomb::ewald)
+      ewald_excluded_pair(math, r2, qi * charge[j], k.ewald_alpha, k.ewald_gauss, energy, force_over_r);
+    else
+      msm_excluded_pair(math, r2, qi * charge[j], k.inverse_cutoff, energy, force_over_r);
+    f = f + force_over_r * d;
+    energy_sum += energy, virial += force_over_r * r2;
+  }
+  out.force[i] = out.force[i] + f;
+  if constexpr (Energies) {
+    out.excluded[i] = 0.5 * energy_sum;
+    out.virial[i] += 0.5 * virial;
+  }
+}
+
+}  // namespace
+}  // namespace nbkit::md
