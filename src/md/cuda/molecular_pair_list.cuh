@@ -3,16 +3,16 @@
 // (cuda/molecular_pair_list.cu): the GPU side of MolecularGpuForces for cutoff_periodic, PME
 // and MSM. Atoms are binned into cells at least cutoff + skin wide and sorted by cell (CUB's
 // stable radix sort, and below 2^18 atoms within a cell by 4 x 4 x 4 sub-cells in Morton order,
-// so the order is the same every run); each sorted atom's row lists the atoms within cutoff + skin, excluded
-// pairs left out (built a warp a group of 8 rows below 2^18 atoms, each group's box tested
-// before its atoms, a lane a row above: the same rows; NBKIT_PAIR_LIST_BUILD=group|row|cell
-// forces one); the list is
-// rebuilt when an atom has moved more than half the skin since the last build (or the box
-// changed), as NAMD's and OpenMM's are. A thread per atom sums its row in order (each pair met from both ends, no
-// atomics), so a force is the same bits every evaluation. Arithmetic: float64, or "mixed" as
-// OpenMM's mixed precision: each pair's law in float32 on float32 positions (wrapped into the
-// box), the sums of forces, energies and virial in float64. Excluded pairs' corrections (PME's
-// erf, MSM's smoothed 1/r) are summed in float64 in either case.
+// so the order is the same every run); each sorted atom's row lists the atoms within cutoff +
+// skin, excluded pairs left out (built a warp per 4 rows of an 8-atom group below 2^18 atoms,
+// the group's box tested before its atoms, a lane a row above: the same rows;
+// NBKIT_PAIR_LIST_BUILD=group|row|cell forces one); the list is rebuilt when an atom has moved
+// more than half the skin since the last build (or the box changed), as NAMD's and OpenMM's
+// are. A thread per atom sums its row in order (each pair met from both ends, no atomics), so a
+// force is the same bits every evaluation. Arithmetic: float64, or "mixed" as OpenMM's mixed
+// precision: each pair's law in float32 on float32 positions (wrapped into the box), the sums of
+// forces, energies and virial in float64. Excluded pairs' corrections (PME's erf, MSM's smoothed
+// 1/r) are summed in float64 in either case.
 // Internal to the CUDA build.
 #include <cuda_runtime.h>
 
