@@ -21,16 +21,33 @@ struct SimdPairMath {
   // ~1e-13 of the Coulomb energy, far inside the tests' 1e-10. The C library's erfc and exp lane
   // by lane cost 36% of a PME evaluation here (perf, session 9).
   HWY_INLINE hn::Vec<D> erfc(hn::Vec<D> x) const {
-    const hn::Vec<D> t = hn::Sub(hn::Mul(hn::Min(x, set(6.0)), set(1.0 / 3.0)), set(1.0));
-    const hn::Vec<D> two_t = hn::Add(t, t);
-    hn::Vec<D> b1 = hn::Zero(d), b2 = hn::Zero(d);
-    constexpr int n = static_cast<int>(sizeof(kScaledErfcChebyshev) / sizeof(double));
-    for (int k = n - 1; k >= 1; --k) {
-      const hn::Vec<D> b0 = hn::MulAdd(two_t, b1, hn::Sub(set(kScaledErfcChebyshev[k]), b2));
-      b2 = b1, b1 = b0;
+    const hn::Vec<D> in[1] = {x};
+    hn::Vec<D> out[1];
+    erfc_side_by_side(in, out);
+    return out[0];
+  }
+  // erfc of K vectors with their recurrences side by side, step by step: K independent chains
+  // of 30 multiply-adds, where one alone leaves the units waiting on its latency (molecular_simd.cpp
+  // takes two vectors of a row at a time; session 35). Each vector's operations are the same,
+  // in the same order, whatever K.
+  template <int K>
+  HWY_INLINE void erfc_side_by_side(const hn::Vec<D> (&x)[K], hn::Vec<D> (&out)[K]) const {
+    hn::Vec<D> t[K], two_t[K], b1[K], b2[K];
+    for (int v = 0; v < K; ++v) {
+      t[v] = hn::Sub(hn::Mul(hn::Min(x[v], set(6.0)), set(1.0 / 3.0)), set(1.0));
+      two_t[v] = hn::Add(t[v], t[v]);
+      b1[v] = hn::Zero(d), b2[v] = hn::Zero(d);
     }
-    const hn::Vec<D> scaled = hn::MulAdd(t, b1, hn::Sub(set(kScaledErfcChebyshev[0]), b2));
-    return hn::Mul(hn::Exp(d, hn::Neg(hn::Mul(x, x))), scaled);
+    constexpr int n = static_cast<int>(sizeof(kScaledErfcChebyshev) / sizeof(double));
+    for (int k = n - 1; k >= 1; --k)
+      for (int v = 0; v < K; ++v) {
+        const hn::Vec<D> b0 = hn::MulAdd(two_t[v], b1[v], hn::Sub(set(kScaledErfcChebyshev[k]), b2[v]));
+        b2[v] = b1[v], b1[v] = b0;
+      }
+    for (int v = 0; v < K; ++v) {
+      const hn::Vec<D> scaled = hn::MulAdd(t[v], b1[v], hn::Sub(set(kScaledErfcChebyshev[0]), b2[v]));
+      out[v] = hn::Mul(hn::Exp(d, hn::Neg(hn::Mul(x[v], x[v]))), scaled);
+    }
   }
   HWY_INLINE hn::Vec<D> exp(hn::Vec<D> v) const { return hn::Exp(d, v); }
   HWY_INLINE hn::Vec<D> divide(hn::Vec<D> a, hn::Vec<D> b) const { return hn::Div(a, b); }
