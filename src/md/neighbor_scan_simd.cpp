@@ -29,6 +29,10 @@ std::size_t CandidatesWithin(const double* const binned[3], const CandidateRange
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d));
   static_assert(HWY_MAX_BYTES / sizeof(double) <= 64, "a mask's bits fit one word");
   const V limit = hn::Set(d, reach2);
+#if HWY_TARGET <= HWY_AVX3
+  const hn::Rebind<std::int32_t, decltype(d)> d32;  // the indices, a lane a candidate
+  const auto iota = hn::Iota(d32, 0);
+#endif
   const double *bx = binned[0], *by = binned[1], *bz = binned[2];
   std::size_t found = 0;
   for (std::size_t r = 0; r < count; ++r) {
@@ -39,12 +43,22 @@ std::size_t CandidatesWithin(const double* const binned[3], const CandidateRange
       const V dx = hn::Add(hn::LoadU(d, bx + m), sx), dy = hn::Add(hn::LoadU(d, by + m), sy),
               dz = hn::Add(hn::LoadU(d, bz + m), sz);
       const V r2 = hn::Add(hn::Add(hn::Mul(dx, dx), hn::Mul(dy, dy)), hn::Mul(dz, dz));
+#if HWY_TARGET <= HWY_AVX3
+      // AVX-512 compresses in one instruction: the hits' indices stored in order, no branch a
+      // hit (the bit loop's exits mispredict); a whole vector may be written past the hits,
+      // within the caller's room for every candidate.
+      std::uint8_t bytes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      hn::StoreMaskBits(d, hn::Lt(r2, limit), bytes);
+      const auto index = hn::Add(iota, hn::Set(d32, static_cast<std::int32_t>(m)));
+      found += hn::CompressStore(index, hn::LoadMaskBits(d32, bytes), d32, out + found);
+#else
       std::uint8_t bytes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       hn::StoreMaskBits(d, hn::Lt(r2, limit), bytes);
       std::uint64_t bits;
       std::memcpy(&bits, bytes, sizeof(bits));
       for (; bits != 0; bits &= bits - 1)
         out[found++] = static_cast<std::int32_t>(m + hwy::Num0BitsBelowLS1Bit_Nonzero64(bits));
+#endif
     }
     for (; m < range.end; ++m) {
       const double dx = bx[m] + range.shift[0], dy = by[m] + range.shift[1], dz = bz[m] + range.shift[2];
