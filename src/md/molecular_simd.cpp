@@ -1,6 +1,6 @@
 // One row of the biomolecular pair loop in SIMD (Google Highway, run-time dispatch: SSE4, AVX2,
 // AVX-512), as forces_simd.cpp does for Lennard-Jones liquids: the row's neighbours a vector at
-// a time, their positions, charges and types gathered, the minimum image in registers,
+// a time (two with PME: TwinPairMath below), their positions, charges and types gathered, the minimum image in registers,
 // pair_terms-inl.hpp's molecular_pair (the same law the reference and the GPU call) on every
 // lane, the skin's pairs (beyond the cutoff) zeroed by a mask, and Newton's third law by
 // gather, add and scatter into the thread's force array (a row's neighbours are distinct atoms;
