@@ -43,17 +43,15 @@ std::size_t CandidatesWithin(const double* const binned[3], const CandidateRange
       const V dx = hn::Add(hn::LoadU(d, bx + m), sx), dy = hn::Add(hn::LoadU(d, by + m), sy),
               dz = hn::Add(hn::LoadU(d, bz + m), sz);
       const V r2 = hn::Add(hn::Add(hn::Mul(dx, dx), hn::Mul(dy, dy)), hn::Mul(dz, dz));
+      std::uint8_t bytes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      hn::StoreMaskBits(d, hn::Lt(r2, limit), bytes);
 #if HWY_TARGET <= HWY_AVX3
       // AVX-512 compresses in one instruction: the hits' indices stored in order, no branch a
       // hit (the bit loop's exits mispredict); a whole vector may be written past the hits,
       // within the caller's room for every candidate.
-      std::uint8_t bytes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      hn::StoreMaskBits(d, hn::Lt(r2, limit), bytes);
       const auto index = hn::Add(iota, hn::Set(d32, static_cast<std::int32_t>(m)));
       found += hn::CompressStore(index, hn::LoadMaskBits(d32, bytes), d32, out + found);
 #else
-      std::uint8_t bytes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      hn::StoreMaskBits(d, hn::Lt(r2, limit), bytes);
       std::uint64_t bits;
       std::memcpy(&bits, bytes, sizeof(bits));
       for (; bits != 0; bits &= bits - 1)
