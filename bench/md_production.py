@@ -2,7 +2,7 @@
 """Production settings on a solvated protein: the issue-19 benchmark's protocol with `nbkit md`.
 
 Usage: md_production.py NBKIT --system DIR [--steps N] [--backend cuda] [--threads T] [--sizes]
-                         [--openmm-cpu] [--mesh-sizes fft|reference] [--json FILE]
+                         [--dhfr-system DIR] [--openmm-cpu] [--mesh-sizes fft|reference] [--json FILE]
 
 DIR holds protein.prmtop and protein.inpcrd (bench/md_protein_bench.py --write-system makes them:
 FKBP12 in TIP3P, 30,683 atoms). Three runs, each minimised first:
@@ -18,7 +18,10 @@ integration, constraints, forces with the GPU's upload, bonded, list, pairs, mes
 and the barostat), the largest constraint deviation, the drift and the density.
 --sizes adds nvt-4fs at four sizes beside OpenMM's four published H100 systems: the protein box
 repeated ([system] replicate) 1x1x1, 3x1x1, 3x2x2 and 5x7x1 (30,683, 92,049, 368,196 and
-1,073,905 atoms against DHFR 23,558, ApoA1 92,224, cellulose 408,609 and STMV 1,067,095).
+1,073,905 atoms against DHFR 23,558, ApoA1 92,224, cellulose 408,609 and STMV 1,067,095), and
+with --dhfr-system DIR (`md_protein_bench.py --write-system DIR --atoms 23558`: the protein in a
+cube of water of DHFR's size, 23,534 atoms in 62.7 A against DHFR's 23,558 in 62.2 A) a row of
+that system, so that the smallest size is compared with DHFR at the same size.
 --openmm-cpu runs nvt-4fs's settings on OpenMM's CPU platform (Debian's OpenMM 7.7, its own
 single precision, the same --threads, the same prmtop; not minimised: the rate only) after
 nbkit's runs, and prints the ratio (run it with --backend cpu and Debian's /usr/bin/python3).
@@ -102,6 +105,7 @@ def main():
     p.add_argument("--backend", default="cuda")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--sizes", action="store_true")
+    p.add_argument("--dhfr-system", help="with --sizes: a system of DHFR's size (a row of its own)")
     p.add_argument("--openmm-cpu", action="store_true")
     p.add_argument("--mesh-sizes", choices=("fft", "reference"), default="fft")
     p.add_argument("--json")
@@ -172,20 +176,24 @@ def main():
     if a.sizes:
         print(f"{'system':>10} {'atoms':>9} {'ns/day':>8} {'atom-steps/s':>13} {'OpenMM 8.4 H100':>22} {'ratio':>6}"
               "   ms/step: integrate constraints forces (list pairs mesh)")
+        rows = [(openmm, copies, system) for openmm, copies in zip(OPENMM_H100, SIZES)]
+        if a.dhfr_system:  # DHFR's size itself first, beside DHFR
+            rows.insert(0, (OPENMM_H100[0], (1, 1, 1), os.path.abspath(a.dhfr_system)))
         with tempfile.TemporaryDirectory() as tmp:
-            for (name, openmm_atoms, openmm_rate), copies in zip(OPENMM_H100, SIZES):
-                key = "nvt-4fs-" + "x".join(map(str, copies))
+            for (name, openmm_atoms, openmm_rate), copies, where in rows:
+                label = "x".join(map(str, copies)) if where == system else "dhfr-size"
+                key = "nvt-4fs-" + label
                 run.tail[key] = run.tail["nvt-4fs"]
                 body = f'hydrogen_mass = 1.5\nreplicate = [{copies[0]}, {copies[1]}, {copies[2]}]\n' + constraints
                 steps = max(200, a.steps // (copies[0] * copies[1] * copies[2]))
-                report, _ = run(a.nbkit, system, key, body, steps, a.backend, tmp)
+                report, _ = run(a.nbkit, where, key, body, steps, a.backend, tmp)
                 atoms, ns_day = report["input"]["atoms"], report["rates"]["ns_per_day"]
                 rate = report["rates"]["atom_steps_per_second"]
-                ph = phases(a.nbkit, system, key, body, steps, a.backend, tmp)
+                ph = phases(a.nbkit, where, key, body, steps, a.backend, tmp)
                 results[key] = {"atoms": atoms, "ns_per_day": ns_day, "atom_steps_per_second": rate,
                                 "openmm_system": name, "openmm_atoms": openmm_atoms,
                                 "openmm_ns_per_day": openmm_rate, "phases_ms_per_step": ph}
-                print(f"{key[8:]:>10} {atoms:>9} {ns_day:>8.1f} {rate:>13.3g} {name:>10} {openmm_atoms:>7} "
+                print(f"{label:>10} {atoms:>9} {ns_day:>8.1f} {rate:>13.3g} {name:>10} {openmm_atoms:>7} "
                       f"{openmm_rate:>6.1f} {ns_day / openmm_rate:>6.3f}   " +
                       " ".join(f"{ph.get(k, 0):.3f}" for k in ("integrate", "constraints", "forces", "gpu_list",
                                                                 "gpu_pairs", "gpu_mesh")))

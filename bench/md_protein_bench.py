@@ -3,7 +3,7 @@
 
 Usage: md_protein_bench.py NBKIT [--backend cpu|cuda] [--threads N] [--steps N] [--system DIR]
                            [--electrostatics reaction-field|pme] [--replicate A,B,C]
-                           [--write-system DIR] [--json FILE]
+                           [--write-system DIR [--atoms N]] [--json FILE]
 
 The system: FKBP12 (APBS's examples, Debian apbs-data) with hydrogens for amber14-all.xml, in a
 TIP3P box with 1 nm of padding (~31,000 atoms), built by OpenMM 7.7 and written by ParmEd to
@@ -32,8 +32,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def build_system(directory):
-    """The solvated protein's prmtop and inpcrd in `directory` (OpenMM and ParmEd)."""
+def build_system(directory, atoms=None):
+    """The solvated protein's prmtop and inpcrd in `directory` (OpenMM and ParmEd): 1 nm of water
+    around it, or with `atoms` a cube of water holding about that many atoms in all, for a system
+    of a published benchmark's size."""
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "clients"))
     import openmm.app as app
     import openmm.unit as unit
@@ -46,7 +48,19 @@ def build_system(directory):
     forcefield = app.ForceField("amber14-all.xml", "amber14/tip3p.xml")
     modeller = app.Modeller(pdb.topology, pdb.positions)
     modeller.addHydrogens(forcefield)
-    modeller.addSolvent(forcefield, model="tip3p", padding=1.0 * unit.nanometer)
+    if atoms is None:
+        modeller.addSolvent(forcefield, model="tip3p", padding=1.0 * unit.nanometer)
+    else:
+        # A cube sized for `atoms` at the water density Modeller packs (~0.096 atoms/A^3, as in the
+        # 1 nm padded box), then resized once by the count it gave: within ~0.1% of `atoms` at
+        # the same density, not OpenMM's numAdded, whose box comes out ~5% less dense.
+        import openmm
+        edge = (atoms / 0.096) ** (1 / 3) / 10
+        protein = (modeller.topology, modeller.positions)
+        for _ in range(2):
+            modeller = app.Modeller(*protein)
+            modeller.addSolvent(forcefield, model="tip3p", boxSize=openmm.Vec3(edge, edge, edge) * unit.nanometer)
+            edge *= (atoms / modeller.topology.getNumAtoms()) ** (1 / 3)
     system = forcefield.createSystem(modeller.topology, nonbondedMethod=app.CutoffPeriodic, constraints=None,
                                      rigidWater=False)
     structure = parmed.openmm.load_topology(modeller.topology, system, modeller.positions)
@@ -179,6 +193,9 @@ def main():
     parser.add_argument("--system", help="a folder with protein.prmtop and protein.inpcrd")
     parser.add_argument("--replicate", default="1,1,1", help="copies of the box along x,y,z (e.g. 2,2,1)")
     parser.add_argument("--write-system", help="build the system into this folder and stop")
+    parser.add_argument("--atoms", type=int,
+                        help="with --write-system: about this many atoms (23558: DHFR's, the benchmark's) "
+                             "instead of 1 nm of water around the protein")
     parser.add_argument("--json")
     args = parser.parse_args()
     copies = tuple(int(v) for v in args.replicate.split(","))
@@ -186,7 +203,7 @@ def main():
         parser.error("--replicate: three whole counts, e.g. 2,2,1")
     if args.write_system:
         os.makedirs(args.write_system, exist_ok=True)
-        print("written:", *build_system(args.write_system))
+        print("written:", *build_system(args.write_system, args.atoms))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         if args.system:
