@@ -735,6 +735,38 @@ TEST(MolecularGpu, PairListOffsetsGiveTheSameBits) {
   unsetenv("NBKIT_PAIR_LIST_BUILD");
 }
 
+// PME's excluded pairs' corrections run apart from the pair sums, beside them on the bonded
+// terms' stream (by default; NBKIT_CORRECTIONS_BESIDE=0: after the pairs, added to their sums),
+// and gather_forces adds them in the same order: the same bits either way, in both precisions,
+// on the protein and the chains.
+TEST(MolecularGpu, ExcludedCorrectionsBesideThePairsGiveTheSameBits) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const GpuSystems g = gpu_systems();
+  NonbondedSettings s;
+  s.method = Method::pme, s.cutoff = 9;
+  auto with = [&](const char* beside, const Topology& t, const std::vector<Vec3>& x, const PeriodicBox& box,
+                  Precision precision) {
+    setenv("NBKIT_CORRECTIONS_BESIDE", beside, 1);
+    auto forces = md::molecular_forces(t, x, box, s, Backend::cuda, 0, {}, precision);
+    unsetenv("NBKIT_CORRECTIONS_BESIDE");
+    return forces;
+  };
+  using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
+  for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
+                                        Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
+    for (const Precision precision : {Precision::single, Precision::double_}) {
+      const auto after = with("0", *t, *x, box, precision);
+      const auto beside = with("1", *t, *x, box, precision);
+      EXPECT_NE(after.energy.coulomb_reciprocal, 0.0) << name;
+      EXPECT_EQ(after.energy.coulomb_reciprocal, beside.energy.coulomb_reciprocal) << name;
+      EXPECT_EQ(after.energy.total(), beside.energy.total()) << name;
+      EXPECT_EQ(after.virial, beside.virial) << name;
+      for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(after.force[i], beside.force[i]) << name << " atom " << i;
+    }
+  EXPECT_THROW(with("2", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
+}
+
 // md::replicate: a periodic system repeated along its edges is the same infinite system, so with
 // a cutoff (every pair within it the same pair) each copy's atoms feel the original's forces and
 // the energy is the copies' count times the original's (to rounding); indices and box follow.

@@ -217,17 +217,26 @@ __global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, 
 // Each atom's force: its nonbonded sum, the mesh's (PME; null otherwise), then its bonded slots
 // in the order the host listed them. The lowest atom whose force is not finite is kept in
 // *nonfinite (left alone otherwise), for the device-resident step's checks.
+// `correction` (null unless the excluded pairs' corrections ran apart, beside the pairs): added
+// to the nonbonded sum first, as the pair list adds them when they run after the pairs (the same
+// bits), and with `virial` their half virial to the pairs' (the evaluations with energies).
 // The slots are loaded kGatherAhead at a time before they are added (in order: the same sum);
 // one at a time, a protein atom's ~30 slots were ~30 dependent round trips to L2 (8%
 // occupancy: the waters have none). At 30,677 atoms on an H200 (session 34) the kernel went from
 // 29.0 to 15.7 us (Nsight Compute), the step's "finish" phase from 0.028 to 0.015 ms.
 constexpr int kGatherAhead = 8;
-__global__ void gather_forces(int n, const V3* __restrict__ nonbonded, const V3* __restrict__ mesh,
-                              const V3* __restrict__ slot, const int* __restrict__ first,
-                              const int* __restrict__ slots, V3* __restrict__ out, int* nonfinite) {
+__global__ void gather_forces(int n, const V3* __restrict__ nonbonded, const V3* __restrict__ correction,
+                              const double* __restrict__ correction_virial, double* __restrict__ virial,
+                              const V3* __restrict__ mesh, const V3* __restrict__ slot,
+                              const int* __restrict__ first, const int* __restrict__ slots, V3* __restrict__ out,
+                              int* nonfinite) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   V3 f = nonbonded[i];
+  if (correction) {
+    f = f + correction[i];
+    if (virial) virial[i] += correction_virial[i];
+  }
   if (mesh) f = f + mesh[i];
   const int end = first[i + 1];
   for (int k = first[i]; k < end; k += kGatherAhead) {
@@ -310,6 +319,11 @@ struct MolecularGpuForces::State {
   DeviceBuffer<V3> x, slot, nonbonded_force, force, mesh_force;
   DeviceBuffer<double> charge, c12, c6, term_energy, coulomb14_energy, term_virial, atom_lj, atom_coulomb, atom_virial,
       atom_excluded, sums, partial_sums, mesh_sums;
+  // The excluded pairs' corrections where the list computes them apart (corrects_apart): on the
+  // side stream beside the pairs, added by gather_forces; their energies are the `excluded` sum.
+  bool corrections_apart = false;
+  DeviceBuffer<V3> correction_force;
+  DeviceBuffer<double> correction_virial, correction_energy;
   // PME: the mesh (made at the first box, again when the box's edges change) and the charges
   // on the host (the fixed-point range, the self and background terms).
   std::unique_ptr<PmeGpu> pme;
@@ -468,8 +482,14 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   ranges[term_virial] = {s.term_virial.data(), static_cast<int>(terms)};
   ranges[pair_virial] = {s.atom_virial.data(), static_cast<int>(s.n)};
   ranges[excluded] = {s.atom_excluded.data(), static_cast<int>(s.n)};
-  s.ranges = upload(ranges);
   if (settings.periodic()) s.list = std::make_unique<MolecularPairListGpu>(t, settings, single, skin, s.stream);
+  if (s.list && s.list->corrects_apart()) {
+    s.corrections_apart = true;
+    s.correction_force = DeviceBuffer<V3>(s.n);
+    s.correction_virial = DeviceBuffer<double>(s.n), s.correction_energy = DeviceBuffer<double>(s.n);
+    ranges[excluded] = {s.correction_energy.data(), static_cast<int>(s.n)};
+  }
+  s.ranges = upload(ranges);
   NBKIT_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
@@ -660,6 +680,13 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
     s.pme->evaluate(s.x.data(), s.charge.data(), n, *box, coulomb_k,
                     s.mesh_force.data(), energies ? s.mesh_sums.data() : s.mesh_sums.data() + 2, side);
   }
+  // The excluded pairs' corrections need the positions alone: beside the pairs too (16 us a step
+  // of float64 chains at 30,677 atoms on an H200 that ran after the pairs on the main stream).
+  if (s.corrections_apart)
+    s.list->correct(s.x.data(), *box,
+                    PairSums{s.correction_force.data(), nullptr, nullptr, s.correction_virial.data(),
+                             s.correction_energy.data()},
+                    energies, side);
   if (side != stream) s.joined.record(side);
   s.mark(3);
   // The nonbonded law's constants, as molecular_forces.cpp sets them.
@@ -689,9 +716,14 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
   }
   s.mark(4);
   if (side != stream) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, s.joined, 0));
-  gather_forces<<<blocks(n), kThreads, 0, stream>>>(n, s.nonbonded_force.data(), pme ? s.mesh_force.data() : nullptr,
-                                                    s.slot.data(), s.gather_first.data(), s.gather_slots.data(),
-                                                    s.force.data(), s.nonfinite.data());
+  // The corrections' virial joins the pairs' where this evaluation sums energies (float64's pair
+  // sums always write theirs; the corrections then too).
+  const bool virials = s.corrections_apart && (energies || !s.single);
+  gather_forces<<<blocks(n), kThreads, 0, stream>>>(
+      n, s.nonbonded_force.data(), s.corrections_apart ? s.correction_force.data() : nullptr,
+      virials ? s.correction_virial.data() : nullptr, virials ? s.atom_virial.data() : nullptr,
+      pme ? s.mesh_force.data() : nullptr, s.slot.data(), s.gather_first.data(), s.gather_slots.data(), s.force.data(),
+      s.nonfinite.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   if (energies) {
     sum_slices<<<dim3(kSlices, kSums), kReduceThreads, 0, stream>>>(s.ranges.data(), s.partial_sums.data());

@@ -142,7 +142,10 @@ struct MolecularPairListGpu::State {
   void start_check(const V3* x);
   bool needs_rebuild(const V3* x, const PeriodicBox& box);
   template <class Real, bool Energies>
-  void sum_pairs(const V3* x, const PairSums& out);
+  void sum_pairs(const V3* x, const PairSums& out, bool corrections);
+  // The excluded pairs' corrections (PME, MSM), beside the pairs on their own stream
+  // (NBKIT_CORRECTIONS_BESIDE=0: after them, added to their sums, as up to session 35).
+  bool corrections_beside = true;
 };
 
 template <>
@@ -194,6 +197,7 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.offsets_wanted = env_switch("NBKIT_PAIR_LIST_OFFSETS", true);
   s.fast_law = env_switch("NBKIT_PAIR_FAST_LAW", true);
   s.groups_wanted = env_switch("NBKIT_PAIR_LIST_GROUPS", true);
+  s.corrections_beside = env_switch("NBKIT_CORRECTIONS_BESIDE", true);
   if (const char* rows = std::getenv("NBKIT_PAIR_LIST_GROUP_ROWS"); rows && *rows) {
     const std::string r = rows;
     if (r != "4" && r != "8") throw Error("NBKIT_PAIR_LIST_GROUP_ROWS is \"" + r + "\": expected 4 or 8");
@@ -359,7 +363,7 @@ void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
 }
 
 template <class Real, bool Energies>
-void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out) {
+void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out, bool corrections) {
   PairSwitch switched;
   PairCoulomb coulomb;
   const MolecularPairConstants<double> k = molecular_pair_constants(settings, switched, coulomb);
@@ -400,13 +404,42 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out) {
     if (lanes == 1) launch(listed_pairs<Real, S, C, Energies, 1>);
     else launch(listed_pairs<Real, S, C, Energies, 4>);
   });
-  auto corrections = [&](auto kernel) {
+  if (!corrections) return;
+  auto correct = [&](auto kernel) {
     kernel<<<blocks(n), kThreads, 0, stream>>>(n, x, charge.data(), settings.coulomb_k(), cells, excluded_first.data(),
                                                excluded.data(), k, out);
     NBKIT_CUDA_CHECK_LAUNCH();
   };
-  if (coulomb == PairCoulomb::ewald) corrections(excluded_corrections<PairCoulomb::ewald, Energies>);
-  if (coulomb == PairCoulomb::msm) corrections(excluded_corrections<PairCoulomb::msm, Energies>);
+  if (coulomb == PairCoulomb::ewald) correct(excluded_corrections<PairCoulomb::ewald, Energies>);
+  if (coulomb == PairCoulomb::msm) correct(excluded_corrections<PairCoulomb::msm, Energies>);
+}
+
+bool MolecularPairListGpu::corrects_apart() const {
+  const State& s = *state_;
+  // PME's alone: MSM's grids run on the host, its GPU step is not the one this serves.
+  return s.corrections_beside && s.settings.method == NonbondedSettings::Method::pme;
+}
+
+void MolecularPairListGpu::correct(const V3* x, const PeriodicBox& box, const PairSums& out, bool energies,
+                                   cudaStream_t stream) {
+  State& s = *state_;
+  if (s.n == 0 || !corrects_apart()) return;
+  // The box as the list's cells take it at a build (length, 1 / length): the same minimum image,
+  // whether or not this evaluation rebuilds the list (which it does after this is queued).
+  Cells g{};
+  for (int a = 0; a < 3; ++a) g.length[a] = box.length(a), g.inverse[a] = 1 / g.length[a];
+  PairSwitch switched;
+  PairCoulomb coulomb;
+  const MolecularPairConstants<double> k = molecular_pair_constants(s.settings, switched, coulomb);
+  // As sum_pairs: float64 always has its energies.
+  const bool sums = energies || !s.single;
+  auto launch = [&](auto kernel) {
+    kernel<<<blocks(s.n), kThreads, 0, stream>>>(s.n, x, s.charge.data(), s.settings.coulomb_k(), g,
+                                                 s.excluded_first.data(), s.excluded.data(), k, out);
+    NBKIT_CUDA_CHECK_LAUNCH();
+  };
+  if (sums) launch(excluded_corrections<PairCoulomb::ewald, true, false>);
+  else launch(excluded_corrections<PairCoulomb::ewald, false, false>);
 }
 
 void MolecularPairListGpu::start_check(const V3* x, const PeriodicBox& box) {
@@ -440,8 +473,9 @@ void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const P
   // last bits (nvcc fuses the float64 multiply-adds of the two variants differently; measured
   // on an H100 in session 24), and float64 runs are the checks, not the production runs. The
   // mixed kernels give the same bits either way (Constraints.GpuStepsWithoutEnergiesChangeNoBit).
-  if (s.single) energies ? s.sum_pairs<float, true>(x, out) : s.sum_pairs<float, false>(x, out);
-  else s.sum_pairs<double, true>(x, out);
+  const bool corrections = !corrects_apart();
+  if (s.single) energies ? s.sum_pairs<float, true>(x, out, corrections) : s.sum_pairs<float, false>(x, out, corrections);
+  else s.sum_pairs<double, true>(x, out, corrections);
   s.mark(2);
 }
 

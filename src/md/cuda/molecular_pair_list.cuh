@@ -59,7 +59,18 @@ class MolecularPairListGpu {
   // here if start_check was not called) says so, then sums. On the stream. `energies`: each
   // atom's energies and virial too (out.lennard_jones, coulomb, virial, excluded); otherwise only
   // the forces are written, with the same bits (mixed precision; float64 sums them anyway).
+  // Where corrects_apart(), the excluded pairs' corrections are left out of `out` (see correct).
   void evaluate(const Vector3<double>* x, const PeriodicBox& box, const PairSums& out, bool energies = true);
+  // Are the excluded pairs' corrections (PME's) computed apart from the pair sums, by `correct`?
+  // (PME, unless NBKIT_CORRECTIONS_BESIDE=0.)
+  bool corrects_apart() const;
+  // Those corrections for the positions `x` in `box`, on `stream` (any: they read the positions
+  // alone): each atom's force into out.force and, with `energies` (float64: always), half its
+  // virial into out.virial and its energy into out.excluded (n each, overwritten;
+  // out.lennard_jones and out.coulomb unused). The caller adds them to the pair sums' force and
+  // virial in that order (gather_forces), so the sums are the same bits as when evaluate adds them.
+  void correct(const Vector3<double>* x, const PeriodicBox& box, const PairSums& out, bool energies,
+               cudaStream_t stream);
   std::int64_t builds() const;
   void rebuild_next();  // the next evaluation builds the list afresh
   int capacity() const;  // the longest row the list holds

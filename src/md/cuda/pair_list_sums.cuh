@@ -126,7 +126,10 @@ __global__ void __launch_bounds__(kThreads)
 // 32) its float64 law took the mixed kernel from 39 to 62 registers, the occupancy that the
 // million-atom pairs need to hide their gathers (a million-atom run with it was slower, though
 // together with another change).
-template <PairCoulomb Coulomb, bool Energies>
+// `Accumulate`: added to the pair sums in `out` (after them, on their stream); otherwise written
+// to arrays of their own (out.force, out.virial: the corrections alone), so that they can run on
+// the bonded terms' stream beside the pairs and gather_forces adds them in the same order.
+template <PairCoulomb Coulomb, bool Energies, bool Accumulate = true>
 __global__ void excluded_corrections(int n, const V3* __restrict__ x, const double* __restrict__ charge,
                                      double coulomb_k, Cells g, const int* __restrict__ first,
                                      const int* __restrict__ partner, MolecularPairConstants<double> k, PairSums out) {
@@ -151,10 +154,12 @@ __global__ void excluded_corrections(int n, const V3* __restrict__ x, const doub
     f = f + force_over_r * d;
     energy_sum += energy, virial += force_over_r * r2;
   }
-  out.force[i] = out.force[i] + f;
+  if constexpr (Accumulate) out.force[i] = out.force[i] + f;
+  else out.force[i] = f;
   if constexpr (Energies) {
     out.excluded[i] = 0.5 * energy_sum;
-    out.virial[i] += 0.5 * virial;
+    if constexpr (Accumulate) out.virial[i] += 0.5 * virial;
+    else out.virial[i] = 0.5 * virial;
   }
 }
 
