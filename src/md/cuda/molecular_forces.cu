@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "cuda/check.hpp"
@@ -336,8 +334,6 @@ struct MolecularGpuForces::State {
   // Periodic systems: the pair list (cuda/molecular_pair_list.cuh); otherwise every pair is tested.
   std::unique_ptr<MolecularPairListGpu> list;
   bool single = false;
-  // Mixed precision's PME mesh and FFTs in float32 (NBKIT_PME_MESH_FLOAT=0: float64, as before).
-  bool single_mesh = false;
   // Benchmarks: events between the phases (time_phases()).
   std::unique_ptr<std::array<cuda::Event, 7>> events;
   void mark(int phase) {
@@ -382,13 +378,6 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   State& s = *state_;
   s.device = device;
   s.single = single;
-  if (single) {
-    const char* v = std::getenv("NBKIT_PME_MESH_FLOAT");
-    const std::string value = v ? v : "";
-    if (!value.empty() && value != "0" && value != "1")
-      throw Error("NBKIT_PME_MESH_FLOAT is \"" + value + "\": expected 0 or 1");
-    s.single_mesh = value != "0";
-  }
   NBKIT_CUDA_CHECK(cudaSetDevice(device));
   cudaDeviceProp properties{};
   NBKIT_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
@@ -671,7 +660,7 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
     const PmeParameters mesh = pme_parameters(settings, *box);
     if (!s.pme || mesh.mesh != s.pme_mesh) {
       s.pme.reset();
-      s.pme = std::make_unique<PmeGpu>(mesh.mesh, settings.pme_order, mesh.alpha, s.host_charge, side, s.single_mesh);
+      s.pme = std::make_unique<PmeGpu>(mesh.mesh, settings.pme_order, mesh.alpha, s.host_charge, side);
       if (s.events) s.pme->time_phases();
       s.pme_mesh = mesh.mesh;
     }

@@ -83,11 +83,9 @@ __global__ void spread(int n, const V3* x, const double* q, Mesh m, double fixed
   }
 }
 
-// The mesh from fixed point, in float64 or (mixed precision) rounded once to float32.
-template <class Real>
-__global__ void fixed_to_real(std::int64_t count, const unsigned long long* fixed, double inverse_scale, Real* mesh) {
+__global__ void fixed_to_real(std::int64_t count, const unsigned long long* fixed, double inverse_scale, double* mesh) {
   const std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (k < count) mesh[k] = static_cast<Real>(static_cast<double>(static_cast<long long>(fixed[k])) * inverse_scale);
+  if (k < count) mesh[k] = static_cast<double>(static_cast<long long>(fixed[k])) * inverse_scale;
 }
 
 // The convolution with G(m) (md/pme.cpp's loop, element by element): each thread one element
@@ -100,10 +98,7 @@ struct Kernel {
   const double *moduli0, *moduli1, *moduli2;
 };
 
-// Complex is cufftDoubleComplex or (mixed precision) cufftComplex: G(m) and the sums in float64
-// either way, the product rounded to the spectrum's precision.
-template <class Complex>
-__global__ void convolve(Kernel g, Complex* spectrum, double* partial) {
+__global__ void convolve(Kernel g, cufftDoubleComplex* spectrum, double* partial) {
   __shared__ double energy_part[kReduceThreads], virial_part[kReduceThreads];
   const int half = g.k[2] / 2 + 1;
   const std::int64_t count = static_cast<std::int64_t>(g.k[0]) * g.k[1] * half;
@@ -113,10 +108,9 @@ __global__ void convolve(Kernel g, Complex* spectrum, double* partial) {
     const int c = static_cast<int>(e % half);
     const int b = static_cast<int>((e / half) % g.k[1]);
     const int a = static_cast<int>(e / (static_cast<std::int64_t>(half) * g.k[1]));
-    const Complex stored = spectrum[e];
-    double fx = stored.x, fy = stored.y;
+    cufftDoubleComplex f = spectrum[e];
     if (a == 0 && b == 0 && c == 0) {
-      fx = fy = 0;
+      f.x = f.y = 0;
     } else {
       const double ma = (a <= g.k[0] / 2 ? a : a - g.k[0]) / g.length[0];
       const double mb = (b <= g.k[1] / 2 ? b : b - g.k[1]) / g.length[1];
@@ -124,12 +118,10 @@ __global__ void convolve(Kernel g, Complex* spectrum, double* partial) {
       const double m2 = ma * ma + mb * mb + mc * mc;
       const double kernel = g.prefactor * exp(-g.exponent * m2) / m2 * g.moduli0[a] * g.moduli1[b] * g.moduli2[c];
       const double copies = (c == 0 || (g.k[2] % 2 == 0 && c == g.k[2] / 2)) ? 1.0 : 2.0;
-      energy = 0.5 * copies * kernel * (fx * fx + fy * fy);
+      energy = 0.5 * copies * kernel * (f.x * f.x + f.y * f.y);
       virial = energy * (1 - 2 * g.exponent * m2);
-      fx *= kernel, fy *= kernel;
+      f.x *= kernel, f.y *= kernel;
     }
-    Complex f;
-    f.x = static_cast<decltype(f.x)>(fx), f.y = static_cast<decltype(f.y)>(fy);
     spectrum[e] = f;
   }
   energy_part[threadIdx.x] = energy, virial_part[threadIdx.x] = virial;
@@ -162,8 +154,8 @@ __global__ void sum_partials(int blocks, const double* partial, double* energy_v
 }
 
 // F_i = -q_i sum phi(k) grad(theta) (md/pme.cpp), each atom its own sum in a fixed order.
-template <int Order, class Real>
-__global__ void gather(int n, const V3* x, const double* q, Mesh m, const Real* phi, V3* force) {
+template <int Order>
+__global__ void gather(int n, const V3* x, const double* q, Mesh m, const double* phi, V3* force) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   double t[3][Order], d[3][Order];
@@ -177,7 +169,7 @@ __global__ void gather(int n, const V3* x, const double* q, Mesh m, const Real* 
     const int a = wrap(base[0] - j0, m.k[0]);
     for (int j1 = 0; j1 < Order; ++j1) {
       const int b = wrap(base[1] - j1, m.k[1]);
-      const Real* row = phi + (static_cast<std::int64_t>(a) * m.k[1] + b) * m.k[2];
+      const double* row = phi + (static_cast<std::int64_t>(a) * m.k[1] + b) * m.k[2];
       for (int j2 = 0; j2 < Order; ++j2) {
         const double v = row[wrap(base[2] - j2, m.k[2])];
         gx += v * d[0][j0] * t[1][j1] * t[2][j2];
@@ -193,9 +185,8 @@ int blocks(std::int64_t n, int threads = kThreads) { return static_cast<int>((n 
 
 }  // namespace
 
-PmeGpu::PmeGpu(std::array<int, 3> grid, int order, double alpha, const std::vector<double>& q, cudaStream_t stream,
-               bool single_mesh)
-    : grid_(grid), order_(order), alpha_(alpha), single_(single_mesh), stream_(stream) {
+PmeGpu::PmeGpu(std::array<int, 3> grid, int order, double alpha, const std::vector<double>& q, cudaStream_t stream)
+    : grid_(grid), order_(order), alpha_(alpha), stream_(stream) {
   if (order < 4 || order > kMaxPmeOrder)
     throw Error("PME: B-spline order " + std::to_string(order) + " (expected 4, 5 or 6)");
   for (int a = 0; a < 3; ++a)
@@ -213,13 +204,8 @@ PmeGpu::PmeGpu(std::array<int, 3> grid, int order, double alpha, const std::vect
   const std::int64_t reals = static_cast<std::int64_t>(grid[0]) * grid[1] * grid[2];
   const std::int64_t complexes = static_cast<std::int64_t>(grid[0]) * grid[1] * (grid[2] / 2 + 1);
   fixed_ = cuda::DeviceBuffer<unsigned long long>(static_cast<std::size_t>(reals));
-  if (single_) {
-    mesh_f_ = cuda::DeviceBuffer<float>(static_cast<std::size_t>(reals));
-    spectrum_f_ = cuda::DeviceBuffer<cufftComplex>(static_cast<std::size_t>(complexes));
-  } else {
-    mesh_ = cuda::DeviceBuffer<double>(static_cast<std::size_t>(reals));
-    spectrum_ = cuda::DeviceBuffer<cufftDoubleComplex>(static_cast<std::size_t>(complexes));
-  }
+  mesh_ = cuda::DeviceBuffer<double>(static_cast<std::size_t>(reals));
+  spectrum_ = cuda::DeviceBuffer<cufftDoubleComplex>(static_cast<std::size_t>(complexes));
   convolution_blocks_ = blocks(complexes, kReduceThreads);
   partial_ = cuda::DeviceBuffer<double>(2 * static_cast<std::size_t>(convolution_blocks_));
   std::vector<double> moduli;
@@ -229,11 +215,9 @@ PmeGpu::PmeGpu(std::array<int, 3> grid, int order, double alpha, const std::vect
   }
   moduli_ = cuda::DeviceBuffer<double>(moduli.size());
   moduli_.upload(moduli.data(), moduli.size(), stream_);
-  check_cufft(cufftPlan3d(&forward_, grid[0], grid[1], grid[2], single_ ? CUFFT_R2C : CUFFT_D2Z),
-              "planning the forward FFT");
+  check_cufft(cufftPlan3d(&forward_, grid[0], grid[1], grid[2], CUFFT_D2Z), "planning the forward FFT");
   planned_forward_ = true;
-  check_cufft(cufftPlan3d(&backward_, grid[0], grid[1], grid[2], single_ ? CUFFT_C2R : CUFFT_Z2D),
-              "planning the inverse FFT");
+  check_cufft(cufftPlan3d(&backward_, grid[0], grid[1], grid[2], CUFFT_Z2D), "planning the inverse FFT");
   planned_backward_ = true;
   check_cufft(cufftSetStream(forward_, stream_), "cufftSetStream");
   check_cufft(cufftSetStream(backward_, stream_), "cufftSetStream");
@@ -277,12 +261,10 @@ void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& bo
     else spread<6><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
     NBKIT_CUDA_CHECK_LAUNCH();
   }
-  if (single_) fixed_to_real<<<blocks(reals), kThreads, 0, stream_>>>(reals, fixed_.data(), 1 / scale_, mesh_f_.data());
-  else fixed_to_real<<<blocks(reals), kThreads, 0, stream_>>>(reals, fixed_.data(), 1 / scale_, mesh_.data());
+  fixed_to_real<<<blocks(reals), kThreads, 0, stream_>>>(reals, fixed_.data(), 1 / scale_, mesh_.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   mark(1);
-  if (single_) check_cufft(cufftExecR2C(forward_, mesh_f_.data(), spectrum_f_.data()), "the forward FFT");
-  else check_cufft(cufftExecD2Z(forward_, mesh_.data(), spectrum_.data()), "the forward FFT");
+  check_cufft(cufftExecD2Z(forward_, mesh_.data(), spectrum_.data()), "the forward FFT");
   mark(2);
   const double pi = std::numbers::pi;
   Kernel g{{grid_[0], grid_[1], grid_[2]},
@@ -292,21 +274,14 @@ void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& bo
            moduli_.data(),
            moduli_.data() + grid_[0],
            moduli_.data() + grid_[0] + grid_[1]};
-  if (single_) convolve<<<convolution_blocks_, kReduceThreads, 0, stream_>>>(g, spectrum_f_.data(), partial_.data());
-  else convolve<<<convolution_blocks_, kReduceThreads, 0, stream_>>>(g, spectrum_.data(), partial_.data());
+  convolve<<<convolution_blocks_, kReduceThreads, 0, stream_>>>(g, spectrum_.data(), partial_.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   sum_partials<<<1, kReduceThreads, 0, stream_>>>(convolution_blocks_, partial_.data(), energy_virial);
   NBKIT_CUDA_CHECK_LAUNCH();
   mark(3);
-  if (single_) check_cufft(cufftExecC2R(backward_, spectrum_f_.data(), mesh_f_.data()), "the inverse FFT");
-  else check_cufft(cufftExecZ2D(backward_, spectrum_.data(), mesh_.data()), "the inverse FFT");
+  check_cufft(cufftExecZ2D(backward_, spectrum_.data(), mesh_.data()), "the inverse FFT");
   mark(4);
-  if (single_)
-    by_order(gather<4, float>, gather<5, float>, gather<6, float>, n, x, q, m,
-             static_cast<const float*>(mesh_f_.data()), force);
-  else
-    by_order(gather<4, double>, gather<5, double>, gather<6, double>, n, x, q, m,
-             static_cast<const double*>(mesh_.data()), force);
+  by_order(gather<4>, gather<5>, gather<6>, n, x, q, m, static_cast<const double*>(mesh_.data()), force);
   mark(5);
 }
 

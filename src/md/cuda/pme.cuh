@@ -1,8 +1,6 @@
 #pragma once
-// Smooth particle-mesh Ewald's reciprocal sum on one GPU (cuda/pme.cu), in float64 (or, for
-// mixed precision, with the mesh, its FFTs and the convolution's products in float32, as
-// OpenMM's mixed precision does; the splines, the energy and virial sums and each atom's force
-// stay float64): the CPU's method (md/pme.hpp) with cuFFT's real-to-complex transforms. Deterministic: charges are spread
+// Smooth particle-mesh Ewald's reciprocal sum on one GPU (cuda/pme.cu), in float64: the CPU's
+// method (md/pme.hpp) with cuFFT's real-to-complex transforms. Deterministic: charges are spread
 // into a mesh of 64-bit fixed-point integers by atomic adds (integer addition is associative,
 // so the order the atoms arrive in changes no bit; OpenMM's CUDA platform does the same), the
 // energy and virial are reduced by fixed trees, and each atom gathers its own force; cuFFT's
@@ -26,9 +24,7 @@ class PmeGpu {
  public:
   // A mesh of `grid` points, splines of `order` (4..6), Ewald's alpha (1/A), for the charges `q`
   // (e; their sum of magnitudes sets the fixed-point scale). The setup's work goes to `stream`.
-  // `single_mesh`: the mesh and its FFTs in float32 (half the bytes of the mesh's passes).
-  PmeGpu(std::array<int, 3> grid, int order, double alpha, const std::vector<double>& q, cudaStream_t stream,
-         bool single_mesh = false);
+  PmeGpu(std::array<int, 3> grid, int order, double alpha, const std::vector<double>& q, cudaStream_t stream);
   ~PmeGpu();
   PmeGpu(const PmeGpu&) = delete;
   PmeGpu& operator=(const PmeGpu&) = delete;
@@ -51,15 +47,12 @@ class PmeGpu {
   int order_;
   double alpha_;
   double scale_;  // fixed point: a mesh value v is stored as round(v scale)
-  bool single_;   // the mesh in float32 (mesh_f_, spectrum_f_) rather than float64
   cudaStream_t stream_;
   cufftHandle forward_ = 0, backward_ = 0;
   bool planned_forward_ = false, planned_backward_ = false;
   cuda::DeviceBuffer<unsigned long long> fixed_;
   cuda::DeviceBuffer<double> mesh_, moduli_, partial_;
   cuda::DeviceBuffer<cufftDoubleComplex> spectrum_;
-  cuda::DeviceBuffer<float> mesh_f_;
-  cuda::DeviceBuffer<cufftComplex> spectrum_f_;
   int convolution_blocks_ = 0;
   std::unique_ptr<std::array<cuda::Event, 6>> events_;
   void mark(int phase) {
