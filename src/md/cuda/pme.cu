@@ -83,43 +83,87 @@ __global__ void spread(int n, const V3* x, const double* q, Mesh m, double fixed
   }
 }
 
-__global__ void fixed_to_real(std::int64_t count, const unsigned long long* fixed, double inverse_scale, double* mesh) {
+// The fixed-point mesh to float64, each point zeroed once read: the next spreading finds the mesh
+// clear without a memset of its own (one launch fewer on the mesh's chain of small kernels).
+__global__ void fixed_to_real(std::int64_t count, unsigned long long* fixed, double inverse_scale, double* mesh) {
   const std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (k < count) mesh[k] = static_cast<double>(static_cast<long long>(fixed[k])) * inverse_scale;
+  if (k < count) {
+    mesh[k] = static_cast<double>(static_cast<long long>(fixed[k])) * inverse_scale;
+    fixed[k] = 0;
+  }
 }
 
 // The convolution with G(m) (md/pme.cpp's loop, element by element): each thread one element
-// of the half spectrum; each block's energy and virial by a fixed tree into partial[2 block],
-// partial[2 block + 1].
+// of the half spectrum. G(m) times the B-spline moduli depends on the box alone, so it is
+// tabulated when the box's edges change (tabulate_kernel) and each evaluation multiplies by the
+// table (convolve); with energies, each block's energy and virial go by a fixed tree into
+// partial[2 block], partial[2 block + 1] (convolve_with_energies). Both multiply by the same
+// table, so the forces have the same bits with and without energies.
 struct Kernel {
   int k[3];
   double length[3];
-  double prefactor, exponent;
+  double prefactor, exponent;  // k_e / (pi V), pi^2 / alpha^2
   const double *moduli0, *moduli1, *moduli2;
 };
 
-__global__ void convolve(Kernel g, cufftDoubleComplex* spectrum, double* partial) {
-  __shared__ double energy_part[kReduceThreads], virial_part[kReduceThreads];
+struct Element {
+  int a, b, c;
+};
+__device__ inline Element element(const Kernel& g, std::int64_t e) {
   const int half = g.k[2] / 2 + 1;
-  const std::int64_t count = static_cast<std::int64_t>(g.k[0]) * g.k[1] * half;
+  return {static_cast<int>(e / (static_cast<std::int64_t>(half) * g.k[1])), static_cast<int>((e / half) % g.k[1]),
+          static_cast<int>(e % half)};
+}
+// |m|^2 of element (a, b, c): its wave vector from the signed indices over the edges.
+__device__ inline double wave_number2(const Kernel& g, const Element& i) {
+  const double ma = (i.a <= g.k[0] / 2 ? i.a : i.a - g.k[0]) / g.length[0];
+  const double mb = (i.b <= g.k[1] / 2 ? i.b : i.b - g.k[1]) / g.length[1];
+  const double mc = i.c / g.length[2];
+  return ma * ma + mb * mb + mc * mc;
+}
+
+__global__ void tabulate_kernel(Kernel g, double* table) {
+  const std::int64_t count = static_cast<std::int64_t>(g.k[0]) * g.k[1] * (g.k[2] / 2 + 1);
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= count) return;
+  const Element i = element(g, e);
+  if (i.a == 0 && i.b == 0 && i.c == 0) {
+    table[e] = 0;
+    return;
+  }
+  const double m2 = wave_number2(g, i);
+  table[e] = g.prefactor * exp(-g.exponent * m2) / m2 * g.moduli0[i.a] * g.moduli1[i.b] * g.moduli2[i.c];
+}
+
+__global__ void convolve(std::int64_t count, const double* __restrict__ table, cufftDoubleComplex* spectrum) {
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= count) return;
+  cufftDoubleComplex f = spectrum[e];
+  if (e == 0) {
+    f.x = f.y = 0;  // m = 0: no term (exactly zero, as before the table)
+  } else {
+    const double kernel = table[e];
+    f.x *= kernel, f.y *= kernel;
+  }
+  spectrum[e] = f;
+}
+
+__global__ void convolve_with_energies(Kernel g, const double* __restrict__ table, cufftDoubleComplex* spectrum,
+                                       double* partial) {
+  __shared__ double energy_part[kReduceThreads], virial_part[kReduceThreads];
+  const std::int64_t count = static_cast<std::int64_t>(g.k[0]) * g.k[1] * (g.k[2] / 2 + 1);
   const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   double energy = 0, virial = 0;
   if (e < count) {
-    const int c = static_cast<int>(e % half);
-    const int b = static_cast<int>((e / half) % g.k[1]);
-    const int a = static_cast<int>(e / (static_cast<std::int64_t>(half) * g.k[1]));
     cufftDoubleComplex f = spectrum[e];
-    if (a == 0 && b == 0 && c == 0) {
+    if (e == 0) {
       f.x = f.y = 0;
     } else {
-      const double ma = (a <= g.k[0] / 2 ? a : a - g.k[0]) / g.length[0];
-      const double mb = (b <= g.k[1] / 2 ? b : b - g.k[1]) / g.length[1];
-      const double mc = c / g.length[2];
-      const double m2 = ma * ma + mb * mb + mc * mc;
-      const double kernel = g.prefactor * exp(-g.exponent * m2) / m2 * g.moduli0[a] * g.moduli1[b] * g.moduli2[c];
-      const double copies = (c == 0 || (g.k[2] % 2 == 0 && c == g.k[2] / 2)) ? 1.0 : 2.0;
+      const Element i = element(g, e);
+      const double kernel = table[e];
+      const double copies = (i.c == 0 || (g.k[2] % 2 == 0 && i.c == g.k[2] / 2)) ? 1.0 : 2.0;
       energy = 0.5 * copies * kernel * (f.x * f.x + f.y * f.y);
-      virial = energy * (1 - 2 * g.exponent * m2);
+      virial = energy * (1 - 2 * g.exponent * wave_number2(g, i));
       f.x *= kernel, f.y *= kernel;
     }
     spectrum[e] = f;
@@ -208,6 +252,7 @@ PmeGpu::PmeGpu(std::array<int, 3> grid, int order, double alpha, const std::vect
   spectrum_ = cuda::DeviceBuffer<cufftDoubleComplex>(static_cast<std::size_t>(complexes));
   convolution_blocks_ = blocks(complexes, kReduceThreads);
   partial_ = cuda::DeviceBuffer<double>(2 * static_cast<std::size_t>(convolution_blocks_));
+  table_ = cuda::DeviceBuffer<double>(static_cast<std::size_t>(complexes));
   std::vector<double> moduli;
   for (int a = 0; a < 3; ++a) {
     const std::vector<double> b = bspline_moduli(grid[a], order);
@@ -243,8 +288,11 @@ void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& bo
     m.k[a] = grid_[a], m.scale[a] = grid_[a] / length, m.lo[a] = box.lo[a];
   }
   const std::int64_t reals = static_cast<std::int64_t>(grid_[0]) * grid_[1] * grid_[2];
+  const std::int64_t complexes = static_cast<std::int64_t>(grid_[0]) * grid_[1] * (grid_[2] / 2 + 1);
   mark(0);
-  NBKIT_CUDA_CHECK(cudaMemsetAsync(fixed_.data(), 0, reals * sizeof(unsigned long long), stream_));
+  // The fixed-point mesh is cleared once; after that each conversion clears what it reads.
+  if (!cleared_) NBKIT_CUDA_CHECK(cudaMemsetAsync(fixed_.data(), 0, reals * sizeof(unsigned long long), stream_));
+  cleared_ = true;
   auto by_order = [&](auto kernel4, auto kernel5, auto kernel6, auto&&... args) {
     if (n == 0) return;
     if (order_ == 4) kernel4<<<blocks(n), kThreads, 0, stream_>>>(args...);
@@ -274,10 +322,22 @@ void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& bo
            moduli_.data(),
            moduli_.data() + grid_[0],
            moduli_.data() + grid_[0] + grid_[1]};
-  convolve<<<convolution_blocks_, kReduceThreads, 0, stream_>>>(g, spectrum_.data(), partial_.data());
-  NBKIT_CUDA_CHECK_LAUNCH();
-  sum_partials<<<1, kReduceThreads, 0, stream_>>>(convolution_blocks_, partial_.data(), energy_virial);
-  NBKIT_CUDA_CHECK_LAUNCH();
+  const std::array<double, 4> tabulated{box.length(0), box.length(1), box.length(2), coulomb_k};
+  if (tabulated != tabulated_for_) {
+    tabulate_kernel<<<blocks(complexes), kThreads, 0, stream_>>>(g, table_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    tabulated_for_ = tabulated;
+  }
+  if (energy_virial) {
+    convolve_with_energies<<<convolution_blocks_, kReduceThreads, 0, stream_>>>(g, table_.data(), spectrum_.data(),
+                                                                                partial_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    sum_partials<<<1, kReduceThreads, 0, stream_>>>(convolution_blocks_, partial_.data(), energy_virial);
+    NBKIT_CUDA_CHECK_LAUNCH();
+  } else {
+    convolve<<<blocks(complexes), kThreads, 0, stream_>>>(complexes, table_.data(), spectrum_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
   mark(3);
   check_cufft(cufftExecZ2D(backward_, spectrum_.data(), mesh_.data()), "the inverse FFT");
   mark(4);

@@ -31,8 +31,9 @@ class PmeGpu {
 
   // The reciprocal sum of the n charges `q` (device) at `x` (device, A, any image) in the
   // orthorhombic `box`, Coulomb's constant k: each atom's force into `force` (device, n,
-  // overwritten), the energy and virial into `energy_virial` (device, 2). Asynchronous on
-  // `stream` (the molecular forces' side stream, beside the pairs; their own stream when timed).
+  // overwritten), the energy and virial into `energy_virial` (device, 2; null: not summed, the
+  // forces the same bits). Asynchronous on `stream` (the molecular forces' side stream, beside
+  // the pairs; their own stream when timed).
   void evaluate(const Vector3<double>* x, const double* q, int n, const PeriodicBox& box, double coulomb_k,
                 Vector3<double>* force, double* energy_virial, cudaStream_t stream);
   std::array<int, 3> grid() const { return grid_; }
@@ -52,6 +53,11 @@ class PmeGpu {
   bool planned_forward_ = false, planned_backward_ = false;
   cuda::DeviceBuffer<unsigned long long> fixed_;
   cuda::DeviceBuffer<double> mesh_, moduli_, partial_;
+  // G(m) times the moduli for each element of the half spectrum, for the box edges and Coulomb
+  // constant in tabulated_for_ (made again when they change: NPT's moves).
+  cuda::DeviceBuffer<double> table_;
+  std::array<double, 4> tabulated_for_{-1, -1, -1, -1};
+  bool cleared_ = false;  // the fixed-point mesh zeroed (then kept zero by each conversion)
   cuda::DeviceBuffer<cufftDoubleComplex> spectrum_;
   int convolution_blocks_ = 0;
   std::unique_ptr<std::array<cuda::Event, 6>> events_;
