@@ -735,36 +735,81 @@ TEST(MolecularGpu, PairListOffsetsGiveTheSameBits) {
   unsetenv("NBKIT_PAIR_LIST_BUILD");
 }
 
-// PME's excluded pairs' corrections run apart from the pair sums, beside them on the bonded
-// terms' stream (by default; NBKIT_CORRECTIONS_BESIDE=0: after the pairs, added to their sums),
-// and gather_forces adds them in the same order: the same bits either way, in both precisions,
-// on the protein and the chains.
-TEST(MolecularGpu, ExcludedCorrectionsBesideThePairsGiveTheSameBits) {
+// The pair sums' lanes an atom (NBKIT_PAIR_LANES, for A/B runs; by default from the atom count):
+// each count sums a row in its own order, so the forces differ in their last bits, but every
+// count stays within the bounds of MixedPrecisionIsWithinFloat32sRoundingOfTheReference in mixed
+// precision (1e-5 relative RMS) and of MolecularBackends in float64 (1e-9: the mesh's fixed point
+// leaves ~1e-12) on the protein, and repeats bit for bit. A count other than 1, 2, 4 or 8 is
+// refused.
+TEST(MolecularGpu, PairLanesAgreeWithinTheirPrecisionsRounding) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
   const GpuSystems g = gpu_systems();
   NonbondedSettings s;
   s.method = Method::pme, s.cutoff = 9;
-  auto with = [&](const char* beside, const Topology& t, const std::vector<Vec3>& x, const PeriodicBox& box,
-                  Precision precision) {
-    setenv("NBKIT_CORRECTIONS_BESIDE", beside, 1);
-    auto forces = md::molecular_forces(t, x, box, s, Backend::cuda, 0, {}, precision);
-    unsetenv("NBKIT_CORRECTIONS_BESIDE");
-    return forces;
+  struct Env {
+    explicit Env(const char* lanes) { setenv("NBKIT_PAIR_LANES", lanes, 1); }
+    ~Env() { unsetenv("NBKIT_PAIR_LANES"); }
+  };
+  auto with = [&](const char* lanes, Precision precision) {
+    const Env env(lanes);
+    return md::molecular_forces(g.protein, g.c.positions, g.protein_box, s, Backend::cuda, 0, {}, precision);
+  };
+  const auto reference = md::molecular_forces(g.protein, g.c.positions, g.protein_box, s, Backend::reference);
+  for (const Precision precision : {Precision::single, Precision::double_})
+    for (const char* lanes : {"1", "2", "4", "8"}) {
+      const auto f = with(lanes, precision);
+      double error = 0, size = 0;
+      for (std::size_t i = 0; i < f.force.size(); ++i)
+        error += std::pow(norm(f.force[i] - reference.force[i]), 2), size += std::pow(norm(reference.force[i]), 2);
+      const double bound = precision == Precision::single ? 1e-5 : 1e-9;
+      EXPECT_LT(std::sqrt(error / size), bound) << lanes << " lanes";
+      const auto again = with(lanes, precision);
+      for (std::size_t i = 0; i < f.force.size(); ++i) ASSERT_EQ(f.force[i], again.force[i]) << lanes << " lanes";
+    }
+  EXPECT_THROW(with("3", Precision::single), Error);
+}
+
+// Where the GPU's evaluation queues its work changes no bit: PME's excluded pairs' corrections
+// apart from the pair sums, on the bonded terms' stream (by default; NBKIT_CORRECTIONS_APART=0:
+// after the pairs on the main stream, added to their sums), and the bonded terms on a stream of
+// their own (by default; NBKIT_BONDED_STREAM=0: ahead of the mesh on its stream): gather_forces
+// adds every part in the same order, so the forces, energies and virial are the same bits every
+// way, in both precisions, on the protein and the chains. Bad values are refused.
+TEST(MolecularGpu, ExcludedCorrectionsApartFromThePairsGiveTheSameBits) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const GpuSystems g = gpu_systems();
+  NonbondedSettings s;
+  s.method = Method::pme, s.cutoff = 9;
+  struct Env {  // unset again however the evaluation ends (a refusal throws)
+    Env(const char* apart, const char* bonded_stream) {
+      setenv("NBKIT_CORRECTIONS_APART", apart, 1), setenv("NBKIT_BONDED_STREAM", bonded_stream, 1);
+    }
+    ~Env() { unsetenv("NBKIT_CORRECTIONS_APART"), unsetenv("NBKIT_BONDED_STREAM"); }
+  };
+  auto with = [&](const char* apart, const char* bonded_stream, const Topology& t, const std::vector<Vec3>& x,
+                  const PeriodicBox& box, Precision precision) {
+    const Env env(apart, bonded_stream);
+    return md::molecular_forces(t, x, box, s, Backend::cuda, 0, {}, precision);
   };
   using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
   for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
                                         Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
     for (const Precision precision : {Precision::single, Precision::double_}) {
-      const auto after = with("0", *t, *x, box, precision);
-      const auto beside = with("1", *t, *x, box, precision);
-      EXPECT_NE(after.energy.coulomb_reciprocal, 0.0) << name;
-      EXPECT_EQ(after.energy.coulomb_reciprocal, beside.energy.coulomb_reciprocal) << name;
-      EXPECT_EQ(after.energy.total(), beside.energy.total()) << name;
-      EXPECT_EQ(after.virial, beside.virial) << name;
-      for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(after.force[i], beside.force[i]) << name << " atom " << i;
+      const auto after = with("0", "0", *t, *x, box, precision);
+      for (const auto& [apart, bonded_stream] : {std::pair{"1", "1"}, {"0", "1"}, {"1", "0"}}) {
+        const auto other = with(apart, bonded_stream, *t, *x, box, precision);
+        const std::string what = std::string(name) + " apart " + apart + " bonded stream " + bonded_stream;
+        EXPECT_NE(after.energy.coulomb_reciprocal, 0.0) << what;
+        EXPECT_EQ(after.energy.coulomb_reciprocal, other.energy.coulomb_reciprocal) << what;
+        EXPECT_EQ(after.energy.total(), other.energy.total()) << what;
+        EXPECT_EQ(after.virial, other.virial) << what;
+        for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(after.force[i], other.force[i]) << what << " atom " << i;
+      }
     }
-  EXPECT_THROW(with("2", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
+  EXPECT_THROW(with("2", "1", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
+  EXPECT_THROW(with("1", "yes", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
 }
 
 // md::replicate: a periodic system repeated along its edges is the same infinite system, so with

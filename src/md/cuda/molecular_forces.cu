@@ -215,7 +215,7 @@ __global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, 
 // Each atom's force: its nonbonded sum, the mesh's (PME; null otherwise), then its bonded slots
 // in the order the host listed them. The lowest atom whose force is not finite is kept in
 // *nonfinite (left alone otherwise), for the device-resident step's checks.
-// `correction` (null unless the excluded pairs' corrections ran apart, beside the pairs): added
+// `correction` (null unless the excluded pairs' corrections ran apart from the pairs): added
 // to the nonbonded sum first, as the pair list adds them when they run after the pairs (the same
 // bits), and with `virial` their half virial to the pairs' (the evaluations with energies).
 // The slots are loaded kGatherAhead at a time before they are added (in order: the same sum);
@@ -318,7 +318,7 @@ struct MolecularGpuForces::State {
   DeviceBuffer<double> charge, c12, c6, term_energy, coulomb14_energy, term_virial, atom_lj, atom_coulomb, atom_virial,
       atom_excluded, sums, partial_sums, mesh_sums;
   // The excluded pairs' corrections where the list computes them apart (corrects_apart): on the
-  // side stream beside the pairs, added by gather_forces; their energies are the `excluded` sum.
+  // main stream before the pairs, added by gather_forces; their energies are the `excluded` sum.
   bool corrections_apart = false;
   DeviceBuffer<V3> correction_force;
   DeviceBuffer<double> correction_virial, correction_energy;
@@ -358,9 +358,15 @@ struct MolecularGpuForces::State {
   // are chains of small kernels that fill a few SMs each, which the pairs' kernel leaves idle
   // when they wait their turn on one stream. High priority: their blocks go first as the pairs'
   // blocks retire, so the chain ends within the pairs rather than after them.
+  // A third (bonded_side) takes the bonded terms and the excluded pairs' corrections, so that
+  // PME's mesh, the longer chain, starts at once rather than behind them: at 30,671 atoms on an
+  // H200 (session 36, a CUPTI timeline) the bonded terms ahead of it on one side stream held the
+  // mesh back ~30 us, and the forces' gather waited ~22 us for it at every step.
   cuda::Stream stream;
   cuda::Stream side = cuda::Stream::high_priority();
-  cuda::Event forked, joined;
+  cuda::Stream bonded_side = cuda::Stream::high_priority();
+  cuda::Event forked, joined, bonded_joined;
+  bool bonded_stream = true;  // NBKIT_BONDED_STREAM=0: the bonded terms on the mesh's stream, first
 };
 
 MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSettings& settings, int device, bool single,
@@ -461,7 +467,7 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   s.sums = DeviceBuffer<double>(kSums), s.partial_sums = DeviceBuffer<double>(kSums * kSlices);
   s.nonfinite = DeviceBuffer<int>(1);
   NBKIT_CUDA_CHECK(cudaMemset(s.nonfinite.data(), 0x7f, sizeof(int)));
-  if (settings.method == NonbondedSettings::Method::pme) s.mesh_force = DeviceBuffer<V3>(s.n), s.mesh_sums = DeviceBuffer<double>(4);
+  if (settings.method == NonbondedSettings::Method::pme) s.mesh_force = DeviceBuffer<V3>(s.n), s.mesh_sums = DeviceBuffer<double>(2);
   std::vector<Range> ranges(kSums);
   for (int kind = 0; kind < kKinds; ++kind)
     ranges[kind] = {s.term_energy.data() + s.term_offset[kind], static_cast<int>(s.count[kind])};
@@ -472,6 +478,7 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   ranges[pair_virial] = {s.atom_virial.data(), static_cast<int>(s.n)};
   ranges[excluded] = {s.atom_excluded.data(), static_cast<int>(s.n)};
   if (settings.periodic()) s.list = std::make_unique<MolecularPairListGpu>(t, settings, single, skin, s.stream);
+  s.bonded_stream = env_switch("NBKIT_BONDED_STREAM", true);
   if (s.list && s.list->corrects_apart()) {
     s.corrections_apart = true;
     s.correction_force = DeviceBuffer<V3>(s.n);
@@ -597,7 +604,8 @@ int MolecularGpuForces::first_nonfinite_force() {
 // Everything an evaluation does on the device, from the positions in s.x to the forces in
 // s.force and, with `energies`, the sums in s.sums (PME's in s.mesh_sums); MSM's grids excepted
 // (the host's). The pair list's check goes first on its own stream, then the work that does not
-// need the list (bonded terms, PME's mesh) while the host waits for the check's one word.
+// need the list (the packing and the excluded pairs' corrections on the main stream, PME's mesh
+// and the bonded terms beside it) while the host waits for the check's one word.
 void MolecularGpuForces::launch(State& s, const std::optional<PeriodicBox>& box, bool energies) {
   if (s.list) s.list->start_check(s.x.data(), *box);
   try {
@@ -622,61 +630,84 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
   cudaStream_t stream = s.stream;
   // The bonded terms and PME's mesh need the positions alone and write their own buffers (the
   // slots, the term energies, the mesh's forces and sums), which gather_forces and the sums read
-  // after the join below: on the side stream they run beside the list and the pairs. With the
-  // phases timed, everything stays on one stream, so that its events bound each phase.
-  const cudaStream_t side = s.events ? stream : static_cast<cudaStream_t>(s.side);
-  if (side != stream) {
-    s.forked.record(stream);
-    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(side, s.forked, 0));
-  }
+  // after the join below: on side streams they run beside the list and the pairs (the mesh on
+  // one, the bonded terms on another). With the phases timed, everything stays on one stream, in
+  // the order bonded terms, mesh, list, pairs, so that its events bound each phase.
+  const bool beside = !s.events;
+  const cudaStream_t side = beside ? static_cast<cudaStream_t>(s.side) : stream;
+  const cudaStream_t bonded_side = !beside ? stream : s.bonded_stream ? static_cast<cudaStream_t>(s.bonded_side) : side;
   auto launch = [&](int kind, auto kernel, auto* terms) {
     if (s.count[kind] == 0) return;
-    kernel<<<blocks(s.count[kind]), kThreads, 0, side>>>(static_cast<int>(s.count[kind]), terms, im, out(kind));
+    kernel<<<blocks(s.count[kind]), kThreads, 0, bonded_side>>>(static_cast<int>(s.count[kind]), terms, im,
+                                                                 out(kind));
     NBKIT_CUDA_CHECK_LAUNCH();
   };
-  launch(0, bond_terms, s.bonds.data());
-  launch(1, bond_terms, s.urey_bradley.data());
-  launch(2, angle_terms, s.angles.data());
-  launch(3, periodic_torsion_terms, s.dihedrals.data());
-  launch(4, periodic_torsion_terms, s.periodic_impropers.data());
-  launch(5, harmonic_improper_terms, s.harmonic_impropers.data());
   const double coulomb_k = settings.coulomb_k();
-  if (s.count[6] > 0) {
-    pair14_terms<<<blocks(s.count[6]), kThreads, 0, side>>>(static_cast<int>(s.count[6]), s.pairs14.data(), im,
-                                                                s.charge.data(), coulomb_k, out(6),
-                                                                s.coulomb14_energy.data());
-    NBKIT_CUDA_CHECK_LAUNCH();
-  }
-  if (s.count[7] > 0) {
-    cmap_terms<<<blocks(s.count[7]), kThreads, 0, side>>>(
-        static_cast<int>(s.count[7]), s.cmaps.data(), im,
-        CmapCells{s.cmap_cells.data(), s.cmap_first.data(), s.cmap_size.data()}, out(7));
-    NBKIT_CUDA_CHECK_LAUNCH();
-  }
-  s.mark(2);
+  auto bonded = [&] {
+    launch(0, bond_terms, s.bonds.data());
+    launch(1, bond_terms, s.urey_bradley.data());
+    launch(2, angle_terms, s.angles.data());
+    launch(3, periodic_torsion_terms, s.dihedrals.data());
+    launch(4, periodic_torsion_terms, s.periodic_impropers.data());
+    launch(5, harmonic_improper_terms, s.harmonic_impropers.data());
+    if (s.count[6] > 0) {
+      pair14_terms<<<blocks(s.count[6]), kThreads, 0, bonded_side>>>(static_cast<int>(s.count[6]), s.pairs14.data(),
+                                                                         im, s.charge.data(), coulomb_k, out(6),
+                                                                         s.coulomb14_energy.data());
+      NBKIT_CUDA_CHECK_LAUNCH();
+    }
+    if (s.count[7] > 0) {
+      cmap_terms<<<blocks(s.count[7]), kThreads, 0, bonded_side>>>(
+          static_cast<int>(s.count[7]), s.cmaps.data(), im,
+          CmapCells{s.cmap_cells.data(), s.cmap_first.data(), s.cmap_size.data()}, out(7));
+      NBKIT_CUDA_CHECK_LAUNCH();
+    }
+  };
   const bool pme = settings.method == NonbondedSettings::Method::pme;
   const int n = static_cast<int>(s.n);
-  if (pme) {
-    const PmeParameters mesh = pme_parameters(settings, *box);
-    if (!s.pme || mesh.mesh != s.pme_mesh) {
+  auto mesh = [&] {
+    if (!pme) return;
+    const PmeParameters parameters = pme_parameters(settings, *box);
+    if (!s.pme || parameters.mesh != s.pme_mesh) {
       s.pme.reset();
-      s.pme = std::make_unique<PmeGpu>(mesh.mesh, settings.pme_order, mesh.alpha, s.host_charge, side);
+      s.pme = std::make_unique<PmeGpu>(parameters.mesh, settings.pme_order, parameters.alpha, s.host_charge, side);
       if (s.events) s.pme->time_phases();
-      s.pme_mesh = mesh.mesh;
+      s.pme_mesh = parameters.mesh;
     }
-    // Without energies the mesh's energy and virial go to a scratch pair: s.mesh_sums keeps the
-    // last evaluation's that had them, as s.sums does.
-    s.pme->evaluate(s.x.data(), s.charge.data(), n, *box, coulomb_k,
-                    s.mesh_force.data(), energies ? s.mesh_sums.data() : s.mesh_sums.data() + 2, side);
-  }
-  // The excluded pairs' corrections need the positions alone: beside the pairs too (16 us a step
-  // of float64 chains at 30,677 atoms on an H200 that ran after the pairs on the main stream).
-  if (s.corrections_apart)
+    // Without energies the mesh's energy and virial are not summed (its forces are the same
+    // bits): s.mesh_sums keeps the last evaluation's that had them, as s.sums does.
+    s.pme->evaluate(s.x.data(), s.charge.data(), n, *box, coulomb_k, s.mesh_force.data(),
+                    energies ? s.mesh_sums.data() : nullptr, side);
+  };
+  // The excluded pairs' corrections need the positions alone (16-18 us a step of float64 chains at
+  // 30,671 atoms on an H200), into arrays of their own that gather_forces adds.
+  auto corrections = [&](cudaStream_t on) {
+    if (!s.corrections_apart) return;
     s.list->correct(s.x.data(), *box,
                     PairSums{s.correction_force.data(), nullptr, nullptr, s.correction_virial.data(),
                              s.correction_energy.data()},
-                    energies, side);
-  if (side != stream) s.joined.record(side);
+                    energies, on);
+  };
+  // Where a step's time went at 30,671 atoms on an H200 (session 36, CUPTI timelines of the step
+  // without a list build): the mesh's chain of ~12 small kernels, each slowed by the pairs beside
+  // it, took ~125-177 us from the positions to its gather, the host's wait for the check ~15-30
+  // us, the pairs ~117 us; so the host queues, in this order: the packing (main stream) and the
+  // mesh (side stream) before it waits for the check, the pairs as soon as it has the answer,
+  // then the excluded pairs' corrections and the bonded terms (a third stream, ~60 us of work
+  // that ends within the pairs). NBKIT_BONDED_STREAM=0: the bonded terms (and the corrections)
+  // ahead of the mesh on its stream, queued before the wait, as up to session 35.
+  if (beside) {
+    s.forked.record(stream);
+    if (s.list) s.list->prepare(s.x.data(), *box);
+    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(side, s.forked, 0));
+    if (!s.bonded_stream) corrections(side), bonded();
+    mesh();
+    s.joined.record(side);
+  } else {
+    bonded();
+    s.mark(2);
+    mesh();
+  }
   s.mark(3);
   // The nonbonded law's constants, as molecular_forces.cpp sets them.
   PairTable table{s.charge.data(), s.type.data(), s.types, s.c12.data(), s.c6.data(), coulomb_k,
@@ -703,8 +734,19 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
       pairs(nonbonded_pairs<decltype(sw)::value, decltype(c)::value, true>);
     });
   }
+  if (beside && s.bonded_stream) {
+    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(bonded_side, s.forked, 0));
+    corrections(bonded_side);
+    bonded();
+    s.bonded_joined.record(bonded_side);
+  }
+  // Timed: the corrections after the pairs, in the pairs' phase (as before session 36).
+  if (!beside) corrections(stream);
   s.mark(4);
-  if (side != stream) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, s.joined, 0));
+  if (beside) {
+    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, s.joined, 0));
+    if (s.bonded_stream) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, s.bonded_joined, 0));
+  }
   // The corrections' virial joins the pairs' where this evaluation sums energies (float64's pair
   // sums always write theirs; the corrections then too).
   const bool virials = s.corrections_apart && (energies || !s.single);

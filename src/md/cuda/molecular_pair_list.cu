@@ -47,8 +47,8 @@ std::vector<Real> converted(const std::vector<double>& v) {
   return std::vector<Real>(v.begin(), v.end());
 }
 
-// A switch from the environment: unset or empty gives `otherwise`, 0 is off, 1 is on, anything
-// else refused.
+}  // namespace
+
 bool env_switch(const char* name, bool otherwise) {
   const char* value = std::getenv(name);
   if (!value || !*value) return otherwise;
@@ -56,8 +56,6 @@ bool env_switch(const char* name, bool otherwise) {
   if (v != "0" && v != "1") throw Error(std::string(name) + " is \"" + v + "\": expected 0 or 1");
   return v == "1";
 }
-
-}  // namespace
 
 ExcludedRows excluded_rows(const Topology& t) {
   std::vector<std::vector<int>> partners(t.size());
@@ -119,6 +117,7 @@ struct MolecularPairListGpu::State {
   cuda::PinnedBuffer<unsigned> moved_host{1};
   std::int64_t checks = 0;  // started so far: moved[checks % 2] is the next check's word, zero
   bool check_started = false;
+  bool prepared = false;  // prepare() packed the positions for this evaluation
   std::unique_ptr<std::array<cuda::Event, 3>> events;
   void mark(int k) {
     if (!events) events = std::make_unique<std::array<cuda::Event, 3>>();
@@ -143,9 +142,10 @@ struct MolecularPairListGpu::State {
   bool needs_rebuild(const V3* x, const PeriodicBox& box);
   template <class Real, bool Energies>
   void sum_pairs(const V3* x, const PairSums& out, bool corrections);
-  // The excluded pairs' corrections (PME, MSM), beside the pairs on their own stream
-  // (NBKIT_CORRECTIONS_BESIDE=0: after them, added to their sums, as up to session 35).
-  bool corrections_beside = true;
+  // PME's excluded pairs' corrections apart from the pair sums (correct(), queued by the caller
+  // on a stream of its choosing), into arrays of their own; NBKIT_CORRECTIONS_APART=0:
+  // after the pairs, added to their sums, as up to session 35.
+  bool corrections_apart = true;
 };
 
 template <>
@@ -179,6 +179,16 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.excluded_first = upload(rows.first), s.excluded = upload(rows.partner);
   // Lanes per atom: enough threads for ~2^18 in all (an H100 holds 270,336 resident), at most 8.
   while (s.lanes < 8 && static_cast<std::int64_t>(s.n) * s.lanes < (std::int64_t{1} << 18)) s.lanes *= 2;
+  // NBKIT_PAIR_LANES=1|2|4|8 (A/B runs): fewer lanes leave SMs to PME's mesh beside the pairs,
+  // whose small kernels waited ~50 us a step for the pairs' blocks at 30,671 atoms on an H200
+  // (session 36's CUPTI timeline; not measured yet). Another count sums each row in another
+  // order: other last bits, within float32's rounding (MolecularGpu.PairLanesAgree...).
+  if (const char* pick = std::getenv("NBKIT_PAIR_LANES"); pick && *pick) {
+    const std::string p = pick;
+    if (p != "1" && p != "2" && p != "4" && p != "8")
+      throw Error("NBKIT_PAIR_LANES is \"" + p + "\": expected 1, 2, 4 or 8 (or unset: by the atom count)");
+    s.lanes = std::stoi(p);
+  }
   // The build: a warp per group of rows below the same 2^18 atoms, a lane per row above
   // (measured on an H100 at 30,695 atoms, a warp a row faster, and 1,074,325, by cell faster;
   // nothing between; on an H200 at 30,677 the warp a group faster than a warp a row: session 35).
@@ -197,7 +207,7 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.offsets_wanted = env_switch("NBKIT_PAIR_LIST_OFFSETS", true);
   s.fast_law = env_switch("NBKIT_PAIR_FAST_LAW", true);
   s.groups_wanted = env_switch("NBKIT_PAIR_LIST_GROUPS", true);
-  s.corrections_beside = env_switch("NBKIT_CORRECTIONS_BESIDE", true);
+  s.corrections_apart = env_switch("NBKIT_CORRECTIONS_APART", true);
   if (const char* rows = std::getenv("NBKIT_PAIR_LIST_GROUP_ROWS"); rows && *rows) {
     const std::string r = rows;
     if (r != "4" && r != "8") throw Error("NBKIT_PAIR_LIST_GROUP_ROWS is \"" + r + "\": expected 4 or 8");
@@ -417,7 +427,7 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out, bo
 bool MolecularPairListGpu::corrects_apart() const {
   const State& s = *state_;
   // PME's alone: MSM's grids run on the host, its GPU step is not the one this serves.
-  return s.corrections_beside && s.settings.method == NonbondedSettings::Method::pme;
+  return s.corrections_apart && s.settings.method == NonbondedSettings::Method::pme;
 }
 
 void MolecularPairListGpu::correct(const V3* x, const PeriodicBox& box, const PairSums& out, bool energies,
@@ -448,25 +458,31 @@ void MolecularPairListGpu::start_check(const V3* x, const PeriodicBox& box) {
   s.start_check(x);
 }
 
-void MolecularPairListGpu::forget_check() { state_->check_started = false; }
+void MolecularPairListGpu::forget_check() { state_->check_started = false, state_->prepared = false; }
+
+// The positions packed in the last build's order before the host waits for the check: the pairs
+// then start as soon as the answer (most often "keep the list") is known. A rebuild packs again
+// in its new order.
+void MolecularPairListGpu::prepare(const V3* x, const PeriodicBox& box) {
+  State& s = *state_;
+  if (s.n == 0 || s.must_rebuild(box)) return;
+  if (s.single) {
+    pack<float><<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, x, s.charge.data(), s.order.data(), s.attributes.data(),
+                                                         s.cells, s.packed_f.data());
+  } else {
+    pack<double><<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, x, s.charge.data(), s.order.data(),
+                                                          s.attributes.data(), s.cells, s.packed_d.data());
+  }
+  NBKIT_CUDA_CHECK_LAUNCH();
+  s.prepared = true;
+}
 
 void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const PairSums& out, bool energies) {
   State& s = *state_;
   if (s.n == 0) return;  // no atoms, no pairs (and no empty launches)
   s.mark(0);
-  // The positions packed in the last build's order before the host waits for the check: the
-  // pairs then start as soon as the answer (most often "keep the list") is known. A rebuild
-  // packs again in its new order.
-  if (!s.must_rebuild(box)) {
-    if (s.single) {
-      pack<float><<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, x, s.charge.data(), s.order.data(),
-                                                           s.attributes.data(), s.cells, s.packed_f.data());
-    } else {
-      pack<double><<<blocks(s.n), kThreads, 0, s.stream>>>(s.n, x, s.charge.data(), s.order.data(),
-                                                            s.attributes.data(), s.cells, s.packed_d.data());
-    }
-    NBKIT_CUDA_CHECK_LAUNCH();
-  }
+  if (!s.prepared) prepare(x, box);
+  s.prepared = false;
   if (s.needs_rebuild(x, box)) s.rebuild(x, box);
   s.mark(1);
   // float64 always sums its energies: its kernel without them gave forces that differed in the

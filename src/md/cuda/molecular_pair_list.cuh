@@ -40,6 +40,10 @@ struct ExcludedRows {
 };
 ExcludedRows excluded_rows(const Topology& topology);
 
+// A switch of the GPU step from the environment (A/B runs, tests): unset or empty gives
+// `otherwise`, 0 is off, 1 is on, anything else refused (nbkit::Error).
+bool env_switch(const char* name, bool otherwise);
+
 class MolecularPairListGpu {
  public:
   // `settings`: a periodic method (cutoff_periodic, pme, msm). `single`: mixed precision.
@@ -55,6 +59,10 @@ class MolecularPairListGpu {
   // terms, the mesh), so that the host's wait for that one word does not leave the GPU idle.
   void start_check(const Vector3<double>* x, const PeriodicBox& box);
   void forget_check();  // a started check that no evaluation follows (an error between them)
+  // The positions packed in the last build's order ahead of evaluate (on the stream), so that
+  // the host can queue more work on the stream before evaluate waits for the check; evaluate does
+  // it itself where this was not called.
+  void prepare(const Vector3<double>* x, const PeriodicBox& box);
   // The pairs of the positions `x` in `box`: rebuilds the list first where the check (started
   // here if start_check was not called) says so, then sums. On the stream. `energies`: each
   // atom's energies and virial too (out.lennard_jones, coulomb, virial, excluded); otherwise only
@@ -62,7 +70,7 @@ class MolecularPairListGpu {
   // Where corrects_apart(), the excluded pairs' corrections are left out of `out` (see correct).
   void evaluate(const Vector3<double>* x, const PeriodicBox& box, const PairSums& out, bool energies = true);
   // Are the excluded pairs' corrections (PME's) computed apart from the pair sums, by `correct`?
-  // (PME, unless NBKIT_CORRECTIONS_BESIDE=0.)
+  // (PME, unless NBKIT_CORRECTIONS_APART=0.)
   bool corrects_apart() const;
   // Those corrections for the positions `x` in `box`, on `stream` (any: they read the positions
   // alone): each atom's force into out.force and, with `energies` (float64: always), half its
