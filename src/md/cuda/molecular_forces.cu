@@ -318,7 +318,8 @@ struct MolecularGpuForces::State {
   DeviceBuffer<double> charge, c12, c6, term_energy, coulomb14_energy, term_virial, atom_lj, atom_coulomb, atom_virial,
       atom_excluded, sums, partial_sums, mesh_sums;
   // The excluded pairs' corrections where the list computes them apart (corrects_apart): on the
-  // main stream before the pairs, added by gather_forces; their energies are the `excluded` sum.
+  // bonded terms' stream (the main stream after the pairs when the phases are timed), added by
+  // gather_forces; their energies are the `excluded` sum.
   bool corrections_apart = false;
   DeviceBuffer<V3> correction_force;
   DeviceBuffer<double> correction_virial, correction_energy;
@@ -604,8 +605,8 @@ int MolecularGpuForces::first_nonfinite_force() {
 // Everything an evaluation does on the device, from the positions in s.x to the forces in
 // s.force and, with `energies`, the sums in s.sums (PME's in s.mesh_sums); MSM's grids excepted
 // (the host's). The pair list's check goes first on its own stream, then the work that does not
-// need the list (the packing and the excluded pairs' corrections on the main stream, PME's mesh
-// and the bonded terms beside it) while the host waits for the check's one word.
+// need the list's answer (the packing on the main stream, PME's mesh beside it) while the host
+// waits for the check's one word; launch_after_check says why in that order.
 void MolecularGpuForces::launch(State& s, const std::optional<PeriodicBox>& box, bool energies) {
   if (s.list) s.list->start_check(s.x.data(), *box);
   try {
