@@ -45,6 +45,11 @@ class PmeCpu {
   int fft_threads_ = 1;  // FFTW's: 1 for small meshes
   std::array<std::vector<double>, 3> moduli_;  // |b_a(m)|^2 per mesh index
   std::unique_ptr<Plans> plans_;
+  // G(m) times the moduli, and the virial's factor 1 - 2 pi^2 m^2 / alpha^2, for each element of
+  // the half spectrum: they depend on the box's edges and Coulomb's constant (in tabulated_for_)
+  // alone, so they are made again only when those change (NPT's moves), not at each evaluation.
+  std::vector<double> kernel_, virial_factor_;
+  std::array<double, 4> tabulated_for_{-1, -1, -1, -1};
 };
 
 // 1 / |b(m)|^2 of Essmann et al. eq. 4.4 for m = 0..size-1 (the B-spline moduli that the
