@@ -113,8 +113,14 @@ PmeReciprocal PmeCpu::evaluate(const std::vector<Vec3>& x, const std::vector<dou
   // Each atom's mesh points along each axis (floor(u) - j, wrapped, j = 0..order-1) and its
   // splines and derivatives there.
   const int threads = threads_;
-  std::vector<int> index(3 * n * order);
-  std::vector<double> theta(3 * n * order), dtheta(3 * n * order);
+  // Kept between evaluations: every element is written below, so a step clears none of their
+  // ~20 bytes an atom and mesh point (9 MB at 30,671 atoms of order 5, zeroed on one core while
+  // the other waited, ~2% of a 2-thread step's samples).
+  const std::size_t points = 3 * n * static_cast<std::size_t>(order);
+  if (index_.size() != points) index_.resize(points), theta_.resize(points), dtheta_.resize(points);
+  int* index = index_.data();
+  double* theta = theta_.data();
+  double* dtheta = dtheta_.data();
 #pragma omp parallel for num_threads(threads) schedule(static) if (n >= 4096)
   for (std::int64_t ii = 0; ii < static_cast<std::int64_t>(n); ++ii) {
     const std::size_t i = static_cast<std::size_t>(ii);

@@ -49,6 +49,9 @@ class PmeCpu {
   // the half spectrum: they depend on the box's edges and Coulomb's constant (in tabulated_for_)
   // alone, so they are made again only when those change (NPT's moves), not at each evaluation.
   std::vector<double> kernel_, virial_factor_;
+  // Each atom's mesh indices, splines and their derivatives along each axis (3 n order each).
+  std::vector<int> index_;
+  std::vector<double> theta_, dtheta_;
   std::array<double, 4> tabulated_for_{-1, -1, -1, -1};
 };
 
