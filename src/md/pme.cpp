@@ -113,9 +113,9 @@ PmeReciprocal PmeCpu::evaluate(const std::vector<Vec3>& x, const std::vector<dou
   // Each atom's mesh points along each axis (floor(u) - j, wrapped, j = 0..order-1) and its
   // splines and derivatives there.
   const int threads = threads_;
-  // Kept between evaluations: every element is written below, so a step clears none of their
-  // ~20 bytes an atom and mesh point (9 MB at 30,671 atoms of order 5, zeroed on one core while
-  // the other waited, ~2% of a 2-thread step's samples).
+  // Kept between evaluations: every element is written below, so a step need not allocate and
+  // zero their 20 bytes an atom and mesh point (9 MB at 30,671 atoms of order 5; its share of a
+  // step was not measured apart from the neighbour list's buffers, session 36).
   const std::size_t points = 3 * n * static_cast<std::size_t>(order);
   if (index_.size() != points) index_.resize(points), theta_.resize(points), dtheta_.resize(points);
   int* index = index_.data();
@@ -173,8 +173,9 @@ PmeReciprocal PmeCpu::evaluate(const std::vector<Vec3>& x, const std::vector<dou
   const int half = k3 / 2 + 1;
   const std::array<double, 4> tabulated{length[0], length[1], length[2], coulomb_k};
   if (tabulated != tabulated_for_) {
-    // An exp and a division an element (127,008 of them on a 63^3 mesh: ~2 ms a step on one
-    // core) made once a box instead of every step; the same values, so the same sums.
+    // An exp and a division an element (127,008 of them on a 63^3 mesh) made once a box instead
+    // of every step (perf: evaluate's share of a 2-thread run ~10.6% -> ~9.9%); the same values,
+    // so the same sums.
     kernel_.assign(static_cast<std::size_t>(k1) * k2 * half, 0.0);
     virial_factor_.assign(kernel_.size(), 0.0);
     for (int a = 0; a < k1; ++a) {
