@@ -770,40 +770,6 @@ TEST(MolecularGpu, PairLanesAgreeWithinTheirPrecisionsRounding) {
   EXPECT_THROW(with("3", Precision::single), Error);
 }
 
-// The pair sums launched with fewer blocks than rows' lanes (NBKIT_PAIR_RESERVE_SMS: SMs left to
-// the kernels beside them; the kernel loops over the rest) give the same bits: each row is summed
-// by its own lanes in one iteration whatever the grid. From none reserved to all SMs but one (a
-// few blocks looping over every row), in both precisions; a count the GPU lacks is refused.
-TEST(MolecularGpu, PairsWithSmsReservedGiveTheSameBits) {
-  std::string why;
-  const std::vector<GpuInfo> gpus = list_gpus(&why);
-  if (gpus.empty()) GTEST_SKIP() << "no GPU: " << why;
-  const GpuSystems g = gpu_systems();
-  NonbondedSettings s;
-  s.method = Method::pme, s.cutoff = 9;
-  struct Env {
-    explicit Env(const std::string& reserve) { setenv("NBKIT_PAIR_RESERVE_SMS", reserve.c_str(), 1); }
-    ~Env() { unsetenv("NBKIT_PAIR_RESERVE_SMS"); }
-  };
-  auto with = [&](const std::string& reserve, Precision precision) {
-    const Env env(reserve);
-    return md::molecular_forces(g.protein, g.c.positions, g.protein_box, s, Backend::cuda, 0, {}, precision);
-  };
-  const int sms = gpus.front().multiprocessors;  // the device the evaluations run on (index 0)
-  ASSERT_GT(sms, 1);
-  for (const Precision precision : {Precision::single, Precision::double_}) {
-    const auto all = with("0", precision);
-    for (const int reserve : {8, sms / 2, sms - 1}) {
-      const auto fewer = with(std::to_string(reserve), precision);
-      EXPECT_EQ(all.energy.total(), fewer.energy.total()) << reserve;
-      EXPECT_EQ(all.virial, fewer.virial) << reserve;
-      for (std::size_t i = 0; i < all.force.size(); ++i) ASSERT_EQ(all.force[i], fewer.force[i]) << reserve << " atom " << i;
-    }
-  }
-  EXPECT_THROW(with(std::to_string(sms), Precision::single), Error);
-  EXPECT_THROW(with("-1", Precision::single), Error);
-}
-
 // Where the GPU's evaluation queues its work changes no bit: PME's excluded pairs' corrections
 // apart from the pair sums, on the bonded terms' stream (by default; NBKIT_CORRECTIONS_APART=0:
 // after the pairs on the main stream, added to their sums), and the bonded terms on a stream of

@@ -94,9 +94,6 @@ struct MolecularPairListGpu::State {
   DeviceBuffer<V3> built;
   int capacity = 0;  // a multiple of kChunk
   int lanes = 1;     // threads per atom in the pair kernel (listed_pairs)
-  // SMs the pair kernel's launch leaves to the kernels beside it (NBKIT_PAIR_RESERVE_SMS; 0: a
-  // block for every 128 of the rows' lanes, however many waves that makes).
-  int reserve_sms = 0;
   // The build's kernel: build_rows_by_group (where every axis has 3 or more cells and the groups
   // are on; else by row), build_rows_by_row, build_rows_by_cell.
   enum class Build { group, row, cell } build = Build::group;
@@ -211,16 +208,6 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.fast_law = env_switch("NBKIT_PAIR_FAST_LAW", true);
   s.groups_wanted = env_switch("NBKIT_PAIR_LIST_GROUPS", true);
   s.corrections_apart = env_switch("NBKIT_CORRECTIONS_APART", true);
-  // NBKIT_PAIR_RESERVE_SMS=k (A/B runs): the pairs launched with only the blocks that the other
-  // SMs hold at once, so that PME's kernels on the side stream find SMs free at any time rather
-  // than as the pairs' blocks retire (at 30,671 atoms on an H200 they waited ~50 us a step:
-  // session 36). The same bits for any k (MolecularGpu.PairsWithSmsReservedGiveTheSameBits).
-  if (const char* reserve = std::getenv("NBKIT_PAIR_RESERVE_SMS"); reserve && *reserve) {
-    const std::string r = reserve;
-    if (r.find_first_not_of("0123456789") != std::string::npos || r.size() > 4)
-      throw Error("NBKIT_PAIR_RESERVE_SMS is \"" + r + "\": expected a count of SMs (0 or more)");
-    s.reserve_sms = std::stoi(r);
-  }
   if (const char* rows = std::getenv("NBKIT_PAIR_LIST_GROUP_ROWS"); rows && *rows) {
     const std::string r = rows;
     if (r != "4" && r != "8") throw Error("NBKIT_PAIR_LIST_GROUP_ROWS is \"" + r + "\": expected 4 or 8");
@@ -406,19 +393,8 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out, bo
            Real(k.ewald_alpha),   Real(k.ewald_gauss), Real(k.inverse_cutoff)};
   with_law(switched, coulomb, [&](auto sw, auto c) {
     auto launch = [&](auto kernel) {
-      int grid = blocks(static_cast<std::int64_t>(n) * lanes);
-      if (reserve_sms > 0) {  // at most what the other SMs hold at once (listed_pairs loops over the rest)
-        int device = 0, sms = 0, per_sm = 0;
-        NBKIT_CUDA_CHECK(cudaGetDevice(&device));
-        NBKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        NBKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
-        if (reserve_sms >= sms)
-          throw Error("NBKIT_PAIR_RESERVE_SMS is " + std::to_string(reserve_sms) + ": this GPU has " +
-                      std::to_string(sms) + " SMs");
-        grid = std::max(1, std::min(grid, (sms - reserve_sms) * std::max(per_sm, 1)));
-      }
-      kernel<<<grid, kThreads, 0, stream>>>(n, lanes, packed<Real>(), attributes.data(), order.data(), list.data(),
-                                            row_length.data(), law, out);
+      kernel<<<blocks(static_cast<std::int64_t>(n) * lanes), kThreads, 0, stream>>>(
+          n, lanes, packed<Real>(), attributes.data(), order.data(), list.data(), row_length.data(), law, out);
       NBKIT_CUDA_CHECK_LAUNCH();
     };
     constexpr PairSwitch S = decltype(sw)::value;

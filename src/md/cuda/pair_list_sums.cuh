@@ -36,12 +36,14 @@ struct PairLaw {
 //
 // `Fast` (float32 PME, the default; NBKIT_PAIR_FAST_LAW=0 turns it off): the law through
 // FastFloatPairMath.
-template <class Real, PairSwitch Switch, PairCoulomb Coulomb, bool Energies, int Ahead, bool Fast>
-__device__ __forceinline__ void listed_row(int thread, int n, int lanes, const PositionCharge<Real>* __restrict__ packed,
-                                           const TypeCell* __restrict__ attributes, const int* __restrict__ order,
-                                           const int* __restrict__ list, const int* __restrict__ row_length,
-                                           const PairLaw<Real>& law, const PairSums& out) {
+template <class Real, PairSwitch Switch, PairCoulomb Coulomb, bool Energies, int Ahead, bool Fast = false>
+__global__ void __launch_bounds__(kThreads)
+    listed_pairs(int n, int lanes, const PositionCharge<Real>* __restrict__ packed,
+                 const TypeCell* __restrict__ attributes, const int* __restrict__ order, const int* __restrict__ list,
+                 const int* __restrict__ row_length, PairLaw<Real> law, PairSums out) {
+  const int thread = blockIdx.x * blockDim.x + threadIdx.x;
   const int t = thread / lanes, lane = thread % lanes;
+  if (t >= n) return;  // whole groups: lanes divides the block
   const std::conditional_t<Fast, FastFloatPairMath, ScalarPairMath<Real>> math;
   const PositionCharge<Real> pi = packed[t];
   const TypeCell ai = attributes[t];
@@ -115,21 +117,6 @@ __device__ __forceinline__ void listed_row(int thread, int n, int lanes, const P
     out.lennard_jones[a] = 0.5 * sum[3], out.coulomb[a] = 0.5 * sum[4], out.virial[a] = 0.5 * sum[5];
     out.excluded[a] = 0;
   }
-}
-
-// The rows by a grid-stride loop: a launch may hold fewer blocks than the rows' lanes (the
-// constructor's pair_reserve_sms, NBKIT_PAIR_RESERVE_SMS), leaving SMs to PME's kernels beside
-// it. An atom's lanes are consecutive threads of one warp, in the same iteration, so each row is
-// summed the same way whatever the grid (the same bits).
-template <class Real, PairSwitch Switch, PairCoulomb Coulomb, bool Energies, int Ahead, bool Fast = false>
-__global__ void __launch_bounds__(kThreads)
-    listed_pairs(int n, int lanes, const PositionCharge<Real>* __restrict__ packed,
-                 const TypeCell* __restrict__ attributes, const int* __restrict__ order, const int* __restrict__ list,
-                 const int* __restrict__ row_length, PairLaw<Real> law, PairSums out) {
-  const int threads = n * lanes;  // whole atoms: lanes divides the block and the stride
-  for (int thread = blockIdx.x * blockDim.x + threadIdx.x; thread < threads; thread += gridDim.x * blockDim.x)
-    listed_row<Real, Switch, Coulomb, Energies, Ahead, Fast>(thread, n, lanes, packed, attributes, order, list,
-                                                             row_length, law, out);
 }
 
 // With PME or MSM, each excluded pair takes away the part of its Coulomb that the mesh or the
