@@ -770,6 +770,46 @@ TEST(MolecularGpu, PairLanesAgreeWithinTheirPrecisionsRounding) {
   EXPECT_THROW(with("3", Precision::single), Error);
 }
 
+// Rows longer than the list's capacity (NBKIT_PAIR_LIST_CAPACITY: the capacity fixed, as a build
+// decided on the device leaves it until the host grows the list) are summed in full: their
+// entries past the capacity found again from the cells (walk_row) in the row's order, so the bits
+// are those of a list that held them. The protein (3 or more cells an axis: the build by group,
+// the entries' cell offsets) and the chains' small box (2 cells an axis: the minimum image per
+// pair), in both precisions; 8 entries (nearly every row past it) and 96 (some rows).
+TEST(MolecularGpu, RowsPastTheListsCapacityGiveTheSameBits) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const GpuSystems g = gpu_systems();
+  NonbondedSettings s;
+  s.method = Method::pme, s.cutoff = 9;
+  struct Env {
+    explicit Env(const char* capacity) {
+      if (capacity) setenv("NBKIT_PAIR_LIST_CAPACITY", capacity, 1);
+    }
+    ~Env() { unsetenv("NBKIT_PAIR_LIST_CAPACITY"); }
+  };
+  auto with = [&](const char* capacity, const Topology& t, const std::vector<Vec3>& x, const PeriodicBox& box,
+                  Precision precision) {
+    const Env env(capacity);
+    return md::molecular_forces(t, x, box, s, Backend::cuda, 0, {}, precision);
+  };
+  using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
+  for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
+                                        Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
+    for (const Precision precision : {Precision::single, Precision::double_}) {
+      const auto whole = with(nullptr, *t, *x, box, precision);
+      for (const char* capacity : {"8", "96"}) {
+        const auto walked = with(capacity, *t, *x, box, precision);
+        const std::string what = std::string(name) + " capacity " + capacity;
+        EXPECT_EQ(whole.energy.total(), walked.energy.total()) << what;
+        EXPECT_EQ(whole.virial, walked.virial) << what;
+        for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(whole.force[i], walked.force[i]) << what << " atom " << i;
+      }
+    }
+  EXPECT_THROW(with("0", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
+  EXPECT_THROW(with("8k", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
+}
+
 // Where the GPU's evaluation queues its work changes no bit: PME's excluded pairs' corrections
 // apart from the pair sums, on the bonded terms' stream (by default; NBKIT_CORRECTIONS_APART=0:
 // after the pairs on the main stream, added to their sums), and the bonded terms on a stream of

@@ -108,8 +108,43 @@ struct MolecularPairListGpu::State {
   bool groups = false;  // this list's build is by group (wanted, sub-cells, 3 or more cells an axis)
   int group_rows = 4;   // rows a warp in the build by group (NBKIT_PAIR_LIST_GROUP_ROWS=4|8)
   DeviceBuffer<float4> group_lo, group_hi;
-  std::int64_t builds = 0;
-  bool rebuild_next = false;  // asked for (checkpoints)
+  std::int64_t builds = 0;     // those the host queued (the device's own: control)
+  bool rebuild_next = false;  // asked for (checkpoints), or the list must grow
+  int sort_bits = 0;          // the sort key's bits at the last configuration
+  int wanted_capacity = 0;    // the longest row the device found, past the capacity (grows the list)
+  // NBKIT_PAIR_LIST_CAPACITY=k (tests): a capacity of k entries (in whole chunks) that the host's
+  // builds keep, so that rows past it take walk_row's path; a longer row the device finds grows it.
+  int fixed_capacity = 0;
+  // The rebuild decided on the device (NBKIT_PAIR_LIST_DEVICE_CHECK=0: by the host, which waits
+  // for the check's word every step, as up to session 36): the check's word compared and the
+  // list rebuilt by a CUDA graph's conditional node, so that the host never waits; inside a
+  // step's graph (MolecularGpuDynamics::step_as_graph) the whole step is then one launch. Rows
+  // longer than the capacity are summed in full (walk_row) until the host, reading `control`
+  // before a later step, grows the list. A build the host must do (the first, a new box, a grown
+  // list, a checkpoint's) is queued as before. Measured on an H200 (session 37, 30,671 atoms,
+  // nvt-4fs): with the step's graph 1,190 ns/day against 1,105 for the host's check; without the
+  // step's graph the decision's own small graph costs ~20 us of latency a step: 1,047.
+  bool device_check = true;
+  // The device's record, in page-locked host memory that the kernels write directly (mapped: one
+  // address space), so no copy is queued: the host reads it when it likes, a few steps stale.
+  cuda::PinnedBuffer<ListControl> control{1};
+  cuda::Event check_done;
+  cuda::Stream body_stream;             // where the decision's body is captured
+  std::uint64_t configuration = 0;  // counts the host's builds and regrowths (graphs bake the list in)
+  struct Decision {              // the graph: decide_rebuild, then the rebuild if it said so
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    const V3* x = nullptr;  // the positions it reads (baked in, as are the list's buffers and cells)
+    Decision() = default;
+    Decision(const Decision&) = delete;
+    Decision& operator=(const Decision&) = delete;
+    ~Decision() { reset(); }
+    void reset() {
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+      exec = nullptr, graph = nullptr, x = nullptr;
+    }
+  } decision;
   // The check's stream, the event it waits for (the positions final on the main stream) and
   // the largest displacement's bits read back to page-locked memory.
   cuda::Stream check_stream;
@@ -135,8 +170,18 @@ struct MolecularPairListGpu::State {
   PositionCharge<Real>* packed();
 
   template <class Real>
-  void build_list();
+  void build_list(bool zero_longest = true);
   void rebuild(const V3* x, const PeriodicBox& box);
+  void queue_sort(const V3* x);  // binning, sort, cells, attributes, the built positions
+  template <class Real>
+  void queue_pack(const V3* x);  // the packed positions in the new order (and the groups' boxes)
+  int fit(int entries) const;   // a capacity for rows of `entries`: at most n, in whole chunks
+  void grow(int needed);        // the list reallocated for rows of `needed` and 10% more
+  void regrow(const V3* x);     // grown to wanted_capacity, the last build's rows written again
+  void device_step(const V3* x, const PeriodicBox& box);
+  void capture_decision(const V3* x);
+  void add_decision(const V3* x);  // into the graph `stream` is being captured to
+  void read_control();
   bool must_rebuild(const PeriodicBox& box) const;  // whatever the atoms did
   void start_check(const V3* x);
   bool needs_rebuild(const V3* x, const PeriodicBox& box);
@@ -208,6 +253,14 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.fast_law = env_switch("NBKIT_PAIR_FAST_LAW", true);
   s.groups_wanted = env_switch("NBKIT_PAIR_LIST_GROUPS", true);
   s.corrections_apart = env_switch("NBKIT_CORRECTIONS_APART", true);
+  s.device_check = env_switch("NBKIT_PAIR_LIST_DEVICE_CHECK", true);
+  if (const char* fixed = std::getenv("NBKIT_PAIR_LIST_CAPACITY"); fixed && *fixed) {
+    char* end = nullptr;
+    const long k = std::strtol(fixed, &end, 10);
+    if (*end || k < 1 || k > (1 << 20))
+      throw Error(std::string("NBKIT_PAIR_LIST_CAPACITY is \"") + fixed + "\": expected a whole number of entries, 1 to 2^20");
+    s.fixed_capacity = static_cast<int>(k);
+  }
   if (const char* rows = std::getenv("NBKIT_PAIR_LIST_GROUP_ROWS"); rows && *rows) {
     const std::string r = rows;
     if (r != "4" && r != "8") throw Error("NBKIT_PAIR_LIST_GROUP_ROWS is \"" + r + "\": expected 4 or 8");
@@ -218,6 +271,7 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.index = DeviceBuffer<int>(n), s.order = DeviceBuffer<int>(n), s.attributes = DeviceBuffer<TypeCell>(n);
   s.row_length = DeviceBuffer<int>(n), s.longest = DeviceBuffer<int>(1);
   s.built = DeviceBuffer<V3>(n);
+  *s.control.data() = ListControl{};
   NBKIT_CUDA_CHECK(cudaMemsetAsync(s.moved.data(), 0, 2 * sizeof(unsigned), stream));  // before any check (its event)
   if (single) s.packed_f = DeviceBuffer<PositionCharge<float>>(n);
   else s.packed_d = DeviceBuffer<PositionCharge<double>>(n);
@@ -229,7 +283,21 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
 
 MolecularPairListGpu::~MolecularPairListGpu() = default;
 
-std::int64_t MolecularPairListGpu::builds() const { return state_->builds; }
+bool MolecularPairListGpu::graph_ready(const PeriodicBox& box) {
+  State& s = *state_;
+  if (s.n == 0 || !s.device_check) return false;
+  s.read_control();
+  return !s.must_rebuild(box) && s.wanted_capacity <= s.capacity;
+}
+
+std::uint64_t MolecularPairListGpu::configuration() const { return state_->configuration; }
+
+std::int64_t MolecularPairListGpu::builds() const {
+  State& s = *state_;
+  if (!s.device_check || s.n == 0) return s.builds;
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  return s.builds + static_cast<std::int64_t>(static_cast<volatile ListControl*>(s.control.data())->builds);
+}
 void MolecularPairListGpu::rebuild_next() { state_->rebuild_next = true; }
 int MolecularPairListGpu::capacity() const { return state_->capacity; }
 
@@ -243,6 +311,14 @@ bool MolecularPairListGpu::State::must_rebuild(const PeriodicBox& box) const {
 void MolecularPairListGpu::State::start_check(const V3* x) {
   positions_ready.record(stream);
   NBKIT_CUDA_CHECK(cudaStreamWaitEvent(check_stream, positions_ready, 0));
+  if (device_check) {  // one word, read and zeroed by decide_rebuild
+    largest_displacement<<<blocks(n), kThreads, 0, check_stream>>>(n, x, built.data(), cells, moved.data(),
+                                                                   moved.data() + 1);
+    NBKIT_CUDA_CHECK_LAUNCH();
+    check_done.record(check_stream);
+    check_started = true;
+    return;
+  }
   unsigned* word = moved.data() + checks % 2;
   largest_displacement<<<blocks(n), kThreads, 0, check_stream>>>(n, x, built.data(), cells, word,
                                                                  moved.data() + (checks + 1) % 2);
@@ -266,8 +342,8 @@ bool MolecularPairListGpu::State::needs_rebuild(const V3* x, const PeriodicBox& 
 }
 
 template <class Real>
-void MolecularPairListGpu::State::build_list() {
-  NBKIT_CUDA_CHECK(cudaMemsetAsync(longest.data(), 0, sizeof(int), stream));
+void MolecularPairListGpu::State::build_list(bool zero_longest) {
+  if (zero_longest) NBKIT_CUDA_CHECK(cudaMemsetAsync(longest.data(), 0, sizeof(int), stream));
   const Real reach2 = Real(reach() * reach());
   const int total = cells.total();
   if (groups) {
@@ -319,50 +395,30 @@ void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
   // by cell keeps session 34's order (the sub-cells were not measured there).
   const bool sub_order = groups_wanted && (build == Build::group || n < (1 << 18));
   sub_bits = sub_order && bits + kSubcellBits <= 32 ? kSubcellBits : 0;
-  bits += sub_bits;
+  sort_bits = bits + sub_bits;
   groups = sub_bits != 0 && build == Build::group && stencil_everywhere;
   if (groups && group_lo.size() < static_cast<std::size_t>(n))
     group_lo = DeviceBuffer<float4>(n), group_hi = DeviceBuffer<float4>(n);
   if (cell_start.size() < static_cast<std::size_t>(total) + 1) cell_start = DeviceBuffer<int>(total + 1);
-  bin_atoms<<<blocks(n), kThreads, 0, stream>>>(n, x, cells, sub_bits, key.data(), index.data());
-  NBKIT_CUDA_CHECK_LAUNCH();
-  std::size_t bytes = sort_scratch.size();
-  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_scratch.data(), bytes, key.data(), sorted_key.data(),
-                                                   index.data(), order.data(), n, 0, bits, stream));
-  cell_starts<<<blocks(total + 1), kThreads, 0, stream>>>(n, total, sorted_key.data(), cell_start.data(), sub_bits);
-  NBKIT_CUDA_CHECK_LAUNCH();
-  sorted_attributes<<<blocks(n), kThreads, 0, stream>>>(n, order.data(), type.data(), sorted_key.data(), sub_bits,
-                                                        cells, attributes.data());
-  NBKIT_CUDA_CHECK_LAUNCH();
-  NBKIT_CUDA_CHECK(cudaMemcpyAsync(built.data(), x, sizeof(V3) * n, cudaMemcpyDeviceToDevice, stream));
-  // A capacity of at most n entries a row (every other atom), in whole chunks.
-  auto fit = [&](int entries) { return (std::min(n, entries) + kChunk - 1) / kChunk * kChunk; };
+  queue_sort(x);
   auto pack_and_build = [&](auto real) {
     using Real = decltype(real);
-    pack<Real><<<blocks(n), kThreads, 0, stream>>>(n, x, charge.data(), order.data(), attributes.data(), cells,
-                                                   packed<Real>());
-    NBKIT_CUDA_CHECK_LAUNCH();
-    if (groups) {
-      group_bounds<Real><<<blocks(n), kThreads, 0, stream>>>(n, packed<Real>(), sorted_key.data(), sub_bits,
-                                                             cell_start.data(), group_lo.data(), group_hi.data());
-      NBKIT_CUDA_CHECK_LAUNCH();
-    }
+    queue_pack<Real>(x);
     if (capacity == 0) {
       // First build: room for the pairs within reach at the box's mean density, with a quarter
       // more for denser regions (a protein's packing); a longer row grows the list below.
       const double density = n / (edges[0] * edges[1] * edges[2]);
       const double expected = density * 4.0 / 3.0 * 3.14159265358979323846 * r * r * r;
-      capacity = fit(static_cast<int>(std::ceil(1.25 * expected)) + 32);
+      capacity = fit(fixed_capacity ? fixed_capacity : static_cast<int>(std::ceil(1.25 * expected)) + 32);
       list = DeviceBuffer<int>(static_cast<std::size_t>(capacity) * n);
     }
+    if (wanted_capacity > capacity) grow(wanted_capacity);  // found by the device
     build_list<Real>();
     int needed = 0;
     longest.download(&needed, 1, stream);
     NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (needed > capacity) {  // a row did not fit: the list grows (10% more) and is built again
-      capacity = fit(needed + needed / 10 + 32);
-      list = DeviceBuffer<int>();
-      list = DeviceBuffer<int>(static_cast<std::size_t>(capacity) * n);
+    if (needed > capacity && !fixed_capacity) {  // a row did not fit: the list grows and is built again
+      grow(needed);
       build_list<Real>();
     }
   };
@@ -370,6 +426,181 @@ void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
   else pack_and_build(double{});
   ++builds;
   rebuild_next = false;
+  wanted_capacity = 0;
+  decision.reset();  // its cells, buffers and capacity are the last configuration's
+  ++configuration;
+}
+
+int MolecularPairListGpu::State::fit(int entries) const { return (std::min(n, entries) + kChunk - 1) / kChunk * kChunk; }
+
+void MolecularPairListGpu::State::grow(int needed) {
+  capacity = fit(needed + needed / 10 + 32);
+  list = DeviceBuffer<int>();  // freed first: the old and the new list need not fit together
+  list = DeviceBuffer<int>(static_cast<std::size_t>(capacity) * n);
+}
+
+// The list grown for the longest row a build on the device found, and the rows written again from
+// the positions of that build (`built`): binned and sorted again they give the same order, so the
+// same rows, now whole; then this evaluation's positions packed again. The trajectory is the one
+// a list that held every row would give (walk_row summed the rows' rest meanwhile).
+void MolecularPairListGpu::State::regrow(const V3* x) {
+  grow(wanted_capacity);
+  wanted_capacity = 0;
+  queue_sort(built.data());
+  auto again = [&](auto real) {
+    using Real = decltype(real);
+    queue_pack<Real>(built.data());
+    for (;;) {
+      build_list<Real>();
+      int needed = 0;
+      longest.download(&needed, 1, stream);
+      NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      if (needed <= capacity) break;
+      grow(needed);
+    }
+    pack<Real><<<blocks(n), kThreads, 0, stream>>>(n, x, charge.data(), order.data(), attributes.data(), cells,
+                                                   packed<Real>());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  };
+  if (single) again(float{});
+  else again(double{});
+  decision.reset();
+  ++configuration;
+}
+
+void MolecularPairListGpu::State::queue_sort(const V3* x) {
+  const int total = cells.total();
+  bin_atoms<<<blocks(n), kThreads, 0, stream>>>(n, x, cells, sub_bits, key.data(), index.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  std::size_t bytes = sort_scratch.size();
+  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_scratch.data(), bytes, key.data(), sorted_key.data(),
+                                                   index.data(), order.data(), n, 0, sort_bits, stream));
+  cell_starts<<<blocks(total + 1), kThreads, 0, stream>>>(n, total, sorted_key.data(), cell_start.data(), sub_bits);
+  NBKIT_CUDA_CHECK_LAUNCH();
+  sorted_attributes<<<blocks(n), kThreads, 0, stream>>>(n, order.data(), type.data(), sorted_key.data(), sub_bits,
+                                                        cells, attributes.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  if (x != built.data())
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(built.data(), x, sizeof(V3) * n, cudaMemcpyDeviceToDevice, stream));
+}
+
+template <class Real>
+void MolecularPairListGpu::State::queue_pack(const V3* x) {
+  pack<Real><<<blocks(n), kThreads, 0, stream>>>(n, x, charge.data(), order.data(), attributes.data(), cells,
+                                                 packed<Real>());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  if (groups) {
+    group_bounds<Real><<<blocks(n), kThreads, 0, stream>>>(n, packed<Real>(), sorted_key.data(), sub_bits,
+                                                           cell_start.data(), group_lo.data(), group_hi.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+}
+
+// The device's record, if its copy has arrived (never waits): a row longer than the capacity
+// grows the list at this evaluation (regrow, or the host's build).
+void MolecularPairListGpu::State::read_control() {
+  const int longest_found = static_cast<volatile ListControl*>(control.data())->longest;
+  if (longest_found > capacity) wanted_capacity = std::max(wanted_capacity, longest_found);
+}
+
+// The decision as a graph of its own (the Lennard-Jones engine's step does the same:
+// engine_cuda.cu), where the evaluation is not itself being captured into a step's graph.
+void MolecularPairListGpu::State::capture_decision(const V3* x) {
+  decision.reset();
+  NBKIT_CUDA_CHECK(cudaGraphCreate(&decision.graph, 0));
+  NBKIT_CUDA_CHECK(cudaStreamBeginCaptureToGraph(stream, decision.graph, nullptr, nullptr, 0,
+                                                 cudaStreamCaptureModeThreadLocal));
+  try {
+    add_decision(x);
+  } catch (...) {
+    cudaGraph_t ended = nullptr;
+    cudaStreamEndCapture(stream, &ended);
+    decision.reset();
+    throw;
+  }
+  cudaGraph_t ended = nullptr;
+  NBKIT_CUDA_CHECK(cudaStreamEndCapture(stream, &ended));
+  NBKIT_CUDA_CHECK(cudaGraphInstantiate(&decision.exec, decision.graph, 0));
+  decision.x = x;
+}
+
+// decide_rebuild sets the condition of the node after it, whose body holds the rebuild's kernels
+// as rebuild() queues them for the present cells, buffers and capacity, and note_build after
+// them; added to the graph `stream` is being captured to (the decision's own, or a step's). The
+// body is captured from body_stream (a stream captures to one graph at a time).
+void MolecularPairListGpu::State::add_decision(const V3* x) {
+  cudaStreamCaptureStatus status;
+  cudaGraph_t capturing = nullptr;
+  NBKIT_CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &status, nullptr, &capturing, nullptr, nullptr, nullptr));
+  if (status != cudaStreamCaptureStatusActive) throw Error("the pair list's decision is added to a capture only");
+  cudaGraphConditionalHandle handle;
+  NBKIT_CUDA_CHECK(cudaGraphConditionalHandleCreate(&handle, capturing, 0, cudaGraphCondAssignDefault));
+  decide_rebuild<<<1, 1, 0, stream>>>(moved.data(), 0.25 * skin * skin, longest.data(), control.data(), handle);
+  NBKIT_CUDA_CHECK_LAUNCH();
+  const cudaGraphNode_t* dependencies = nullptr;
+  std::size_t dependency_count = 0;
+  NBKIT_CUDA_CHECK(
+      cudaStreamGetCaptureInfo(stream, &status, nullptr, &capturing, &dependencies, nullptr, &dependency_count));
+  cudaGraphNodeParams parameters{};
+  parameters.type = cudaGraphNodeTypeConditional;
+  parameters.conditional.handle = handle;
+  parameters.conditional.type = cudaGraphCondTypeIf;
+  parameters.conditional.size = 1;
+  cudaGraphNode_t conditional;
+  NBKIT_CUDA_CHECK(cudaGraphAddNode(&conditional, capturing, dependencies, nullptr, dependency_count, &parameters));
+  cudaGraph_t body = parameters.conditional.phGraph_out[0];
+  NBKIT_CUDA_CHECK(
+      cudaStreamUpdateCaptureDependencies(stream, &conditional, nullptr, 1, cudaStreamSetCaptureDependencies));
+  const cudaStream_t outer = stream;
+  stream = body_stream;  // the queueing functions below launch on `stream`
+  NBKIT_CUDA_CHECK(cudaStreamBeginCaptureToGraph(stream, body, nullptr, nullptr, 0, cudaStreamCaptureModeThreadLocal));
+  try {
+    queue_sort(x);
+    auto pack_and_build = [&](auto real) {
+      using Real = decltype(real);
+      queue_pack<Real>(x);
+      build_list<Real>(false);  // decide_rebuild zeroed `longest`
+    };
+    if (single) pack_and_build(float{});
+    else pack_and_build(double{});
+    note_build<<<1, 1, 0, stream>>>(longest.data(), control.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  } catch (...) {
+    cudaGraph_t ended = nullptr;
+    cudaStreamEndCapture(stream, &ended);
+    stream = outer;
+    throw;
+  }
+  cudaGraph_t ended = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(stream, &ended);
+  stream = outer;
+  NBKIT_CUDA_CHECK(e);
+}
+
+// An evaluation's list where the device decides: the host's builds as before where the host must
+// build, else the decision's graph after the check; the record of its builds copied back on the
+// check's stream, off the pairs' way.
+void MolecularPairListGpu::State::device_step(const V3* x, const PeriodicBox& box) {
+  read_control();
+  if (must_rebuild(box)) {
+    if (check_started) {  // its word unread: zeroed for the next check
+      NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, check_done, 0));
+      NBKIT_CUDA_CHECK(cudaMemsetAsync(moved.data(), 0, sizeof(unsigned), stream));
+      check_started = false;
+    }
+    rebuild(x, box);
+    return;
+  }
+  if (wanted_capacity > capacity) regrow(x);
+  if (!check_started) start_check(x);
+  check_started = false;
+  cudaStreamCaptureStatus status;
+  NBKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  const bool in_step_graph = status == cudaStreamCaptureStatusActive;
+  if (!in_step_graph && (!decision.exec || decision.x != x)) capture_decision(x);
+  NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, check_done, 0));
+  if (in_step_graph) add_decision(x);
+  else NBKIT_CUDA_CHECK(cudaGraphLaunch(decision.exec, stream));
 }
 
 template <class Real, bool Energies>
@@ -385,6 +616,9 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out, bo
   law.cutoff2 = Real(settings.cutoff * settings.cutoff);
   law.coulomb_k = Real(settings.coulomb_k());
   law.offsets = offsets;
+  law.capacity = capacity;
+  law.reach2 = Real(reach() * reach());
+  law.cell_start = cell_start.data(), law.excluded_first = excluded_first.data(), law.excluded = excluded.data();
   // The fast law where asked for and its erfc series reaches every pair (fast_pair_math.hpp).
   const bool fast = fast_law && single && coulomb == PairCoulomb::ewald &&
                     k.ewald_alpha * settings.cutoff <= kScaledErfcFloatTop;
@@ -458,7 +692,12 @@ void MolecularPairListGpu::start_check(const V3* x, const PeriodicBox& box) {
   s.start_check(x);
 }
 
-void MolecularPairListGpu::forget_check() { state_->check_started = false, state_->prepared = false; }
+void MolecularPairListGpu::forget_check() {
+  State& s = *state_;
+  if (s.device_check && s.check_started)  // its word unread: zeroed for the next check
+    NBKIT_CUDA_CHECK(cudaMemsetAsync(s.moved.data(), 0, sizeof(unsigned), s.check_stream));
+  s.check_started = false, s.prepared = false;
+}
 
 // The positions packed in the last build's order before the host waits for the check: the pairs
 // then start as soon as the answer (most often "keep the list") is known. A rebuild packs again
@@ -483,7 +722,8 @@ void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const P
   s.mark(0);
   if (!s.prepared) prepare(x, box);
   s.prepared = false;
-  if (s.needs_rebuild(x, box)) s.rebuild(x, box);
+  if (s.device_check) s.device_step(x, box);
+  else if (s.needs_rebuild(x, box)) s.rebuild(x, box);
   s.mark(1);
   // float64 always sums its energies: its kernel without them gave forces that differed in the
   // last bits (nvcc fuses the float64 multiply-adds of the two variants differently; measured

@@ -8,7 +8,9 @@
 // the group's box tested before its atoms, a lane a row above: the same rows;
 // NBKIT_PAIR_LIST_BUILD=group|row|cell forces one); the list is rebuilt when an atom has moved
 // more than half the skin since the last build (or the box changed), as NAMD's and OpenMM's
-// are. A thread per atom sums its row in order (each pair met from both ends, no atomics), so a
+// are, decided on the device by a CUDA graph's conditional node (or by the host, which then
+// waits for the check every step: NBKIT_PAIR_LIST_DEVICE_CHECK=0), a row longer than the list's
+// capacity summed in full from the cells until the host grows the list. A thread per atom sums its row in order (each pair met from both ends, no atomics), so a
 // force is the same bits every evaluation. Arithmetic: float64, or "mixed" as OpenMM's mixed
 // precision: each pair's law in float32 on float32 positions (wrapped into the box), the sums of
 // forces, energies and virial in float64. Excluded pairs' corrections (PME's erf, MSM's smoothed
@@ -79,6 +81,11 @@ class MolecularPairListGpu {
   // virial in that order (gather_forces), so the sums are the same bits as when evaluate adds them.
   void correct(const Vector3<double>* x, const PeriodicBox& box, const PairSums& out, bool energies,
                cudaStream_t stream);
+  // Can the next evaluation be captured into a step's CUDA graph (replayed without the host)? Where
+  // the device decides the rebuilds, the list exists for this box and need not grow. The graph
+  // holds the list's buffers, cells and capacity: recapture it when configuration() changes.
+  bool graph_ready(const PeriodicBox& box);
+  std::uint64_t configuration() const;
   std::int64_t builds() const;
   void rebuild_next();  // the next evaluation builds the list afresh
   int capacity() const;  // the longest row the list holds

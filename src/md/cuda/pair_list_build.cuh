@@ -117,6 +117,31 @@ __global__ void largest_displacement(int n, const V3* __restrict__ x, const V3* 
   if (threadIdx.x % 32 == 0 && bits) atomicMax(out, bits);
 }
 
+// The rebuilds the device decides (MolecularPairListGpu's device check, the default): how many,
+// and the longest row any of them found (the host grows the list when it next reads this).
+struct ListControl {
+  unsigned long long builds;
+  int longest;
+  int unused;
+};
+
+// First in the decision's graph, after the check: the largest squared displacement since the
+// build (float bits in *moved) against (skin / 2)^2, the host's own test, so the same steps
+// rebuild; the word zeroed for the next check and, for a rebuild, `longest` for its build.
+__global__ void decide_rebuild(unsigned* __restrict__ moved, double quarter_skin2, int* __restrict__ longest,
+                               ListControl* __restrict__ control, cudaGraphConditionalHandle rebuild) {
+  const float largest2 = __uint_as_float(*moved);
+  *moved = 0;
+  const bool build = !(static_cast<double>(largest2) <= quarter_skin2);
+  if (build) *longest = 0, ++control->builds;
+  cudaGraphSetConditional(rebuild, build ? 1u : 0u);
+}
+
+// Last in a rebuild the device decided: the longest row so far, for the host.
+__global__ void note_build(const int* __restrict__ longest, ListControl* __restrict__ control) {
+  control->longest = max(control->longest, *longest);
+}
+
 // Is (a, b) (topology indices) an excluded pair? Row a, sorted.
 __device__ inline bool is_excluded(int a, int b, const int* __restrict__ first, const int* __restrict__ partner) {
   for (int k = first[a]; k < first[a + 1]; ++k) {
@@ -358,6 +383,68 @@ __global__ void __launch_bounds__(32 * kRowWarps)
   if (lane == 0) {
     row_length[t] = count;
     atomicMax(longest, count);
+  }
+}
+
+// Row t's entries again, from the cells, for its entries past the list's capacity: a row longer
+// than the list was sized for (a region denser than at the last growth) when the build was
+// decided on the device, where no host is waiting to grow the list and build it again. The
+// pair sums call it for such rows only, `visit(k, entry)` for each entry k >= first, in the
+// row's order; the entries are the builds', bit for bit: the same cells in the same order, the
+// same separations (build_rows_by_row's arithmetic; the build by group's is the same) and the
+// same test, and no cell skipped by a face's distance (that only saves work: every atom of the
+// searched cells is tested here).
+template <class Real, class Visit>
+__device__ void walk_row(int t, int first, const PositionCharge<Real>* __restrict__ packed,
+                         const TypeCell* __restrict__ attributes, const int* __restrict__ order,
+                         const int* __restrict__ cell_start, const Frame<Real>& f, Real reach2,
+                         const int* __restrict__ excluded_first, const int* __restrict__ excluded, bool offsets,
+                         Visit&& visit) {
+  const PositionCharge<Real> pi = packed[t];
+  const int home_cell = attributes[t].cell;
+  const int atom_i = order[t];
+  const int first_excluded = excluded_first[atom_i], end_excluded = excluded_first[atom_i + 1];
+  const int lowest = first_excluded < end_excluded ? excluded[first_excluded] : 1;
+  const int highest = first_excluded < end_excluded ? excluded[end_excluded - 1] : 0;
+  const int c[3] = {cell_axis(home_cell, 0), cell_axis(home_cell, 1), cell_axis(home_cell, 2)};
+  int lo[3], hi[3];
+  const bool stencil_everywhere = f.count[0] >= 3 && f.count[1] >= 3 && f.count[2] >= 3;
+  for (int a = 0; a < 3; ++a) {
+    const bool stencil = f.count[a] >= 3;
+    lo[a] = stencil ? c[a] - 1 : 0, hi[a] = stencil ? c[a] + 1 : f.count[a] - 1;
+  }
+  int k = 0;
+  for (int rz = lo[2]; rz <= hi[2]; ++rz) {
+    const int cz = (rz + f.count[2]) % f.count[2];
+    for (int ry = lo[1]; ry <= hi[1]; ++ry) {
+      const int cy = (ry + f.count[1]) % f.count[1];
+      for (int rx = lo[0]; rx <= hi[0]; ++rx) {
+        const int cx = (rx + f.count[0]) % f.count[0];
+        const int cell = (cz * f.count[1] + cy) * f.count[0] + cx;
+        const Real shift[3] = {Real(c[0] - rx) * f.width[0], Real(c[1] - ry) * f.width[1],
+                               Real(c[2] - rz) * f.width[2]};
+        const unsigned code = offsets ? offset_code(c[0] - rx, c[1] - ry, c[2] - rz) : 0u;
+        const int end = cell_start[cell + 1];
+        for (int j = cell_start[cell]; j < end; ++j) {
+          if (j == t) continue;
+          const PositionCharge<Real> pj = packed[j];
+          Real dx, dy, dz;
+          if (stencil_everywhere) {
+            dx = (pi.x - pj.x) + shift[0], dy = (pi.y - pj.y) + shift[1], dz = (pi.z - pj.z) + shift[2];
+          } else {
+            const int cell_j = attributes[j].cell;
+            dx = axis_separation(f, 0, pi.x, pj.x, home_cell, cell_j);
+            dy = axis_separation(f, 1, pi.y, pj.y, home_cell, cell_j);
+            dz = axis_separation(f, 2, pi.z, pj.z, home_cell, cell_j);
+          }
+          if (!(dx * dx + dy * dy + dz * dz < reach2)) continue;
+          const int atom_j = order[j];
+          if (atom_j >= lowest && atom_j <= highest && is_excluded(atom_i, atom_j, excluded_first, excluded)) continue;
+          if (k >= first) visit(k, static_cast<unsigned>(j) | code);
+          ++k;
+        }
+      }
+    }
   }
 }
 

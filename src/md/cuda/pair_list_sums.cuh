@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "md/cuda/molecular_pair_list.cuh"  // PairSums
+#include "md/cuda/pair_list_build.cuh"      // walk_row
 #include "md/cuda/pair_list_layout.cuh"
 #include "md/fast_pair_math.hpp"
 #include "md/molecular_pair_constants.hpp"
@@ -22,6 +23,10 @@ struct PairLaw {
   Real cutoff2, coulomb_k;
   MolecularPairConstants<Real> k;
   bool offsets;  // the entries carry their cell offsets (offset_code)
+  // The list's capacity, and what walk_row needs for the entries of a longer row.
+  int capacity;
+  Real reach2;
+  const int *cell_start, *excluded_first, *excluded;
 };
 
 // `lanes` threads (1, 2, 4 or 8, lanes of one warp) per sorted atom t: lane l sums entries l,
@@ -74,12 +79,13 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
   const int length = row_length[t];
+  const int listed = min(length, law.capacity);  // a longer row's other entries: walk_row, below
   int k = lane;
   // `Ahead` of a lane's entries at a time: their loads (the entry, then the neighbour's position,
   // type and cell, then its Lennard-Jones pair) are issued together, so that a lane waits once
   // for Ahead pairs' memory. The pairs still add in the row's order: the same bits as one at a
   // time.
-  for (; k + (Ahead - 1) * lanes < length; k += Ahead * lanes) {
+  for (; k + (Ahead - 1) * lanes < listed; k += Ahead * lanes) {
     unsigned entry[Ahead];
     int j[Ahead];
 #pragma unroll
@@ -97,12 +103,23 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int u = 0; u < Ahead; ++u) add(entry[u], pj[u], aj[u].cell, c12_ij[u], c6_ij[u]);
   }
-  for (; k < length; k += lanes) {
+  for (; k < listed; k += lanes) {
     const unsigned entry = static_cast<unsigned>(__ldg(list + list_index(k, t, n)));
     const int j = static_cast<int>(entry & kIndexMask);
     const TypeCell aj = attributes[j];
     add(entry, packed[j], aj.cell, __ldg(c12 + aj.type), __ldg(c6 + aj.type));
   }
+  // Entries past the capacity (a build decided on the device found a longer row; the host grows
+  // the list when it next looks): found again from the cells, each lane its own (k % lanes), in
+  // the row's order after the listed ones, so the sums are those of a list that held them.
+  if (length > listed)
+    walk_row(t, listed, packed, attributes, order, law.cell_start, law.frame, law.reach2, law.excluded_first,
+             law.excluded, law.offsets, [&](int k, unsigned entry) {
+               if (k % lanes != lane) return;
+               const int j = static_cast<int>(entry & kIndexMask);
+               const TypeCell aj = attributes[j];
+               add(entry, packed[j], aj.cell, __ldg(c12 + aj.type), __ldg(c6 + aj.type));
+             });
   constexpr int kSummed = Energies ? 6 : 3;
   if (lanes > 1) {
     const int first = (threadIdx.x % 32) / lanes * lanes;
