@@ -237,31 +237,45 @@ class MolecularEngine final : public Engine {
     lap();
     const UnitConstants u = unit_constants(system_.units);
     const std::optional<PeriodicBox> b = box();
+    // The step's calls, made here or captured once into a CUDA graph that replays them
+    // (MolecularGpuDynamics::step_as_graph; the laps time phases only without graphs).
+    MolecularGpuDynamics::StepKey key;
+    key.dt = dt, key.energies = energies, key.langevin = middle_.has_value();
+    if (b)
+      for (int a = 0; a < 3; ++a) key.box[a] = b->lo[a], key.box[3 + a] = b->length(a);
     if (middle_) {
-      device_->kick(dt * u.force_to_acceleration);
-      lap(&StepPhases::integrate);
-      device_->constrain_velocities(dt, b);
-      lap(&StepPhases::constraints);
       const double a = std::exp(-middle_->friction * dt), scale = std::sqrt(1 - a * a);
-      device_->langevin_middle(dt, a, scale, u.boltzmann * middle_->temperature / u.mv2_to_energy, middle_->seed,
-                               noise_calls_++);
-      lap(&StepPhases::integrate);
-      device_->constrain_positions(dt, b);
-      lap(&StepPhases::constraints);
-      device_->evaluate(b, energies);
-      lap(&StepPhases::forces);
+      const double kt = u.boltzmann * middle_->temperature / u.mv2_to_energy;
+      key.a = a, key.b = scale, key.kt = kt, key.seed = middle_->seed;
+      const std::uint64_t call = noise_calls_++;
+      auto queue = [&] {
+        device_->kick(dt * u.force_to_acceleration);
+        lap(&StepPhases::integrate);
+        device_->constrain_velocities(dt, b);
+        lap(&StepPhases::constraints);
+        device_->langevin_middle(dt, a, scale, kt, middle_->seed, call);
+        lap(&StepPhases::integrate);
+        device_->constrain_positions(dt, b);
+        lap(&StepPhases::constraints);
+        device_->evaluate(b, energies);
+        lap(&StepPhases::forces);
+      };
+      if (!device_->step_as_graph(key, call, queue, b)) queue();
     } else {
-      device_->kick(0.5 * dt * u.force_to_acceleration);
-      device_->drift(dt);
-      lap(&StepPhases::integrate);
-      device_->constrain_positions(dt, b);
-      lap(&StepPhases::constraints);
-      device_->evaluate(b, energies);
-      lap(&StepPhases::forces);
-      device_->kick(0.5 * dt * u.force_to_acceleration);
-      lap(&StepPhases::integrate);
-      device_->constrain_velocities(dt, b);
-      lap(&StepPhases::constraints);
+      auto queue = [&] {
+        device_->kick(0.5 * dt * u.force_to_acceleration);
+        device_->drift(dt);
+        lap(&StepPhases::integrate);
+        device_->constrain_positions(dt, b);
+        lap(&StepPhases::constraints);
+        device_->evaluate(b, energies);
+        lap(&StepPhases::forces);
+        device_->kick(0.5 * dt * u.force_to_acceleration);
+        lap(&StepPhases::integrate);
+        device_->constrain_velocities(dt, b);
+        lap(&StepPhases::constraints);
+      };
+      if (!device_->step_as_graph(key, 0, queue, b)) queue();
     }
     if (phases_) {
       ++phases_->evaluations;

@@ -56,6 +56,12 @@ class MolecularGpuForces {
   std::int64_t list_builds() const;
   // The next evaluation builds the pair list afresh (checkpoints: as a restarted run does).
   void rebuild_next();
+  // Can the next evaluate_on_device be captured into a step's CUDA graph and replayed (the pair
+  // list's rebuilds decided on the device, the list and PME's mesh made for this box, phases not
+  // timed)? A graph holds the list's and the mesh's buffers: recapture when graph_configuration()
+  // changes.
+  bool graph_ready(const std::optional<PeriodicBox>& box);
+  std::uint64_t graph_configuration() const;
 
   // Benchmarks: each evaluation's phases timed by events from now on; the last one's seconds
   // (waits for it). mesh_phases: PME's spread, forward FFT, convolution, inverse FFT, gather.

@@ -5,11 +5,12 @@
 // SETTLE/SHAKE/RATTLE (cuda/constraints.cuh: constraint_law.hpp, the host's functions) and
 // evaluations (MolecularGpuForces::evaluate_on_device) as on the host, each a kernel over atoms,
 // waters or clusters. The host sees the state only when it asks (download: thermo rows, frames,
-// checkpoints, barostat moves); nothing is read back per step but the pair list's one-word
-// check. Errors found on the device (a force not finite, a water SETTLE cannot place, a cluster
+// checkpoints, barostat moves); nothing is read back per step (the pair list's rebuilds are
+// decided on the device), and a step is one CUDA graph launch where it can be (step_as_graph). Errors found on the device (a force not finite, a water SETTLE cannot place, a cluster
 // that does not converge) are reported at the next download with the atoms they concern.
 // Internal; no CUDA in this header. Builds without CUDA throw from the constructor.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -56,6 +57,25 @@ class MolecularGpuDynamics {
   // evaluation's that had them).
   void evaluate(const std::optional<PeriodicBox>& box, bool energies = true);
   void synchronize();  // waits for the device (phase timing)
+
+  // One step's calls (`queue`: the ones above, as the engine makes them) as one CUDA graph: captured
+  // the first time for `key` (again where MolecularGpuForces::graph_configuration changed: a list
+  // the host built or grew, a new PME mesh), then each step replayed by one launch, the
+  // Langevin-middle call's index (`langevin_call`) set in it. A step of ~60 launches left the GPU
+  // waiting on the host's launch calls (session 37's timeline: the host 1.6 us ahead of the
+  // pairs); the graph's kernels follow one another on the device. Returns false, having queued
+  // nothing, where the step cannot be a graph now (MolecularGpuForces::graph_ready: the list's
+  // rebuilds must be decided on the device; NBKIT_STEP_GRAPH=0 turns graphs off): the caller then
+  // makes the calls itself.
+  struct StepKey {
+    double dt = 0, a = 0, b = 0, kt = 0;  // the integrator's constants (a, b, kt: Langevin's)
+    std::uint64_t seed = 0;
+    bool energies = false, langevin = false;
+    double box[6] = {0, 0, 0, 0, 0, 0};  // lo, lengths
+    bool operator==(const StepKey& o) const;
+  };
+  bool step_as_graph(const StepKey& key, std::uint64_t langevin_call, const std::function<void()>& queue,
+                     const std::optional<PeriodicBox>& box);
 
  private:
   struct State;

@@ -32,6 +32,8 @@ MolecularForces MolecularGpuForces::evaluate(const std::vector<Vec3>&, const std
 std::string MolecularGpuForces::description() const { return "no GPU"; }
 std::int64_t MolecularGpuForces::list_builds() const { return 0; }
 void MolecularGpuForces::rebuild_next() {}
+bool MolecularGpuForces::graph_ready(const std::optional<PeriodicBox>&) { return false; }
+std::uint64_t MolecularGpuForces::graph_configuration() const { return 0; }
 void MolecularGpuForces::time_phases() {}
 MolecularGpuForces::Phases MolecularGpuForces::phase_seconds() const { return {}; }
 bool MolecularGpuForces::resident() const { return false; }
@@ -56,5 +58,10 @@ void MolecularGpuDynamics::constrain_positions(double, const std::optional<Perio
 void MolecularGpuDynamics::constrain_velocities(double, const std::optional<PeriodicBox>&) {}
 void MolecularGpuDynamics::evaluate(const std::optional<PeriodicBox>&, bool) {}
 void MolecularGpuDynamics::synchronize() {}
+bool MolecularGpuDynamics::StepKey::operator==(const StepKey&) const { return false; }
+bool MolecularGpuDynamics::step_as_graph(const StepKey&, std::uint64_t, const std::function<void()>&,
+                                         const std::optional<PeriodicBox>&) {
+  return false;
+}
 
 }  // namespace nbkit::md

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <string>
 #include <tuple>
 
 #include "md/molecular_test_support.hpp"
@@ -147,6 +149,66 @@ TEST(MolecularSimulation, MixedPrecisionRunsRebuildTheirListAndRepeat) {
   EXPECT_LT(worst, 1e-6);
   EXPECT_EQ(again.state().x, ours.state().x);
   EXPECT_EQ(again.state().vx, ours.state().vx);
+}
+
+// The list's rebuilds decided on the device (a graph's conditional node after the check; the
+// default) and by the host (NBKIT_PAIR_LIST_DEVICE_CHECK=0, which waits for the check's word every
+// step) give the same trajectory to the bit and the same count of builds: the same test of the
+// same word. So do the steps replayed as CUDA graphs (the default where the device decides;
+// NBKIT_STEP_GRAPH=0: each call launched by the host), Verlet's and Langevin-middle's (whose graph
+// takes each step's noise index). With NBKIT_PAIR_LIST_CAPACITY=16 (most rows of these chains are
+// longer: walk_row sums their rest) the host's run keeps that capacity and the device's grows it
+// once a build on the device finds the longer rows (its rows written again from the positions of
+// that build): the same bits again. Mixed precision and float64, 100 steps of PME dynamics with a
+// 0.5 A skin.
+TEST(MolecularSimulation, ListRebuildsDecidedOnTheDeviceGiveTheSameBits) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const Chains c = chains_at_300k();
+  MolecularForceField field = c.field();
+  field.nonbonded.method = NonbondedSettings::Method::pme;
+  field.nonbonded.style = NonbondedSettings::CutoffStyle::openmm;
+  struct Env {
+    Env(const char* device_check, const char* graphs, const char* capacity) {
+      setenv("NBKIT_PAIR_LIST_DEVICE_CHECK", device_check, 1), setenv("NBKIT_STEP_GRAPH", graphs, 1);
+      if (capacity) setenv("NBKIT_PAIR_LIST_CAPACITY", capacity, 1);
+    }
+    ~Env() {
+      unsetenv("NBKIT_PAIR_LIST_DEVICE_CHECK"), unsetenv("NBKIT_STEP_GRAPH"), unsetenv("NBKIT_PAIR_LIST_CAPACITY");
+    }
+  };
+  for (const bool langevin : {false, true})
+    for (const bool mixed : {true, false}) {
+      Integrator integrator;
+      integrator.timestep = 0.5;
+      if (langevin) integrator.langevin_middle = Integrator::LangevinMiddleSettings{300, 1e-2, 7};
+      SimulationOptions options = on(Backend::cuda);
+      if (mixed) options.precision.reset();
+      options.skin = 0.5;
+      auto run = [&](const char* device_check, const char* graphs, const char* capacity) {
+        const Env env(device_check, graphs, capacity);
+        auto simulation = std::make_unique<Simulation>(c.system, field, integrator, options);
+        simulation->run(60);
+        const double potential = simulation->thermo().potential;  // a step with energies between
+        simulation->run(40);
+        EXPECT_TRUE(std::isfinite(potential));
+        return simulation;
+      };
+      const auto host = run("0", "1", nullptr);
+      ASSERT_GT(host->list_builds(), 2);
+      using Case = std::tuple<const char*, const char*, const char*>;
+      for (const auto& [device_check, graphs, capacity] :
+           {Case{"1", "1", nullptr}, Case{"1", "0", nullptr}, Case{"0", "1", "16"}, Case{"1", "1", "16"}}) {
+        const auto other = run(device_check, graphs, capacity);
+        const std::string what = std::string(langevin ? "langevin " : "verlet ") + (mixed ? "mixed" : "float64") +
+                                 " device check " + device_check + " graphs " + graphs + " capacity " +
+                                 (capacity ? capacity : "grown");
+        EXPECT_EQ(host->list_builds(), other->list_builds()) << what;
+        EXPECT_EQ(host->state().x, other->state().x) << what;
+        EXPECT_EQ(host->state().vx, other->state().vx) << what;
+        EXPECT_EQ(host->thermo().potential, other->thermo().potential) << what;
+      }
+    }
 }
 
 // L-BFGS minimisation: the largest force ends below the tolerance, as md::molecular_forces

@@ -3,6 +3,8 @@
 // arithmetic, a thread per atom.
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "md/cuda/constraints.cuh"
+#include "md/cuda/molecular_pair_list.cuh"  // env_switch
 #include "md/langevin_noise.hpp"
 #include "md/molecular_gpu.hpp"
 #include "md/molecular_gpu_dynamics.hpp"
@@ -120,7 +123,89 @@ struct MolecularGpuDynamics::State {
   cuda::DeviceBuffer<double> mass;
   std::unique_ptr<ConstraintsGpu> constraints;
   std::vector<V3> host;  // staging between the System's arrays and the device's
+  // Steps as graphs (step_as_graph): the last few keys' (an energies step and a plain one at least).
+  struct StepGraph {
+    StepKey key;
+    std::uint64_t configuration = 0;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    cudaGraphNode_t langevin = nullptr;  // langevin_middle_kernel's node, its `call` set per launch
+    cudaKernelNodeParams langevin_parameters{};
+    StepGraph() = default;
+    StepGraph(const StepGraph&) = delete;
+    StepGraph& operator=(const StepGraph&) = delete;
+    ~StepGraph() {
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+    }
+  };
+  bool graphs = true, graph_priorities = true;
+  std::vector<std::unique_ptr<StepGraph>> step_graphs;
+  cudaGraphNode_t captured_langevin = nullptr;  // langevin_middle's node in the graph being captured
 };
+
+bool MolecularGpuDynamics::StepKey::operator==(const StepKey& o) const {
+  for (int k = 0; k < 6; ++k)
+    if (box[k] != o.box[k]) return false;
+  return dt == o.dt && a == o.a && b == o.b && kt == o.kt && seed == o.seed && energies == o.energies &&
+         langevin == o.langevin;
+}
+
+// langevin_middle_kernel's parameters: `call` is the tenth (index 9).
+constexpr int kLangevinParameters = 11, kLangevinCall = 9;
+
+bool MolecularGpuDynamics::step_as_graph(const StepKey& key, std::uint64_t langevin_call,
+                                         const std::function<void()>& queue, const std::optional<PeriodicBox>& box) {
+  State& s = *state_;
+  if (!s.graphs || !s.forces->graph_ready(box)) return false;
+  const std::uint64_t configuration = s.forces->graph_configuration();
+  State::StepGraph* g = nullptr;
+  for (auto& candidate : s.step_graphs)
+    if (candidate->key == key && candidate->configuration == configuration) g = candidate.get();
+  if (!g) {
+    // Graphs of an older configuration hold freed buffers: gone; at most four keys kept.
+    std::erase_if(s.step_graphs, [&](const auto& old) { return old->configuration != configuration; });
+    if (s.step_graphs.size() >= 4) s.step_graphs.erase(s.step_graphs.begin());
+    auto made = std::make_unique<State::StepGraph>();
+    made->key = key, made->configuration = configuration;
+    NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+    s.captured_langevin = nullptr;
+    NBKIT_CUDA_CHECK(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      queue();
+    } catch (...) {
+      cudaGraph_t ended = nullptr;
+      cudaStreamEndCapture(s.stream, &ended);
+      if (ended) cudaGraphDestroy(ended);
+      throw;
+    }
+    NBKIT_CUDA_CHECK(cudaStreamEndCapture(s.stream, &made->graph));
+    // With the nodes' own priorities (captured from their streams': PME's mesh high), as the
+    // launches without a graph run; NBKIT_STEP_GRAPH_PRIORITIES=0: the stream's it is launched into.
+    NBKIT_CUDA_CHECK(cudaGraphInstantiate(&made->exec, made->graph,
+                                          s.graph_priorities ? cudaGraphInstantiateFlagUseNodePriority : 0));
+    if (key.langevin) {  // its node, noted as langevin_middle captured it, checked by its function and call
+      cudaKernelNodeParams p{};
+      if (s.captured_langevin) NBKIT_CUDA_CHECK(cudaGraphKernelNodeGetParams(s.captured_langevin, &p));
+      if (!s.captured_langevin || p.func != reinterpret_cast<void*>(langevin_middle_kernel) ||
+          *static_cast<const std::uint64_t*>(p.kernelParams[kLangevinCall]) != langevin_call)
+        throw Error("the GPU step's graph: its Langevin kernel is not as captured (NBKIT_STEP_GRAPH=0 runs without graphs)");
+      made->langevin = s.captured_langevin, made->langevin_parameters = p;
+    }
+    s.step_graphs.push_back(std::move(made));
+    g = s.step_graphs.back().get();
+  }
+  if (g->langevin) {
+    void* arguments[kLangevinParameters];
+    for (int k = 0; k < kLangevinParameters; ++k) arguments[k] = g->langevin_parameters.kernelParams[k];
+    arguments[kLangevinCall] = &langevin_call;
+    cudaKernelNodeParams p = g->langevin_parameters;
+    p.kernelParams = arguments;
+    NBKIT_CUDA_CHECK(cudaGraphExecKernelNodeSetParams(g->exec, g->langevin, &p));
+  }
+  NBKIT_CUDA_CHECK(cudaGraphLaunch(g->exec, s.stream));
+  return true;
+}
 
 MolecularGpuDynamics::MolecularGpuDynamics(MolecularGpuForces& forces, const System& system,
                                            const ConstraintSet& constraints)
@@ -137,6 +222,8 @@ MolecularGpuDynamics::MolecularGpuDynamics(MolecularGpuForces& forces, const Sys
   for (std::size_t i = 0; i < system.size(); ++i) mass[i] = system.mass(i);
   s.mass = cuda::DeviceBuffer<double>(s.n);
   s.mass.upload(mass.data(), mass.size(), s.stream);
+  s.graphs = env_switch("NBKIT_STEP_GRAPH", true);
+  s.graph_priorities = env_switch("NBKIT_STEP_GRAPH_PRIORITIES", true);
   if (!constraints.empty()) {
     s.reference = cuda::DeviceBuffer<V3>(s.n), s.unconstrained = cuda::DeviceBuffer<V3>(s.n);
     s.constraints = std::make_unique<ConstraintsGpu>(constraints, mass, s.stream);
@@ -213,6 +300,14 @@ void MolecularGpuDynamics::langevin_middle(double dt, double a, double b, double
                                                                  s.copies());
   NBKIT_CUDA_CHECK_LAUNCH();
   s.wrapped.reset();
+  cudaStreamCaptureStatus status;
+  NBKIT_CUDA_CHECK(cudaStreamIsCapturing(s.stream, &status));
+  if (status == cudaStreamCaptureStatusActive) {  // the kernel's node: the capture's one dependency now
+    const cudaGraphNode_t* last = nullptr;
+    std::size_t count = 0;
+    NBKIT_CUDA_CHECK(cudaStreamGetCaptureInfo(s.stream, &status, nullptr, nullptr, &last, nullptr, &count));
+    s.captured_langevin = count == 1 ? last[0] : nullptr;
+  }
 }
 
 void MolecularGpuDynamics::constrain_positions(double dt, const std::optional<PeriodicBox>& box) {

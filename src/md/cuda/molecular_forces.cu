@@ -327,6 +327,7 @@ struct MolecularGpuForces::State {
   // on the host (the fixed-point range, the self and background terms).
   std::unique_ptr<PmeGpu> pme;
   std::array<int, 3> pme_mesh{};  // the mesh `pme` was made for (kept while the box's changes keep it)
+  std::uint64_t pme_meshes = 0;  // PmeGpu objects made so far (a step's graph holds the last)
   // MSM: the grids run on the host (md/msm.hpp, every core) beside the GPU's pairs, their
   // lattice-cutoff sums on this GPU; made at the first box, again when its edges change.
   std::unique_ptr<MsmCpu> msm;
@@ -504,6 +505,18 @@ void MolecularGpuForces::rebuild_next() {
   if (state_->list) state_->list->rebuild_next();
 }
 
+bool MolecularGpuForces::graph_ready(const std::optional<PeriodicBox>& box) {
+  State& s = *state_;
+  if (s.events || !s.list || !box || !s.list->graph_ready(*box)) return false;
+  if (s.settings.method != NonbondedSettings::Method::pme) return true;
+  return s.pme && pme_parameters(s.settings, *box).mesh == s.pme_mesh;  // as the last evaluation's
+}
+
+std::uint64_t MolecularGpuForces::graph_configuration() const {
+  const State& s = *state_;
+  return (s.list ? s.list->configuration() : 0) * 1024 + s.pme_meshes % 1024;
+}
+
 void MolecularGpuForces::time_phases() {
   state_->events = std::make_unique<std::array<cuda::Event, 7>>();
   if (state_->pme) state_->pme->time_phases();
@@ -674,6 +687,7 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
       s.pme = std::make_unique<PmeGpu>(parameters.mesh, settings.pme_order, parameters.alpha, s.host_charge, side);
       if (s.events) s.pme->time_phases();
       s.pme_mesh = parameters.mesh;
+      ++s.pme_meshes;
     }
     // Without energies the mesh's energy and virial are not summed (its forces are the same
     // bits): s.mesh_sums keeps the last evaluation's that had them, as s.sums does.
