@@ -2,7 +2,10 @@
 // loaded by the CUDA driver into any program through CUDA_INJECTION64_PATH, it records CUPTI's
 // activity records (each kernel's, copy's and memset's start, end and stream, the GPU's own
 // timestamps; kernels of concurrent streams overlap as they ran) and writes them, one per line,
-// to $NBKIT_TRACE ("kernel|memcpy|memset <TAB> start ns <TAB> end ns <TAB> stream <TAB> name").
+// to $NBKIT_TRACE ("kernel|memcpy|memset <TAB> start ns <TAB> end ns <TAB> stream <TAB> name
+// <TAB> correlation"), and the host's runtime calls ("api <TAB> start <TAB> end <TAB> thread <TAB>
+// call <TAB> correlation": a kernel's launch call has its correlation, so the two lines say how
+// far ahead of the GPU the host queued it).
 // scripts/timeline-md builds and uses it:
 //   g++ -std=c++17 -O2 -shared -fPIC scripts/cupti_trace.cpp -I$CUDA/include -L$CUPTI_LIB -lcupti
 //   CUDA_INJECTION64_PATH=libtrace.so NBKIT_TRACE=trace.tsv nbkit md ...
@@ -57,8 +60,9 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-        std::fprintf(out, "kernel\t%llu\t%llu\t%u\t%s\n", static_cast<unsigned long long>(k->start),
-                     static_cast<unsigned long long>(k->end), k->streamId, short_name(k->name).c_str());
+        std::fprintf(out, "kernel\t%llu\t%llu\t%u\t%s\t%u\n", static_cast<unsigned long long>(k->start),
+                     static_cast<unsigned long long>(k->end), k->streamId, short_name(k->name).c_str(),
+                     k->correlationId);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -72,6 +76,14 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
         std::fprintf(out, "memset\t%llu\t%llu\t%u\t%llu bytes\n", static_cast<unsigned long long>(m->start),
                      static_cast<unsigned long long>(m->end), m->streamId, static_cast<unsigned long long>(m->bytes));
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_RUNTIME: {
+        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+        const char* call = nullptr;
+        if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, a->cbid, &call) != CUPTI_SUCCESS || !call) call = "?";
+        std::fprintf(out, "api\t%llu\t%llu\t%u\t%s\t%u\n", static_cast<unsigned long long>(a->start),
+                     static_cast<unsigned long long>(a->end), a->threadId, call, a->correlationId);
         break;
       }
       default:
@@ -98,6 +110,7 @@ extern "C" int InitializeInjection(void) {
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
   std::atexit(flush_at_exit);
   return 1;
 }
