@@ -444,6 +444,7 @@ void MolecularPairListGpu::State::grow(int needed) {
 // same rows, now whole; then this evaluation's positions packed again. The trajectory is the one
 // a list that held every row would give (walk_row summed the rows' rest meanwhile).
 void MolecularPairListGpu::State::regrow(const V3* x) {
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // the steps queued so far read the old list
   grow(wanted_capacity);
   wanted_capacity = 0;
   queue_sort(built.data());
