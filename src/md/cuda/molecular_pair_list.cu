@@ -226,7 +226,9 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   while (s.lanes < 8 && static_cast<std::int64_t>(s.n) * s.lanes < (std::int64_t{1} << 18)) s.lanes *= 2;
   // NBKIT_PAIR_LANES=1|2|4|8 (A/B runs): fewer lanes leave SMs to PME's mesh beside the pairs,
   // whose small kernels waited ~50 us a step for the pairs' blocks at 30,671 atoms on an H200
-  // (session 36's CUPTI timeline; not measured yet). Another count sums each row in another
+  // (session 36's CUPTI timeline). Measured in session 37 (H200, before the step's graph): 4
+  // lanes instead of 8 slower, 1,086.5 against 1,109.6 ns/day at 30,671 atoms and 1,218.9
+  // against 1,248.0 at 23,534, so the count stays by size. Another count sums each row in another
   // order: other last bits, within float32's rounding (MolecularGpu.PairLanesAgree...).
   if (const char* pick = std::getenv("NBKIT_PAIR_LANES"); pick && *pick) {
     const std::string p = pick;
