@@ -3,7 +3,6 @@
 // arithmetic, a thread per atom.
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
