@@ -11,12 +11,13 @@ namespace nbkit::cuda {
 class Stream {
  public:
   Stream() { NBKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  // The current device's highest priority: its blocks are scheduled before those of
-  // default-priority streams queued on the same device (work that others wait for).
-  static Stream high_priority() {
+  // The current device's highest priority (`below` = 0), or that many levels below it (never
+  // below the default): its blocks are scheduled before those of lower-priority streams queued
+  // on the same device (work that others wait for).
+  static Stream high_priority(int below = 0) {
     int least = 0, greatest = 0;
     NBKIT_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    return Stream(greatest);
+    return Stream(greatest + below < least ? greatest + below : least);
   }
   ~Stream() {
     if (stream_) cudaStreamDestroy(stream_);

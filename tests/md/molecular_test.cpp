@@ -812,10 +812,11 @@ TEST(MolecularGpu, RowsPastTheListsCapacityGiveTheSameBits) {
 
 // Where the GPU's evaluation queues its work changes no bit: PME's excluded pairs' corrections
 // apart from the pair sums, on the bonded terms' stream (by default; NBKIT_CORRECTIONS_APART=0:
-// after the pairs on the main stream, added to their sums), and the bonded terms on a stream of
-// their own (by default; NBKIT_BONDED_STREAM=0: ahead of the mesh on its stream): gather_forces
-// adds every part in the same order, so the forces, energies and virial are the same bits every
-// way, in both precisions, on the protein and the chains. Bad values are refused.
+// after the pairs on the main stream, added to their sums), the bonded terms on a stream of
+// their own (by default; NBKIT_BONDED_STREAM=0: ahead of the mesh on its stream), and the pairs
+// waiting for part of the mesh's chain (NBKIT_PAIRS_AFTER_MESH=k): gather_forces adds every part
+// in the same order, so the forces, energies and virial are the same bits every way, in both
+// precisions, on the protein and the chains. Bad values are refused.
 TEST(MolecularGpu, ExcludedCorrectionsApartFromThePairsGiveTheSameBits) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
@@ -823,24 +824,28 @@ TEST(MolecularGpu, ExcludedCorrectionsApartFromThePairsGiveTheSameBits) {
   NonbondedSettings s;
   s.method = Method::pme, s.cutoff = 9;
   struct Env {  // unset again however the evaluation ends (a refusal throws)
-    Env(const char* apart, const char* bonded_stream) {
+    Env(const char* apart, const char* bonded_stream, const char* after_mesh) {
       setenv("NBKIT_CORRECTIONS_APART", apart, 1), setenv("NBKIT_BONDED_STREAM", bonded_stream, 1);
+      setenv("NBKIT_PAIRS_AFTER_MESH", after_mesh, 1);
     }
-    ~Env() { unsetenv("NBKIT_CORRECTIONS_APART"), unsetenv("NBKIT_BONDED_STREAM"); }
+    ~Env() { unsetenv("NBKIT_CORRECTIONS_APART"), unsetenv("NBKIT_BONDED_STREAM"), unsetenv("NBKIT_PAIRS_AFTER_MESH"); }
   };
-  auto with = [&](const char* apart, const char* bonded_stream, const Topology& t, const std::vector<Vec3>& x,
-                  const PeriodicBox& box, Precision precision) {
-    const Env env(apart, bonded_stream);
+  auto with = [&](const char* apart, const char* bonded_stream, const char* after_mesh, const Topology& t,
+                  const std::vector<Vec3>& x, const PeriodicBox& box, Precision precision) {
+    const Env env(apart, bonded_stream, after_mesh);
     return md::molecular_forces(t, x, box, s, Backend::cuda, 0, {}, precision);
   };
   using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
+  using Way = std::tuple<const char*, const char*, const char*>;
   for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
                                         Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
     for (const Precision precision : {Precision::single, Precision::double_}) {
-      const auto after = with("0", "0", *t, *x, box, precision);
-      for (const auto& [apart, bonded_stream] : {std::pair{"1", "1"}, {"0", "1"}, {"1", "0"}}) {
-        const auto other = with(apart, bonded_stream, *t, *x, box, precision);
-        const std::string what = std::string(name) + " apart " + apart + " bonded stream " + bonded_stream;
+      const auto after = with("0", "0", "0", *t, *x, box, precision);
+      for (const auto& [apart, bonded_stream, after_mesh] :
+           {Way{"1", "1", "0"}, Way{"0", "1", "0"}, Way{"1", "0", "0"}, Way{"1", "1", "2"}, Way{"0", "0", "4"}}) {
+        const auto other = with(apart, bonded_stream, after_mesh, *t, *x, box, precision);
+        const std::string what = std::string(name) + " apart " + apart + " bonded stream " + bonded_stream +
+                                 " pairs after mesh " + after_mesh;
         EXPECT_NE(after.energy.coulomb_reciprocal, 0.0) << what;
         EXPECT_EQ(after.energy.coulomb_reciprocal, other.energy.coulomb_reciprocal) << what;
         EXPECT_EQ(after.energy.total(), other.energy.total()) << what;
@@ -848,8 +853,9 @@ TEST(MolecularGpu, ExcludedCorrectionsApartFromThePairsGiveTheSameBits) {
         for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(after.force[i], other.force[i]) << what << " atom " << i;
       }
     }
-  EXPECT_THROW(with("2", "1", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
-  EXPECT_THROW(with("1", "yes", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
+  EXPECT_THROW(with("2", "1", "0", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
+  EXPECT_THROW(with("1", "yes", "0", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
+  EXPECT_THROW(with("1", "1", "5", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
 }
 
 // md::replicate: a periodic system repeated along its edges is the same infinite system, so with

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cuda/check.hpp"
@@ -212,32 +214,23 @@ __global__ void nonbonded_pairs(int n, DeviceImages im, PairTable p, V3* force, 
   excluded_out[i] = 0.5 * excluded_sum;
 }
 
-// Each atom's force: its nonbonded sum, the mesh's (PME; null otherwise), then its bonded slots
-// in the order the host listed them. The lowest atom whose force is not finite is kept in
-// *nonfinite (left alone otherwise), for the device-resident step's checks.
-// `correction` (null unless the excluded pairs' corrections ran apart from the pairs): added
-// to the nonbonded sum first, as the pair list adds them when they run after the pairs (the same
-// bits), and with `virial` their half virial to the pairs' (the evaluations with energies).
-// The slots are loaded kGatherAhead at a time before they are added (in order: the same sum);
-// one at a time, a protein atom's ~30 slots were ~30 dependent round trips to L2 (8%
-// occupancy: the waters have none). At 30,677 atoms on an H200 (session 34) the kernel went from
-// 29.0 to 15.7 us (Nsight Compute), the step's "finish" phase from 0.028 to 0.015 ms.
+// Each atom's bonded terms' force: its slots summed in the order the host listed them (atoms
+// without slots are not written: gather_forces adds nothing for them). On the bonded terms'
+// stream right after them, beside the pairs and the mesh, so that only three arrays are left
+// to add once those end: at 23,534 atoms on an H200 (session 38's timeline) gather_forces,
+// slots included, took ~12 us after the mesh's gather, every step, on the way to the next
+// step's kick. The slots are loaded kGatherAhead at a time before they are added (in order:
+// the same sum); one at a time, a protein atom's ~30 slots were ~30 dependent round trips to L2
+// (8% occupancy: the waters have none; session 34: 29.0 -> 15.7 us at 30,677 atoms).
 constexpr int kGatherAhead = 8;
-__global__ void gather_forces(int n, const V3* __restrict__ nonbonded, const V3* __restrict__ correction,
-                              const double* __restrict__ correction_virial, double* __restrict__ virial,
-                              const V3* __restrict__ mesh, const V3* __restrict__ slot,
-                              const int* __restrict__ first, const int* __restrict__ slots, V3* __restrict__ out,
-                              int* nonfinite) {
+__global__ void sum_slots(int n, const V3* __restrict__ slot, const int* __restrict__ first,
+                          const int* __restrict__ slots, V3* __restrict__ out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  V3 f = nonbonded[i];
-  if (correction) {
-    f = f + correction[i];
-    if (virial) virial[i] += correction_virial[i];
-  }
-  if (mesh) f = f + mesh[i];
-  const int end = first[i + 1];
-  for (int k = first[i]; k < end; k += kGatherAhead) {
+  const int begin = first[i], end = first[i + 1];
+  if (begin == end) return;
+  V3 f = slot[slots[begin]];
+  for (int k = begin + 1; k < end; k += kGatherAhead) {
     int at[kGatherAhead];
     V3 term[kGatherAhead];
 #pragma unroll
@@ -249,6 +242,28 @@ __global__ void gather_forces(int n, const V3* __restrict__ nonbonded, const V3*
     for (int a = 0; a < kGatherAhead; ++a)
       if (at[a] >= 0) f = f + term[a];
   }
+  out[i] = f;
+}
+
+// Each atom's force: its nonbonded sum, the mesh's (PME; null otherwise), then its bonded
+// terms' (sum_slots; atoms with slots only). The lowest atom whose force is not finite is kept
+// in *nonfinite (left alone otherwise), for the device-resident step's checks.
+// `correction` (null unless the excluded pairs' corrections ran apart from the pairs): added
+// to the nonbonded sum first, as the pair list adds them when they run after the pairs (the same
+// bits), and with `virial` their half virial to the pairs' (the evaluations with energies).
+__global__ void gather_forces(int n, const V3* __restrict__ nonbonded, const V3* __restrict__ correction,
+                              const double* __restrict__ correction_virial, double* __restrict__ virial,
+                              const V3* __restrict__ mesh, const V3* __restrict__ bonded,
+                              const int* __restrict__ first, V3* __restrict__ out, int* nonfinite) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  V3 f = nonbonded[i];
+  if (correction) {
+    f = f + correction[i];
+    if (virial) virial[i] += correction_virial[i];
+  }
+  if (mesh) f = f + mesh[i];
+  if (first[i + 1] > first[i]) f = f + bonded[i];
   out[i] = f;
   if (!isfinite(f.x + f.y + f.z)) atomicMin(nonfinite, i);
 }
@@ -322,6 +337,7 @@ struct MolecularGpuForces::State {
   // gather_forces; their energies are the `excluded` sum.
   bool corrections_apart = false;
   DeviceBuffer<V3> correction_force;
+  DeviceBuffer<V3> bonded_force;  // each atom's bonded terms' slots summed (sum_slots)
   DeviceBuffer<double> correction_virial, correction_energy;
   // PME: the mesh (made at the first box, again when the box's edges change) and the charges
   // on the host (the fixed-point range, the self and background terms).
@@ -365,10 +381,17 @@ struct MolecularGpuForces::State {
   // H200 (session 36, a CUPTI timeline) the bonded terms ahead of it on one side stream held the
   // mesh back ~30 us, and the forces' gather waited ~22 us for it at every step.
   cuda::Stream stream;
-  cuda::Stream side = cuda::Stream::high_priority();
-  cuda::Stream bonded_side = cuda::Stream::high_priority();
+  // One level below the highest: the pair list's check and rebuild (molecular_pair_list.cu) go
+  // first, they are what the pairs wait for.
+  cuda::Stream side = cuda::Stream::high_priority(1);
+  cuda::Stream bonded_side = cuda::Stream::high_priority(1);
   cuda::Event forked, joined, bonded_joined;
   bool bonded_stream = true;  // NBKIT_BONDED_STREAM=0: the bonded terms on the mesh's stream, first
+  // NBKIT_PAIRS_AFTER_MESH=k (A/B runs; 0, the default: no wait): the pair sums wait for PME's
+  // phase k (1 the spread, 2 the forward FFT, 3 the convolution, 4 the inverse FFT), so that the
+  // mesh's chain has the SMs to itself that far rather than waiting for the pairs' blocks.
+  int pairs_after_mesh = 0;
+  cuda::Event mesh_ahead;
 };
 
 MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSettings& settings, int device, bool single,
@@ -460,6 +483,7 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
     gather_first[i + 1] = static_cast<int>(gather_slots.size());
   }
   s.gather_first = upload(gather_first), s.gather_slots = upload(gather_slots);
+  s.bonded_force = DeviceBuffer<V3>(t.size());
   s.x = DeviceBuffer<V3>(s.n), s.nonbonded_force = DeviceBuffer<V3>(s.n), s.force = DeviceBuffer<V3>(s.n);
   s.slot = DeviceBuffer<V3>(std::max<std::int64_t>(slots, 1));
   s.term_energy = DeviceBuffer<double>(std::max<std::int64_t>(terms, 1));
@@ -481,6 +505,12 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   ranges[excluded] = {s.atom_excluded.data(), static_cast<int>(s.n)};
   if (settings.periodic()) s.list = std::make_unique<MolecularPairListGpu>(t, settings, single, skin, s.stream);
   s.bonded_stream = env_switch("NBKIT_BONDED_STREAM", true);
+  if (const char* after = std::getenv("NBKIT_PAIRS_AFTER_MESH"); after && *after) {
+    const std::string a = after;
+    if (a.size() != 1 || a[0] < '0' || a[0] > '4')
+      throw Error("NBKIT_PAIRS_AFTER_MESH is \"" + a + "\": expected 0 to 4 (a phase of PME's mesh)");
+    s.pairs_after_mesh = a[0] - '0';
+  }
   if (s.list && s.list->corrects_apart()) {
     s.corrections_apart = true;
     s.correction_force = DeviceBuffer<V3>(s.n);
@@ -676,9 +706,15 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
           CmapCells{s.cmap_cells.data(), s.cmap_first.data(), s.cmap_size.data()}, out(7));
       NBKIT_CUDA_CHECK_LAUNCH();
     }
+    if (s.gather_slots.size() > 0) {
+      sum_slots<<<blocks(s.n), kThreads, 0, bonded_side>>>(static_cast<int>(s.n), s.slot.data(), s.gather_first.data(),
+                                                           s.gather_slots.data(), s.bonded_force.data());
+      NBKIT_CUDA_CHECK_LAUNCH();
+    }
   };
   const bool pme = settings.method == NonbondedSettings::Method::pme;
   const int n = static_cast<int>(s.n);
+  const bool ahead = beside && pme && s.pairs_after_mesh > 0;
   auto mesh = [&] {
     if (!pme) return;
     const PmeParameters parameters = pme_parameters(settings, *box);
@@ -692,7 +728,8 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
     // Without energies the mesh's energy and virial are not summed (its forces are the same
     // bits): s.mesh_sums keeps the last evaluation's that had them, as s.sums does.
     s.pme->evaluate(s.x.data(), s.charge.data(), n, *box, coulomb_k, s.mesh_force.data(),
-                    energies ? s.mesh_sums.data() : nullptr, side);
+                    energies ? s.mesh_sums.data() : nullptr, side, ahead ? static_cast<cudaEvent_t>(s.mesh_ahead) : nullptr,
+                    s.pairs_after_mesh);
   };
   // The excluded pairs' corrections need the positions alone (16-18 us a step of float64 chains at
   // 30,671 atoms on an H200), into arrays of their own that gather_forces adds.
@@ -741,7 +778,7 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
     s.list->evaluate(s.x.data(), *box,
                      PairSums{s.nonbonded_force.data(), s.atom_lj.data(), s.atom_coulomb.data(), s.atom_virial.data(),
                               s.atom_excluded.data()},
-                     energies);
+                     energies, ahead ? static_cast<cudaEvent_t>(s.mesh_ahead) : nullptr);
   } else if (!cut) {
     pairs(nonbonded_pairs<PairSwitch::none, PairCoulomb::reaction_field, false>);
   } else {
@@ -768,7 +805,7 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
   gather_forces<<<blocks(n), kThreads, 0, stream>>>(
       n, s.nonbonded_force.data(), s.corrections_apart ? s.correction_force.data() : nullptr,
       virials ? s.correction_virial.data() : nullptr, virials ? s.atom_virial.data() : nullptr,
-      pme ? s.mesh_force.data() : nullptr, s.slot.data(), s.gather_first.data(), s.gather_slots.data(), s.force.data(),
+      pme ? s.mesh_force.data() : nullptr, s.bonded_force.data(), s.gather_first.data(), s.force.data(),
       s.nonfinite.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   if (energies) {

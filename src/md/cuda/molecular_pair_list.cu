@@ -128,8 +128,18 @@ struct MolecularPairListGpu::State {
   // The device's record, in page-locked host memory that the kernels write directly (mapped: one
   // address space), so no copy is queued: the host reads it when it likes, a few steps stale.
   cuda::PinnedBuffer<ListControl> control{1};
+  // Inside a step's graph the check's last block decides (largest_displacement's `decider`): the
+  // conditional's handle, made as the check is captured, for add_decision; the blocks' ticket.
+  // NBKIT_PAIR_LIST_CHECK_DECIDES=0 (A/B runs): decide_rebuild inside the step's graph too.
+  bool check_may_decide = true;
+  bool check_decides = false;
+  cudaGraphConditionalHandle decided{};
+  DeviceBuffer<unsigned> ticket;
   cuda::Event check_done;
-  cuda::Stream body_stream;             // where the decision's body is captured
+  // Where the decision's body is captured; at the highest priority, as the check's stream: in a
+  // step's graph at 23,534 atoms on an H200 (session 38's timeline) a rebuild's first kernel
+  // waited ~50 us behind the mesh's and bonded terms' blocks (one level lower now).
+  cuda::Stream body_stream = cuda::Stream::high_priority();
   std::uint64_t configuration = 0;  // counts the host's builds and regrowths (graphs bake the list in)
   struct Decision {              // the graph: decide_rebuild, then the rebuild if it said so
     cudaGraph_t graph = nullptr;
@@ -147,7 +157,7 @@ struct MolecularPairListGpu::State {
   } decision;
   // The check's stream, the event it waits for (the positions final on the main stream) and
   // the largest displacement's bits read back to page-locked memory.
-  cuda::Stream check_stream;
+  cuda::Stream check_stream = cuda::Stream::high_priority();
   cuda::Event positions_ready;
   cuda::PinnedBuffer<unsigned> moved_host{1};
   std::int64_t checks = 0;  // started so far: moved[checks % 2] is the next check's word, zero
@@ -182,6 +192,9 @@ struct MolecularPairListGpu::State {
   void capture_decision(const V3* x);
   void add_decision(const V3* x);  // into the graph `stream` is being captured to
   void read_control();
+  Decide decide_with(cudaGraphConditionalHandle handle) {
+    return Decide{0.25 * skin * skin, longest.data(), control.data(), handle, ticket.data()};
+  }
   bool must_rebuild(const PeriodicBox& box) const;  // whatever the atoms did
   void start_check(const V3* x);
   bool needs_rebuild(const V3* x, const PeriodicBox& box);
@@ -256,6 +269,7 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.groups_wanted = env_switch("NBKIT_PAIR_LIST_GROUPS", true);
   s.corrections_apart = env_switch("NBKIT_CORRECTIONS_APART", true);
   s.device_check = env_switch("NBKIT_PAIR_LIST_DEVICE_CHECK", true);
+  s.check_may_decide = env_switch("NBKIT_PAIR_LIST_CHECK_DECIDES", true);
   if (const char* fixed = std::getenv("NBKIT_PAIR_LIST_CAPACITY"); fixed && *fixed) {
     char* end = nullptr;
     const long k = std::strtol(fixed, &end, 10);
@@ -271,7 +285,8 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   const std::size_t n = t.size();
   s.key = DeviceBuffer<unsigned>(n), s.sorted_key = DeviceBuffer<unsigned>(n), s.moved = DeviceBuffer<unsigned>(2);
   s.index = DeviceBuffer<int>(n), s.order = DeviceBuffer<int>(n), s.attributes = DeviceBuffer<TypeCell>(n);
-  s.row_length = DeviceBuffer<int>(n), s.longest = DeviceBuffer<int>(1);
+  s.row_length = DeviceBuffer<int>(n), s.longest = DeviceBuffer<int>(1), s.ticket = DeviceBuffer<unsigned>(1);
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(s.ticket.data(), 0, sizeof(unsigned), stream));
   s.built = DeviceBuffer<V3>(n);
   *s.control.data() = ListControl{};
   NBKIT_CUDA_CHECK(cudaMemsetAsync(s.moved.data(), 0, 2 * sizeof(unsigned), stream));  // before any check (its event)
@@ -313,9 +328,17 @@ bool MolecularPairListGpu::State::must_rebuild(const PeriodicBox& box) const {
 void MolecularPairListGpu::State::start_check(const V3* x) {
   positions_ready.record(stream);
   NBKIT_CUDA_CHECK(cudaStreamWaitEvent(check_stream, positions_ready, 0));
-  if (device_check) {  // one word, read and zeroed by decide_rebuild
+  if (device_check) {  // one word, read and zeroed by the decision
+    // Inside a step's graph the check itself decides (the conditional's handle made here, its
+    // node added by add_decision); elsewhere decide_rebuild does, in the decision's own graph.
+    cudaStreamCaptureStatus status;
+    cudaGraph_t capturing = nullptr;
+    NBKIT_CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &status, nullptr, &capturing, nullptr, nullptr, nullptr));
+    check_decides = check_may_decide && status == cudaStreamCaptureStatusActive;
+    if (check_decides)
+      NBKIT_CUDA_CHECK(cudaGraphConditionalHandleCreate(&decided, capturing, 0, cudaGraphCondAssignDefault));
     largest_displacement<<<blocks(n), kThreads, 0, check_stream>>>(n, x, built.data(), cells, moved.data(),
-                                                                   moved.data() + 1);
+                                                                   moved.data() + 1, check_decides, decide_with(decided));
     NBKIT_CUDA_CHECK_LAUNCH();
     check_done.record(check_stream);
     check_started = true;
@@ -323,7 +346,7 @@ void MolecularPairListGpu::State::start_check(const V3* x) {
   }
   unsigned* word = moved.data() + checks % 2;
   largest_displacement<<<blocks(n), kThreads, 0, check_stream>>>(n, x, built.data(), cells, word,
-                                                                 moved.data() + (checks + 1) % 2);
+                                                                 moved.data() + (checks + 1) % 2, false, Decide{});
   ++checks;
   NBKIT_CUDA_CHECK_LAUNCH();
   NBKIT_CUDA_CHECK(
@@ -536,10 +559,13 @@ void MolecularPairListGpu::State::add_decision(const V3* x) {
   cudaGraph_t capturing = nullptr;
   NBKIT_CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &status, nullptr, &capturing, nullptr, nullptr, nullptr));
   if (status != cudaStreamCaptureStatusActive) throw Error("the pair list's decision is added to a capture only");
-  cudaGraphConditionalHandle handle;
-  NBKIT_CUDA_CHECK(cudaGraphConditionalHandleCreate(&handle, capturing, 0, cudaGraphCondAssignDefault));
-  decide_rebuild<<<1, 1, 0, stream>>>(moved.data(), 0.25 * skin * skin, longest.data(), control.data(), handle);
-  NBKIT_CUDA_CHECK_LAUNCH();
+  cudaGraphConditionalHandle handle = decided;
+  if (!check_decides) {  // the check decided already (inside a step's graph) or decide_rebuild does
+    NBKIT_CUDA_CHECK(cudaGraphConditionalHandleCreate(&handle, capturing, 0, cudaGraphCondAssignDefault));
+    decide_rebuild<<<1, 1, 0, stream>>>(moved.data(), decide_with(handle));
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+  check_decides = false;
   const cudaGraphNode_t* dependencies = nullptr;
   std::size_t dependency_count = 0;
   NBKIT_CUDA_CHECK(
@@ -584,7 +610,14 @@ void MolecularPairListGpu::State::add_decision(const V3* x) {
 // build, else the decision's graph after the check; the record of its builds copied back on the
 // check's stream, off the pairs' way.
 void MolecularPairListGpu::State::device_step(const V3* x, const PeriodicBox& box) {
-  read_control();
+  cudaStreamCaptureStatus status;
+  NBKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  const bool in_step_graph = status == cudaStreamCaptureStatusActive;
+  // Inside a step's capture the list is as graph_ready found it (it read the device's record
+  // then): reading the record again here could ask for a growth, which cannot be captured.
+  if (!in_step_graph) read_control();
+  if (in_step_graph && (must_rebuild(box) || wanted_capacity > capacity))
+    throw Error("the pair list: a step's graph captured where the list must be built or grown (a bug)");
   if (must_rebuild(box)) {
     if (check_started) {  // its word unread: zeroed for the next check
       NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, check_done, 0));
@@ -597,9 +630,6 @@ void MolecularPairListGpu::State::device_step(const V3* x, const PeriodicBox& bo
   if (wanted_capacity > capacity) regrow(x);
   if (!check_started) start_check(x);
   check_started = false;
-  cudaStreamCaptureStatus status;
-  NBKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
-  const bool in_step_graph = status == cudaStreamCaptureStatusActive;
   if (!in_step_graph && (!decision.exec || decision.x != x)) capture_decision(x);
   NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, check_done, 0));
   if (in_step_graph) add_decision(x);
@@ -699,7 +729,7 @@ void MolecularPairListGpu::forget_check() {
   State& s = *state_;
   if (s.device_check && s.check_started)  // its word unread: zeroed for the next check
     NBKIT_CUDA_CHECK(cudaMemsetAsync(s.moved.data(), 0, sizeof(unsigned), s.check_stream));
-  s.check_started = false, s.prepared = false;
+  s.check_started = false, s.prepared = false, s.check_decides = false;
 }
 
 // The positions packed in the last build's order before the host waits for the check: the pairs
@@ -719,7 +749,8 @@ void MolecularPairListGpu::prepare(const V3* x, const PeriodicBox& box) {
   s.prepared = true;
 }
 
-void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const PairSums& out, bool energies) {
+void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const PairSums& out, bool energies,
+                                    cudaEvent_t pairs_after) {
   State& s = *state_;
   if (s.n == 0) return;  // no atoms, no pairs (and no empty launches)
   s.mark(0);
@@ -728,6 +759,7 @@ void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const P
   if (s.device_check) s.device_step(x, box);
   else if (s.needs_rebuild(x, box)) s.rebuild(x, box);
   s.mark(1);
+  if (pairs_after) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(s.stream, pairs_after, 0));
   // float64 always sums its energies: its kernel without them gave forces that differed in the
   // last bits (nvcc fuses the float64 multiply-adds of the two variants differently; measured
   // on an H100 in session 24), and float64 runs are the checks, not the production runs. The

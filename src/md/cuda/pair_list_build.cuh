@@ -98,25 +98,6 @@ __global__ void group_bounds(int n, const PositionCharge<Real>* __restrict__ pac
   hi[t] = make_float4(round_up(high[0]), round_up(high[1]), round_up(high[2]), 0.0f);
 }
 
-// The largest squared displacement since the list was built (minimum image: a wrap is no move),
-// as float bits (non-negative floats order as their bits do); a warp's maximum, then one atomic
-// into out[0]. The checks take two words in turn: each zeroes the other for the next (the last
-// check read it back before this one started), so no memset goes before it.
-__global__ void largest_displacement(int n, const V3* __restrict__ x, const V3* __restrict__ built, Cells g,
-                                     unsigned* __restrict__ out, unsigned* __restrict__ next) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i == 0) *next = 0;
-  unsigned bits = 0;
-  if (i < n) {
-    const V3 d = x[i] - built[i];
-    const double dx = nearest(d.x, g.length[0], g.inverse[0]), dy = nearest(d.y, g.length[1], g.inverse[1]),
-                 dz = nearest(d.z, g.length[2], g.inverse[2]);
-    bits = __float_as_uint(static_cast<float>(dx * dx + dy * dy + dz * dz));
-  }
-  for (int offset = 16; offset > 0; offset /= 2) bits = max(bits, __shfl_xor_sync(0xffffffffu, bits, offset));
-  if (threadIdx.x % 32 == 0 && bits) atomicMax(out, bits);
-}
-
 // The rebuilds the device decides (MolecularPairListGpu's device check, the default): how many,
 // and the longest row any of them found (the host grows the list when it next reads this).
 struct ListControl {
@@ -125,17 +106,59 @@ struct ListControl {
   int unused;
 };
 
-// First in the decision's graph, after the check: the largest squared displacement since the
-// build (float bits in *moved) against (skin / 2)^2, the host's own test, so the same steps
-// rebuild; the word zeroed for the next check and, for a rebuild, `longest` for its build.
-__global__ void decide_rebuild(unsigned* __restrict__ moved, double quarter_skin2, int* __restrict__ longest,
-                               ListControl* __restrict__ control, cudaGraphConditionalHandle rebuild) {
-  const float largest2 = __uint_as_float(*moved);
-  *moved = 0;
-  const bool build = !(static_cast<double>(largest2) <= quarter_skin2);
-  if (build) *longest = 0, ++control->builds;
-  cudaGraphSetConditional(rebuild, build ? 1u : 0u);
+// The device's decision: the largest squared displacement since the build (float bits in
+// *moved) against (skin / 2)^2, the host's own test, so the same steps rebuild; the word zeroed
+// for the next check and, for a rebuild, `longest` zeroed for its build and the build counted.
+struct Decide {
+  double quarter_skin2;
+  int* longest;
+  ListControl* control;
+  cudaGraphConditionalHandle rebuild;
+  unsigned* ticket;  // largest_displacement's blocks done (the last one decides and zeroes it)
+};
+__device__ inline void decide(unsigned* moved, const Decide& d) {
+  const float largest2 = __uint_as_float(atomicExch(moved, 0u));
+  const bool build = !(static_cast<double>(largest2) <= d.quarter_skin2);
+  if (build) *d.longest = 0, ++d.control->builds;
+  cudaGraphSetConditional(d.rebuild, build ? 1u : 0u);
 }
+
+// The largest squared displacement since the list was built (minimum image: a wrap is no move),
+// as float bits (non-negative floats order as their bits do); a warp's maximum, then one atomic
+// into out[0]. The host's checks take two words in turn: each zeroes the other for the next (the
+// last check read it back before this one started), so no memset goes before it.
+// With `decider` (inside a step's graph): the last block to finish decides (the threadfence
+// reduction of the CUDA samples: each block's maxima in before its ticket), so no kernel of its
+// own sits between the check and the conditional node. At 23,534 atoms on an H200 (session 38's
+// timeline) decide_rebuild started ~12 us after the check and ran ~7 us, behind the spread's and
+// the corrections' blocks, every step.
+__global__ void largest_displacement(int n, const V3* __restrict__ x, const V3* __restrict__ built, Cells g,
+                                     unsigned* __restrict__ out, unsigned* __restrict__ next, bool decider,
+                                     Decide d) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i == 0 && !decider) *next = 0;
+  unsigned bits = 0;
+  if (i < n) {
+    const V3 r = x[i] - built[i];
+    const double dx = nearest(r.x, g.length[0], g.inverse[0]), dy = nearest(r.y, g.length[1], g.inverse[1]),
+                 dz = nearest(r.z, g.length[2], g.inverse[2]);
+    bits = __float_as_uint(static_cast<float>(dx * dx + dy * dy + dz * dz));
+  }
+  for (int offset = 16; offset > 0; offset /= 2) bits = max(bits, __shfl_xor_sync(0xffffffffu, bits, offset));
+  if (threadIdx.x % 32 == 0 && bits) atomicMax(out, bits);
+  if (!decider) return;
+  __syncthreads();  // the block's maxima are in
+  if (threadIdx.x != 0) return;
+  __threadfence();
+  if (atomicAdd(d.ticket, 1u) != gridDim.x - 1) return;
+  __threadfence();  // every block's maxima are in
+  *d.ticket = 0;
+  decide(out, d);
+}
+
+// Where the check did not decide (the decision's own small graph, outside a step's): first in
+// the decision's graph, after the check.
+__global__ void decide_rebuild(unsigned* __restrict__ moved, Decide d) { decide(moved, d); }
 
 // Last in a rebuild the device decided: the longest row so far, for the host.
 __global__ void note_build(const int* __restrict__ longest, ListControl* __restrict__ control) {

@@ -274,8 +274,14 @@ PmeGpu::~PmeGpu() {
   if (planned_backward_) cufftDestroy(backward_);
 }
 
+void PmeGpu::mark(int phase) {
+  if (events_) (*events_)[static_cast<std::size_t>(phase)].record(stream_);
+  if (ahead_ && phase == ahead_phase_) NBKIT_CUDA_CHECK(cudaEventRecord(ahead_, stream_));
+}
+
 void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& box, double coulomb_k, V3* force,
-                      double* energy_virial, cudaStream_t stream) {
+                      double* energy_virial, cudaStream_t stream, cudaEvent_t ahead, int ahead_phase) {
+  ahead_ = ahead, ahead_phase_ = ahead_phase;
   if (stream != stream_) {
     check_cufft(cufftSetStream(forward_, stream), "cufftSetStream");
     check_cufft(cufftSetStream(backward_, stream), "cufftSetStream");

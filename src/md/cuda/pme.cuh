@@ -34,8 +34,12 @@ class PmeGpu {
   // overwritten), the energy and virial into `energy_virial` (device, 2; null: not summed, the
   // forces the same bits). Asynchronous on `stream` (the molecular forces' side stream, beside
   // the pairs; their own stream when timed).
+  // `ahead`, where not null, is recorded on `stream` at the end of phase `ahead_phase` (1 the
+  // spread, 2 the forward FFT, 3 the convolution, 4 the inverse FFT: phase_seconds' phases), so
+  // that other work may wait for part of the chain (NBKIT_PAIRS_AFTER_MESH).
   void evaluate(const Vector3<double>* x, const double* q, int n, const PeriodicBox& box, double coulomb_k,
-                Vector3<double>* force, double* energy_virial, cudaStream_t stream);
+                Vector3<double>* force, double* energy_virial, cudaStream_t stream, cudaEvent_t ahead = nullptr,
+                int ahead_phase = 0);
   std::array<int, 3> grid() const { return grid_; }
   // Benchmarks: events between the phases of each evaluation from now on, and the last
   // evaluation's phase times (s; waits for it): spread (with the conversion from fixed point),
@@ -61,9 +65,9 @@ class PmeGpu {
   cuda::DeviceBuffer<cufftDoubleComplex> spectrum_;
   int convolution_blocks_ = 0;
   std::unique_ptr<std::array<cuda::Event, 6>> events_;
-  void mark(int phase) {
-    if (events_) (*events_)[static_cast<std::size_t>(phase)].record(stream_);
-  }
+  cudaEvent_t ahead_ = nullptr;  // this evaluation's (evaluate)
+  int ahead_phase_ = 0;
+  void mark(int phase);
 };
 
 }  // namespace nbkit::md
