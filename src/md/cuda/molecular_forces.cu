@@ -387,10 +387,16 @@ struct MolecularGpuForces::State {
   cuda::Stream bonded_side = cuda::Stream::high_priority(1);
   cuda::Event forked, joined, bonded_joined;
   bool bonded_stream = true;  // NBKIT_BONDED_STREAM=0: the bonded terms on the mesh's stream, first
-  // NBKIT_PAIRS_AFTER_MESH=k (A/B runs; 0, the default: no wait): the pair sums wait for PME's
-  // phase k (1 the spread, 2 the forward FFT, 3 the convolution, 4 the inverse FFT), so that the
-  // mesh's chain has the SMs to itself that far rather than waiting for the pairs' blocks.
-  int pairs_after_mesh = 0;
+  // The pair sums wait for PME's phase k (NBKIT_PAIRS_AFTER_MESH=k; 1, the default: the spread
+  // and its conversion from fixed point; 2 the forward FFT, 3 the convolution, 4 the inverse
+  // FFT; 0 no wait), so that the mesh's chain has the SMs to itself that far rather than waiting
+  // for the pairs' blocks. The pairs waited for the spread's blocks anyway (they start only as
+  // its high-priority blocks clear), while the conversion then crawled beside the pairs (~30 us
+  // for ~3 us of work). Measured on an H200 (session 38, nvt-4fs): k = 1 against 0, 1,411.8
+  // against 1,367.4 ns/day at 23,534 atoms and 1,212.6 against 1,190.0 at 30,671 (call 1),
+  // 1,507.9 / 1,487.2 and 1,282.0 / 1,254.0 (call 2, with the changes of 2e8133a); k = 2
+  // slower (1,340.1, 1,118.4); a million atoms the same (39.2 / 39.5).
+  int pairs_after_mesh = 1;
   cuda::Event mesh_ahead;
 };
 
