@@ -157,8 +157,7 @@ TEST(MolecularSimulation, MixedPrecisionRunsRebuildTheirListAndRepeat) {
 // same word. So do the steps replayed as CUDA graphs (the default where the device decides;
 // NBKIT_STEP_GRAPH=0: each call launched by the host), Verlet's and Langevin-middle's (whose graph
 // takes each step's noise index), with the check's last block deciding inside the step's graph
-// (the default) or decide_rebuild after it (NBKIT_PAIR_LIST_CHECK_DECIDES=0), the graphs
-// launched into the main stream or a high-priority one (NBKIT_STEP_GRAPH_HIGH_STREAM=1). With NBKIT_PAIR_LIST_CAPACITY=16 (most rows of these chains are
+// (the default) or decide_rebuild after it (NBKIT_PAIR_LIST_CHECK_DECIDES=0). With NBKIT_PAIR_LIST_CAPACITY=16 (most rows of these chains are
 // longer: walk_row sums their rest) the host's run keeps that capacity and the device's grows it
 // once a build on the device finds the longer rows (its rows written again from the positions of
 // that build): the same bits again. Mixed precision and float64, 100 steps of PME dynamics with a
@@ -171,14 +170,14 @@ TEST(MolecularSimulation, ListRebuildsDecidedOnTheDeviceGiveTheSameBits) {
   field.nonbonded.method = NonbondedSettings::Method::pme;
   field.nonbonded.style = NonbondedSettings::CutoffStyle::openmm;
   struct Env {
-    Env(const char* device_check, const char* graphs, const char* capacity, const char* decides, const char* high) {
+    Env(const char* device_check, const char* graphs, const char* capacity, const char* decides) {
       setenv("NBKIT_PAIR_LIST_DEVICE_CHECK", device_check, 1), setenv("NBKIT_STEP_GRAPH", graphs, 1);
       if (capacity) setenv("NBKIT_PAIR_LIST_CAPACITY", capacity, 1);
-      setenv("NBKIT_PAIR_LIST_CHECK_DECIDES", decides, 1), setenv("NBKIT_STEP_GRAPH_HIGH_STREAM", high, 1);
+      setenv("NBKIT_PAIR_LIST_CHECK_DECIDES", decides, 1);
     }
     ~Env() {
       unsetenv("NBKIT_PAIR_LIST_DEVICE_CHECK"), unsetenv("NBKIT_STEP_GRAPH"), unsetenv("NBKIT_PAIR_LIST_CAPACITY");
-      unsetenv("NBKIT_PAIR_LIST_CHECK_DECIDES"), unsetenv("NBKIT_STEP_GRAPH_HIGH_STREAM");
+      unsetenv("NBKIT_PAIR_LIST_CHECK_DECIDES");
     }
   };
   for (const bool langevin : {false, true})
@@ -189,9 +188,8 @@ TEST(MolecularSimulation, ListRebuildsDecidedOnTheDeviceGiveTheSameBits) {
       SimulationOptions options = on(Backend::cuda);
       if (mixed) options.precision.reset();
       options.skin = 0.5;
-      auto run = [&](const char* device_check, const char* graphs, const char* capacity, const char* decides = "1",
-                     const char* high = "0") {
-        const Env env(device_check, graphs, capacity, decides, high);
+      auto run = [&](const char* device_check, const char* graphs, const char* capacity, const char* decides = "1") {
+        const Env env(device_check, graphs, capacity, decides);
         auto simulation = std::make_unique<Simulation>(c.system, field, integrator, options);
         simulation->run(60);
         const double potential = simulation->thermo().potential;  // a step with energies between
@@ -201,14 +199,14 @@ TEST(MolecularSimulation, ListRebuildsDecidedOnTheDeviceGiveTheSameBits) {
       };
       const auto host = run("0", "1", nullptr);
       ASSERT_GT(host->list_builds(), 2);
-      using Case = std::tuple<const char*, const char*, const char*, const char*, const char*>;
-      for (const auto& [device_check, graphs, capacity, decides, high] :
-           {Case{"1", "1", nullptr, "1", "0"}, Case{"1", "1", nullptr, "0", "0"}, Case{"1", "1", nullptr, "1", "1"},
-            Case{"1", "0", nullptr, "1", "0"}, Case{"0", "1", "16", "1", "0"}, Case{"1", "1", "16", "1", "1"}}) {
-        const auto other = run(device_check, graphs, capacity, decides, high);
+      using Case = std::tuple<const char*, const char*, const char*, const char*>;
+      for (const auto& [device_check, graphs, capacity, decides] :
+           {Case{"1", "1", nullptr, "1"}, Case{"1", "1", nullptr, "0"}, Case{"1", "0", nullptr, "1"},
+            Case{"0", "1", "16", "1"}, Case{"1", "1", "16", "1"}}) {
+        const auto other = run(device_check, graphs, capacity, decides);
         const std::string what = std::string(langevin ? "langevin " : "verlet ") + (mixed ? "mixed" : "float64") +
                                  " device check " + device_check + " graphs " + graphs + " capacity " +
-                                 (capacity ? capacity : "grown") + " check decides " + decides + " high stream " + high;
+                                 (capacity ? capacity : "grown") + " check decides " + decides;
         EXPECT_EQ(host->list_builds(), other->list_builds()) << what;
         EXPECT_EQ(host->state().x, other->state().x) << what;
         EXPECT_EQ(host->state().vx, other->state().vx) << what;

@@ -10,7 +10,6 @@
 
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
-#include "cuda/stream.hpp"
 #include "md/cuda/constraints.cuh"
 #include "md/cuda/molecular_pair_list.cuh"  // env_switch
 #include "md/langevin_noise.hpp"
@@ -140,13 +139,6 @@ struct MolecularGpuDynamics::State {
     }
   };
   bool graphs = true, graph_priorities = true;
-  // NBKIT_STEP_GRAPH_HIGH_STREAM=1 (A/B runs): each step's graph launched into a stream of the
-  // highest priority (joined to the main stream by events), for the nodes that have no priority
-  // of their own: the rebuild's, inside the conditional's body, which in session 38's timelines
-  // started ~49 us after the check whatever priority their nodes were given.
-  bool launch_high = false;
-  cuda::Stream launch_stream = cuda::Stream::high_priority();
-  cuda::Event before_launch, after_launch;
   std::vector<std::unique_ptr<StepGraph>> step_graphs;
   cudaGraphNode_t captured_langevin = nullptr;  // langevin_middle's node in the graph being captured
 };
@@ -210,15 +202,7 @@ bool MolecularGpuDynamics::step_as_graph(const StepKey& key, std::uint64_t lange
     p.kernelParams = arguments;
     NBKIT_CUDA_CHECK(cudaGraphExecKernelNodeSetParams(g->exec, g->langevin, &p));
   }
-  if (s.launch_high) {
-    s.before_launch.record(s.stream);
-    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(s.launch_stream, s.before_launch, 0));
-    NBKIT_CUDA_CHECK(cudaGraphLaunch(g->exec, s.launch_stream));
-    s.after_launch.record(s.launch_stream);
-    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(s.stream, s.after_launch, 0));
-  } else {
-    NBKIT_CUDA_CHECK(cudaGraphLaunch(g->exec, s.stream));
-  }
+  NBKIT_CUDA_CHECK(cudaGraphLaunch(g->exec, s.stream));
   return true;
 }
 
@@ -239,7 +223,6 @@ MolecularGpuDynamics::MolecularGpuDynamics(MolecularGpuForces& forces, const Sys
   s.mass.upload(mass.data(), mass.size(), s.stream);
   s.graphs = env_switch("NBKIT_STEP_GRAPH", true);
   s.graph_priorities = env_switch("NBKIT_STEP_GRAPH_PRIORITIES", true);
-  s.launch_high = env_switch("NBKIT_STEP_GRAPH_HIGH_STREAM", false);
   if (!constraints.empty()) {
     s.reference = cuda::DeviceBuffer<V3>(s.n), s.unconstrained = cuda::DeviceBuffer<V3>(s.n);
     s.constraints = std::make_unique<ConstraintsGpu>(constraints, mass, s.stream);
