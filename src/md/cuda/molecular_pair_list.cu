@@ -136,9 +136,10 @@ struct MolecularPairListGpu::State {
   cudaGraphConditionalHandle decided{};
   DeviceBuffer<unsigned> ticket;
   cuda::Event check_done;
-  // Where the decision's body is captured; at the highest priority, as the check's stream: in a
-  // step's graph at 23,534 atoms on an H200 (session 38's timeline) a rebuild's first kernel
-  // waited ~50 us behind the mesh's and bonded terms' blocks (one level lower now).
+  // Where the decision's body is captured. In a step's graph at 23,534 atoms on an H200 (session
+  // 38's timelines) a rebuild's first kernel started ~48-54 us after the check, as the mesh's and
+  // bonded terms' kernels ended, whatever the priority: of this stream, of each body node (set
+  // node by node, call 3) or of the stream the graph was launched into (call 4). Not understood.
   cuda::Stream body_stream = cuda::Stream::high_priority();
   std::uint64_t configuration = 0;  // counts the host's builds and regrowths (graphs bake the list in)
   struct Decision {              // the graph: decide_rebuild, then the rebuild if it said so
@@ -529,25 +530,6 @@ void MolecularPairListGpu::State::read_control() {
   if (longest_found > capacity) wanted_capacity = std::max(wanted_capacity, longest_found);
 }
 
-// Every kernel node of `graph` at `priority`, set on the node: the kernels captured into the
-// conditional's body from a stream of the highest priority ran at the lowest (in a step's graph
-// at 23,534 atoms on an H200, session 38's timeline: a rebuild's first kernel started ~54 us after
-// the check, once the mesh's and the bonded terms' kernels had run).
-static void set_kernel_priority(cudaGraph_t graph, int priority) {
-  std::size_t count = 0;
-  NBKIT_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
-  std::vector<cudaGraphNode_t> nodes(count);
-  NBKIT_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
-  for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType type;
-    NBKIT_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
-    if (type != cudaGraphNodeTypeKernel) continue;
-    cudaLaunchAttributeValue value{};
-    value.priority = priority;
-    NBKIT_CUDA_CHECK(cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributePriority, &value));
-  }
-}
-
 // The decision as a graph of its own (the Lennard-Jones engine's step does the same:
 // engine_cuda.cu), where the evaluation is not itself being captured into a step's graph.
 void MolecularPairListGpu::State::capture_decision(const V3* x) {
@@ -623,9 +605,6 @@ void MolecularPairListGpu::State::add_decision(const V3* x) {
   const cudaError_t e = cudaStreamEndCapture(stream, &ended);
   stream = outer;
   NBKIT_CUDA_CHECK(e);
-  int priority = 0;
-  NBKIT_CUDA_CHECK(cudaStreamGetPriority(body_stream, &priority));
-  set_kernel_priority(body, priority);
 }
 
 // An evaluation's list where the device decides: the host's builds as before where the host must
