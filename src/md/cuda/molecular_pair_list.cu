@@ -137,9 +137,11 @@ struct MolecularPairListGpu::State {
   DeviceBuffer<unsigned> ticket;
   cuda::Event check_done;
   // Where the decision's body is captured. In a step's graph at 23,534 atoms on an H200 (session
-  // 38's timelines) a rebuild's first kernel started ~48-54 us after the check, as the mesh's and
-  // bonded terms' kernels ended, whatever the priority: of this stream, of each body node (set
-  // node by node, call 3) or of the stream the graph was launched into (call 4). Not understood.
+  // 38's timelines) a rebuild's first kernel started ~48-54 us after the check whatever the
+  // priority (of this stream, of each body node, of the stream the graph was launched into): in
+  // all 57 traced builds of call 2 it started 2.5 us (median; -4 to 10) after the bonded terms'
+  // pair14_terms did, as the second torsion kernel ended, as if the conditional node sat in that
+  // chain's queue. Candidate 7098d24 (NBKIT_BONDED_AFTER_DECISION) tests it.
   cuda::Stream body_stream = cuda::Stream::high_priority();
   std::uint64_t configuration = 0;  // counts the host's builds and regrowths (graphs bake the list in)
   struct Decision {              // the graph: decide_rebuild, then the rebuild if it said so
