@@ -398,6 +398,12 @@ struct MolecularGpuForces::State {
   // slower (1,340.1, 1,118.4); a million atoms the same (39.2 / 39.5).
   int pairs_after_mesh = 1;
   cuda::Event mesh_ahead;
+  // A/B runs: PME's spread with each warp's atoms from far apart (NBKIT_PME_SPREAD_APART=1), and
+  // the bonded terms' stream started after the pair list's decision rather than with the mesh
+  // (NBKIT_BONDED_AFTER_DECISION=1: is the rebuild's body, which starts ~50 us after the check
+  // in session 38's timelines, queued behind the bonded terms' kernels?). Neither changes a bit.
+  bool spread_apart = false, bonded_after_decision = false;
+  cuda::Event decided;
 };
 
 MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSettings& settings, int device, bool single,
@@ -511,6 +517,8 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   ranges[excluded] = {s.atom_excluded.data(), static_cast<int>(s.n)};
   if (settings.periodic()) s.list = std::make_unique<MolecularPairListGpu>(t, settings, single, skin, s.stream);
   s.bonded_stream = env_switch("NBKIT_BONDED_STREAM", true);
+  s.spread_apart = env_switch("NBKIT_PME_SPREAD_APART", false);
+  s.bonded_after_decision = env_switch("NBKIT_BONDED_AFTER_DECISION", false);
   if (const char* after = std::getenv("NBKIT_PAIRS_AFTER_MESH"); after && *after) {
     const std::string a = after;
     if (a.size() != 1 || a[0] < '0' || a[0] > '4')
@@ -721,6 +729,7 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
   const bool pme = settings.method == NonbondedSettings::Method::pme;
   const int n = static_cast<int>(s.n);
   const bool ahead = beside && pme && s.pairs_after_mesh > 0;
+  const bool after_decision = beside && s.bonded_stream && s.bonded_after_decision && s.list;
   auto mesh = [&] {
     if (!pme) return;
     const PmeParameters parameters = pme_parameters(settings, *box);
@@ -728,6 +737,7 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
       s.pme.reset();
       s.pme = std::make_unique<PmeGpu>(parameters.mesh, settings.pme_order, parameters.alpha, s.host_charge, side);
       if (s.events) s.pme->time_phases();
+      s.pme->spread_apart(s.spread_apart);
       s.pme_mesh = parameters.mesh;
       ++s.pme_meshes;
     }
@@ -784,7 +794,8 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
     s.list->evaluate(s.x.data(), *box,
                      PairSums{s.nonbonded_force.data(), s.atom_lj.data(), s.atom_coulomb.data(), s.atom_virial.data(),
                               s.atom_excluded.data()},
-                     energies, ahead ? static_cast<cudaEvent_t>(s.mesh_ahead) : nullptr);
+                     energies, ahead ? static_cast<cudaEvent_t>(s.mesh_ahead) : nullptr,
+                     after_decision ? static_cast<cudaEvent_t>(s.decided) : nullptr);
   } else if (!cut) {
     pairs(nonbonded_pairs<PairSwitch::none, PairCoulomb::reaction_field, false>);
   } else {
@@ -793,7 +804,7 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
     });
   }
   if (beside && s.bonded_stream) {
-    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(bonded_side, s.forked, 0));
+    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(bonded_side, after_decision ? s.decided : s.forked, 0));
     corrections(bonded_side);
     bonded();
     s.bonded_joined.record(bonded_side);

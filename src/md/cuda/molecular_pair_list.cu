@@ -753,7 +753,7 @@ void MolecularPairListGpu::prepare(const V3* x, const PeriodicBox& box) {
 }
 
 void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const PairSums& out, bool energies,
-                                    cudaEvent_t pairs_after) {
+                                    cudaEvent_t pairs_after, cudaEvent_t decided) {
   State& s = *state_;
   if (s.n == 0) return;  // no atoms, no pairs (and no empty launches)
   s.mark(0);
@@ -762,6 +762,7 @@ void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const P
   if (s.device_check) s.device_step(x, box);
   else if (s.needs_rebuild(x, box)) s.rebuild(x, box);
   s.mark(1);
+  if (decided) NBKIT_CUDA_CHECK(cudaEventRecord(decided, s.stream));
   if (pairs_after) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(s.stream, pairs_after, 0));
   // float64 always sums its energies: its kernel without them gave forces that differed in the
   // last bits (nvcc fuses the float64 multiply-adds of the two variants differently; measured
