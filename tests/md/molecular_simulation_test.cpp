@@ -216,11 +216,12 @@ TEST(MolecularSimulation, ListRebuildsDecidedOnTheDeviceGiveTheSameBits) {
 }
 
 // Two ways of queueing the GPU step that change no bit (A/B knobs): PME's spread with each warp's
-// atoms from far apart (NBKIT_PME_SPREAD_APART=1: integer adds in another order) and the bonded
-// terms' stream started after the pair list's decision (NBKIT_BONDED_AFTER_DECISION=1). 60 steps
+// atoms from far apart (NBKIT_PME_SPREAD_APART=1: integer adds in another order; its first run
+// on a GPU found the grid's spare warps adding atoms twice) and the pair list's decision queued
+// ahead of the mesh (NBKIT_DECIDE_BEFORE_MESH=1). 60 steps
 // of Langevin-middle PME dynamics on the GPU's graphs, mixed precision and float64, with a
 // 0.5 A skin (several rebuilds): the same positions and velocities as the default's.
-TEST(MolecularSimulation, SpreadAndBondedQueueKnobsChangeNoBit) {
+TEST(MolecularSimulation, SpreadAndDecisionQueueKnobsChangeNoBit) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
   const Chains c = chains_at_300k();
@@ -229,9 +230,9 @@ TEST(MolecularSimulation, SpreadAndBondedQueueKnobsChangeNoBit) {
   field.nonbonded.style = NonbondedSettings::CutoffStyle::openmm;
   struct Env {
     Env(const char* apart, const char* after) {
-      setenv("NBKIT_PME_SPREAD_APART", apart, 1), setenv("NBKIT_BONDED_AFTER_DECISION", after, 1);
+      setenv("NBKIT_PME_SPREAD_APART", apart, 1), setenv("NBKIT_DECIDE_BEFORE_MESH", after, 1);
     }
-    ~Env() { unsetenv("NBKIT_PME_SPREAD_APART"), unsetenv("NBKIT_BONDED_AFTER_DECISION"); }
+    ~Env() { unsetenv("NBKIT_PME_SPREAD_APART"), unsetenv("NBKIT_DECIDE_BEFORE_MESH"); }
   };
   for (const bool mixed : {true, false}) {
     Integrator integrator;
@@ -251,7 +252,7 @@ TEST(MolecularSimulation, SpreadAndBondedQueueKnobsChangeNoBit) {
     for (const auto& [apart, after] : {std::pair{"1", "0"}, {"0", "1"}, {"1", "1"}}) {
       const auto other = run(apart, after);
       const std::string what = std::string(mixed ? "mixed" : "float64") + " spread apart " + apart +
-                               " bonded after decision " + after;
+                               " decision before the mesh " + after;
       EXPECT_EQ(plain->list_builds(), other->list_builds()) << what;
       EXPECT_EQ(plain->state().x, other->state().x) << what;
       EXPECT_EQ(plain->state().vx, other->state().vx) << what;

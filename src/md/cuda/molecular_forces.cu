@@ -399,11 +399,12 @@ struct MolecularGpuForces::State {
   int pairs_after_mesh = 1;
   cuda::Event mesh_ahead;
   // A/B runs: PME's spread with each warp's atoms from far apart (NBKIT_PME_SPREAD_APART=1), and
-  // the bonded terms' stream started after the pair list's decision rather than with the mesh
-  // (NBKIT_BONDED_AFTER_DECISION=1: is the rebuild's body, which starts ~50 us after the check
-  // in session 38's timelines, queued behind the bonded terms' kernels?). Neither changes a bit.
-  bool spread_apart = false, bonded_after_decision = false;
-  cuda::Event decided;
+  // the pair list's decision captured ahead of the mesh (NBKIT_DECIDE_BEFORE_MESH=1). The
+  // rebuild's body starts ~50 us after the check in the timelines of sessions 38-39, as the
+  // kernels queued before it on the other streams end (the bonded terms', then with the bonded
+  // stream waiting for the decision, the mesh's whole chain: session 39, call 1): is a
+  // conditional node's body queued behind the nodes captured before it? Neither changes a bit.
+  bool spread_apart = false, decide_before_mesh = false;
 };
 
 MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSettings& settings, int device, bool single,
@@ -518,7 +519,7 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   if (settings.periodic()) s.list = std::make_unique<MolecularPairListGpu>(t, settings, single, skin, s.stream);
   s.bonded_stream = env_switch("NBKIT_BONDED_STREAM", true);
   s.spread_apart = env_switch("NBKIT_PME_SPREAD_APART", false);
-  s.bonded_after_decision = env_switch("NBKIT_BONDED_AFTER_DECISION", false);
+  s.decide_before_mesh = env_switch("NBKIT_DECIDE_BEFORE_MESH", false);
   if (const char* after = std::getenv("NBKIT_PAIRS_AFTER_MESH"); after && *after) {
     const std::string a = after;
     if (a.size() != 1 || a[0] < '0' || a[0] > '4')
@@ -729,7 +730,6 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
   const bool pme = settings.method == NonbondedSettings::Method::pme;
   const int n = static_cast<int>(s.n);
   const bool ahead = beside && pme && s.pairs_after_mesh > 0;
-  const bool after_decision = beside && s.bonded_stream && s.bonded_after_decision && s.list;
   auto mesh = [&] {
     if (!pme) return;
     const PmeParameters parameters = pme_parameters(settings, *box);
@@ -766,7 +766,9 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
   // ahead of the mesh on its stream, queued before the wait, as up to session 35.
   if (beside) {
     s.forked.record(stream);
-    if (s.list) s.list->prepare(s.x.data(), *box);
+    // The mesh and bonded streams wait for `forked` alone, whichever comes first here.
+    if (s.list && s.decide_before_mesh) s.list->decide(s.x.data(), *box);
+    else if (s.list) s.list->prepare(s.x.data(), *box);
     NBKIT_CUDA_CHECK(cudaStreamWaitEvent(side, s.forked, 0));
     if (!s.bonded_stream) corrections(side), bonded();
     mesh();
@@ -794,8 +796,7 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
     s.list->evaluate(s.x.data(), *box,
                      PairSums{s.nonbonded_force.data(), s.atom_lj.data(), s.atom_coulomb.data(), s.atom_virial.data(),
                               s.atom_excluded.data()},
-                     energies, ahead ? static_cast<cudaEvent_t>(s.mesh_ahead) : nullptr,
-                     after_decision ? static_cast<cudaEvent_t>(s.decided) : nullptr);
+                     energies, ahead ? static_cast<cudaEvent_t>(s.mesh_ahead) : nullptr);
   } else if (!cut) {
     pairs(nonbonded_pairs<PairSwitch::none, PairCoulomb::reaction_field, false>);
   } else {
@@ -804,7 +805,7 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
     });
   }
   if (beside && s.bonded_stream) {
-    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(bonded_side, after_decision ? s.decided : s.forked, 0));
+    NBKIT_CUDA_CHECK(cudaStreamWaitEvent(bonded_side, s.forked, 0));
     corrections(bonded_side);
     bonded();
     s.bonded_joined.record(bonded_side);

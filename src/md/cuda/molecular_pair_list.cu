@@ -141,7 +141,8 @@ struct MolecularPairListGpu::State {
   // priority (of this stream, of each body node, of the stream the graph was launched into): in
   // all 57 traced builds of call 2 it started 2.5 us (median; -4 to 10) after the bonded terms'
   // pair14_terms did, as the second torsion kernel ended, as if the conditional node sat in that
-  // chain's queue. Candidate 7098d24 (NBKIT_BONDED_AFTER_DECISION) tests it.
+  // chain's queue. With the bonded stream after the decision (session 39, call 1) it started as
+  // the mesh's gather ended instead (105 of 113 builds), ~49 us after the check again.
   cuda::Stream body_stream = cuda::Stream::high_priority();
   std::uint64_t configuration = 0;  // counts the host's builds and regrowths (graphs bake the list in)
   struct Decision {              // the graph: decide_rebuild, then the rebuild if it said so
@@ -166,6 +167,7 @@ struct MolecularPairListGpu::State {
   std::int64_t checks = 0;  // started so far: moved[checks % 2] is the next check's word, zero
   bool check_started = false;
   bool prepared = false;  // prepare() packed the positions for this evaluation
+  bool decided_ahead = false;  // decide() queued this evaluation's decision
   std::unique_ptr<std::array<cuda::Event, 3>> events;
   void mark(int k) {
     if (!events) events = std::make_unique<std::array<cuda::Event, 3>>();
@@ -732,7 +734,7 @@ void MolecularPairListGpu::forget_check() {
   State& s = *state_;
   if (s.device_check && s.check_started)  // its word unread: zeroed for the next check
     NBKIT_CUDA_CHECK(cudaMemsetAsync(s.moved.data(), 0, sizeof(unsigned), s.check_stream));
-  s.check_started = false, s.prepared = false, s.check_decides = false;
+  s.check_started = false, s.prepared = false, s.decided_ahead = false, s.check_decides = false;
 }
 
 // The positions packed in the last build's order before the host waits for the check: the pairs
@@ -752,17 +754,24 @@ void MolecularPairListGpu::prepare(const V3* x, const PeriodicBox& box) {
   s.prepared = true;
 }
 
-void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const PairSums& out, bool energies,
-                                    cudaEvent_t pairs_after, cudaEvent_t decided) {
+void MolecularPairListGpu::decide(const V3* x, const PeriodicBox& box) {
   State& s = *state_;
-  if (s.n == 0) return;  // no atoms, no pairs (and no empty launches)
+  if (s.n == 0) return;
   s.mark(0);
   if (!s.prepared) prepare(x, box);
   s.prepared = false;
   if (s.device_check) s.device_step(x, box);
   else if (s.needs_rebuild(x, box)) s.rebuild(x, box);
   s.mark(1);
-  if (decided) NBKIT_CUDA_CHECK(cudaEventRecord(decided, s.stream));
+  s.decided_ahead = true;
+}
+
+void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const PairSums& out, bool energies,
+                                    cudaEvent_t pairs_after) {
+  State& s = *state_;
+  if (s.n == 0) return;  // no atoms, no pairs (and no empty launches)
+  if (!s.decided_ahead) decide(x, box);
+  s.decided_ahead = false;
   if (pairs_after) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(s.stream, pairs_after, 0));
   // float64 always sums its energies: its kernel without them gave forces that differed in the
   // last bits (nvcc fuses the float64 multiply-adds of the two variants differently; measured

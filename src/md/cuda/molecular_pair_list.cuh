@@ -70,10 +70,13 @@ class MolecularPairListGpu {
   // atom's energies and virial too (out.lennard_jones, coulomb, virial, excluded); otherwise only
   // the forces are written, with the same bits (mixed precision; float64 sums them anyway).
   // Where corrects_apart(), the excluded pairs' corrections are left out of `out` (see correct).
-  // `pairs_after`, where not null: the pair sums (not the list's check or build) wait for it;
-  // `decided`, where not null, is recorded on the stream after the list's decision (and rebuild).
+  // `pairs_after`, where not null: the pair sums (not the list's check or build) wait for it.
   void evaluate(const Vector3<double>* x, const PeriodicBox& box, const PairSums& out, bool energies = true,
-                cudaEvent_t pairs_after = nullptr, cudaEvent_t decided = nullptr);
+                cudaEvent_t pairs_after = nullptr);
+  // evaluate's first part queued ahead of it (the packing, the check's decision and a rebuild),
+  // so that work the caller queues between the two sits behind the decision in a step's graph;
+  // evaluate then queues the sums alone.
+  void decide(const Vector3<double>* x, const PeriodicBox& box);
   // Are the excluded pairs' corrections (PME's) computed apart from the pair sums, by `correct`?
   // (PME, unless NBKIT_CORRECTIONS_APART=0.)
   bool corrects_apart() const;

@@ -65,6 +65,9 @@ __global__ void spread(int n, const V3* x, const double* q, Mesh m, double fixed
   const int j2 = lane % Order;
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const std::int64_t warps = (n + kAtomsPerWarp - 1) / kAtomsPerWarp;
+  // The grid's last block may hold warps past `warps`: apart, their atoms (warp + k * warps) would
+  // be other warps' atoms again, so they stop here (consecutive, their atoms are past n anyway).
+  if (warp >= warps) return;
   const std::int64_t i = apart ? warp + (lane / Order) * warps : warp * kAtomsPerWarp + lane / Order;
   if (lane >= kAtomsPerWarp * Order || i >= n) return;
   double t[3][Order], d[3][Order];
