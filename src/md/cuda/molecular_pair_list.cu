@@ -70,6 +70,8 @@ ExcludedRows excluded_rows(const Topology& t) {
   return rows;
 }
 
+__global__ void body_probe() {}
+
 struct MolecularPairListGpu::State {
   int n = 0;
   NonbondedSettings settings;
@@ -589,6 +591,10 @@ void MolecularPairListGpu::State::add_decision(const V3* x) {
   stream = body_stream;  // the queueing functions below launch on `stream`
   NBKIT_CUDA_CHECK(cudaStreamBeginCaptureToGraph(stream, body, nullptr, nullptr, 0, cudaStreamCaptureModeThreadLocal));
   try {
+    if (env_switch("NBKIT_BODY_PROBE", false)) {  // TEMPORARY (session 39): when does the body start?
+      body_probe<<<1, 32, 0, stream>>>();
+      NBKIT_CUDA_CHECK_LAUNCH();
+    }
     queue_sort(x);
     auto pack_and_build = [&](auto real) {
       using Real = decltype(real);
