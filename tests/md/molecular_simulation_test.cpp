@@ -215,52 +215,6 @@ TEST(MolecularSimulation, ListRebuildsDecidedOnTheDeviceGiveTheSameBits) {
     }
 }
 
-// Two ways of queueing the GPU step that change no bit (A/B knobs): PME's spread with each warp's
-// atoms from far apart (NBKIT_PME_SPREAD_APART=1: integer adds in another order; its first run
-// on a GPU found the grid's spare warps adding atoms twice) and the pair list's decision queued
-// ahead of the mesh (NBKIT_DECIDE_BEFORE_MESH=1). 60 steps
-// of Langevin-middle PME dynamics on the GPU's graphs, mixed precision and float64, with a
-// 0.5 A skin (several rebuilds): the same positions and velocities as the default's.
-TEST(MolecularSimulation, SpreadAndDecisionQueueKnobsChangeNoBit) {
-  std::string why;
-  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
-  const Chains c = chains_at_300k();
-  MolecularForceField field = c.field();
-  field.nonbonded.method = NonbondedSettings::Method::pme;
-  field.nonbonded.style = NonbondedSettings::CutoffStyle::openmm;
-  struct Env {
-    Env(const char* apart, const char* after) {
-      setenv("NBKIT_PME_SPREAD_APART", apart, 1), setenv("NBKIT_DECIDE_BEFORE_MESH", after, 1);
-    }
-    ~Env() { unsetenv("NBKIT_PME_SPREAD_APART"), unsetenv("NBKIT_DECIDE_BEFORE_MESH"); }
-  };
-  for (const bool mixed : {true, false}) {
-    Integrator integrator;
-    integrator.timestep = 0.5;
-    integrator.langevin_middle = Integrator::LangevinMiddleSettings{300, 1e-2, 7};
-    SimulationOptions options = on(Backend::cuda);
-    if (mixed) options.precision.reset();
-    options.skin = 0.5;
-    auto run = [&](const char* apart, const char* after) {
-      const Env env(apart, after);
-      auto simulation = std::make_unique<Simulation>(c.system, field, integrator, options);
-      simulation->run(60);
-      return simulation;
-    };
-    const auto plain = run("0", "0");
-    ASSERT_GT(plain->list_builds(), 2);
-    for (const auto& [apart, after] : {std::pair{"1", "0"}, {"0", "1"}, {"1", "1"}}) {
-      const auto other = run(apart, after);
-      const std::string what = std::string(mixed ? "mixed" : "float64") + " spread apart " + apart +
-                               " decision before the mesh " + after;
-      EXPECT_EQ(plain->list_builds(), other->list_builds()) << what;
-      EXPECT_EQ(plain->state().x, other->state().x) << what;
-      EXPECT_EQ(plain->state().vx, other->state().vx) << what;
-      EXPECT_EQ(plain->thermo().potential, other->thermo().potential) << what;
-    }
-  }
-}
-
 // L-BFGS minimisation: the largest force ends below the tolerance, as md::molecular_forces
 // computes it afresh at the positions left; the energy falls; the engine's state is the minimum's
 // (the first thermo row's potential); dynamics go on from there. On every backend there is.

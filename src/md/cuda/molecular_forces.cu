@@ -398,13 +398,6 @@ struct MolecularGpuForces::State {
   // slower (1,340.1, 1,118.4); a million atoms the same (39.2 / 39.5).
   int pairs_after_mesh = 1;
   cuda::Event mesh_ahead;
-  // A/B runs: PME's spread with each warp's atoms from far apart (NBKIT_PME_SPREAD_APART=1), and
-  // the pair list's decision captured ahead of the mesh (NBKIT_DECIDE_BEFORE_MESH=1). The
-  // rebuild's body starts ~50 us after the check in the timelines of sessions 38-39, as the
-  // kernels queued before it on the other streams end (the bonded terms', then with the bonded
-  // stream waiting for the decision, the mesh's whole chain: session 39, call 1): is a
-  // conditional node's body queued behind the nodes captured before it? Neither changes a bit.
-  bool spread_apart = false, decide_before_mesh = false;
 };
 
 MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSettings& settings, int device, bool single,
@@ -518,8 +511,6 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   ranges[excluded] = {s.atom_excluded.data(), static_cast<int>(s.n)};
   if (settings.periodic()) s.list = std::make_unique<MolecularPairListGpu>(t, settings, single, skin, s.stream);
   s.bonded_stream = env_switch("NBKIT_BONDED_STREAM", true);
-  s.spread_apart = env_switch("NBKIT_PME_SPREAD_APART", false);
-  s.decide_before_mesh = env_switch("NBKIT_DECIDE_BEFORE_MESH", false);
   if (const char* after = std::getenv("NBKIT_PAIRS_AFTER_MESH"); after && *after) {
     const std::string a = after;
     if (a.size() != 1 || a[0] < '0' || a[0] > '4')
@@ -737,7 +728,6 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
       s.pme.reset();
       s.pme = std::make_unique<PmeGpu>(parameters.mesh, settings.pme_order, parameters.alpha, s.host_charge, side);
       if (s.events) s.pme->time_phases();
-      s.pme->spread_apart(s.spread_apart);
       s.pme_mesh = parameters.mesh;
       ++s.pme_meshes;
     }
@@ -766,9 +756,7 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
   // ahead of the mesh on its stream, queued before the wait, as up to session 35.
   if (beside) {
     s.forked.record(stream);
-    // The mesh and bonded streams wait for `forked` alone, whichever comes first here.
-    if (s.list && s.decide_before_mesh) s.list->decide(s.x.data(), *box);
-    else if (s.list) s.list->prepare(s.x.data(), *box);
+    if (s.list) s.list->prepare(s.x.data(), *box);
     NBKIT_CUDA_CHECK(cudaStreamWaitEvent(side, s.forked, 0));
     if (!s.bonded_stream) corrections(side), bonded();
     mesh();

@@ -70,8 +70,6 @@ ExcludedRows excluded_rows(const Topology& t) {
   return rows;
 }
 
-__global__ void body_probe() {}
-
 struct MolecularPairListGpu::State {
   int n = 0;
   NonbondedSettings settings;
@@ -138,13 +136,18 @@ struct MolecularPairListGpu::State {
   cudaGraphConditionalHandle decided{};
   DeviceBuffer<unsigned> ticket;
   cuda::Event check_done;
-  // Where the decision's body is captured. In a step's graph at 23,534 atoms on an H200 (session
-  // 38's timelines) a rebuild's first kernel started ~48-54 us after the check whatever the
-  // priority (of this stream, of each body node, of the stream the graph was launched into): in
-  // all 57 traced builds of call 2 it started 2.5 us (median; -4 to 10) after the bonded terms'
-  // pair14_terms did, as the second torsion kernel ended, as if the conditional node sat in that
-  // chain's queue. With the bonded stream after the decision (session 39, call 1) it started as
-  // the mesh's gather ended instead (105 of 113 builds), ~49 us after the check again.
+  // Where the decision's body is captured. In a step's graph at 23,534 atoms on an H200 a
+  // rebuild's first kernel starts ~50 us after the check whatever the priority (of this stream,
+  // of each body node, of the stream the graph was launched into; session 38), whatever the
+  // bonded terms' stream waits for and whether the decision is captured before or after the mesh
+  // (session 39, calls 1-2), and an empty kernel put first in the body starts as late (56.5 us,
+  // median of 112 builds; call 5). It is how the GPU launches a conditional node's body
+  // (bench/graph_conditional_latency.cu, session 39 on an H200): 5 us after the kernel that sets
+  // the condition on an idle GPU, or beside a long kernel filling the GPU, or beside chains of
+  // small kernels; 42 us beside two chains of ten 5 us kernels that each fill the GPU (and the
+  // body's 16 tiny kernels then take 149 us, not 10): a body's kernels seem to take turns with
+  // the queued kernels of other branches, whatever their priorities, as the mesh's and the bonded
+  // terms' chains are queued here. A plain (unconditional) node is not delayed so.
   cuda::Stream body_stream = cuda::Stream::high_priority();
   std::uint64_t configuration = 0;  // counts the host's builds and regrowths (graphs bake the list in)
   struct Decision {              // the graph: decide_rebuild, then the rebuild if it said so
@@ -169,7 +172,6 @@ struct MolecularPairListGpu::State {
   std::int64_t checks = 0;  // started so far: moved[checks % 2] is the next check's word, zero
   bool check_started = false;
   bool prepared = false;  // prepare() packed the positions for this evaluation
-  bool decided_ahead = false;  // decide() queued this evaluation's decision
   std::unique_ptr<std::array<cuda::Event, 3>> events;
   void mark(int k) {
     if (!events) events = std::make_unique<std::array<cuda::Event, 3>>();
@@ -591,10 +593,6 @@ void MolecularPairListGpu::State::add_decision(const V3* x) {
   stream = body_stream;  // the queueing functions below launch on `stream`
   NBKIT_CUDA_CHECK(cudaStreamBeginCaptureToGraph(stream, body, nullptr, nullptr, 0, cudaStreamCaptureModeThreadLocal));
   try {
-    if (env_switch("NBKIT_BODY_PROBE", false)) {  // TEMPORARY (session 39): when does the body start?
-      body_probe<<<1, 32, 0, stream>>>();
-      NBKIT_CUDA_CHECK_LAUNCH();
-    }
     queue_sort(x);
     auto pack_and_build = [&](auto real) {
       using Real = decltype(real);
@@ -740,7 +738,7 @@ void MolecularPairListGpu::forget_check() {
   State& s = *state_;
   if (s.device_check && s.check_started)  // its word unread: zeroed for the next check
     NBKIT_CUDA_CHECK(cudaMemsetAsync(s.moved.data(), 0, sizeof(unsigned), s.check_stream));
-  s.check_started = false, s.prepared = false, s.decided_ahead = false, s.check_decides = false;
+  s.check_started = false, s.prepared = false, s.check_decides = false;
 }
 
 // The positions packed in the last build's order before the host waits for the check: the pairs
@@ -760,24 +758,16 @@ void MolecularPairListGpu::prepare(const V3* x, const PeriodicBox& box) {
   s.prepared = true;
 }
 
-void MolecularPairListGpu::decide(const V3* x, const PeriodicBox& box) {
+void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const PairSums& out, bool energies,
+                                    cudaEvent_t pairs_after) {
   State& s = *state_;
-  if (s.n == 0) return;
+  if (s.n == 0) return;  // no atoms, no pairs (and no empty launches)
   s.mark(0);
   if (!s.prepared) prepare(x, box);
   s.prepared = false;
   if (s.device_check) s.device_step(x, box);
   else if (s.needs_rebuild(x, box)) s.rebuild(x, box);
   s.mark(1);
-  s.decided_ahead = true;
-}
-
-void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const PairSums& out, bool energies,
-                                    cudaEvent_t pairs_after) {
-  State& s = *state_;
-  if (s.n == 0) return;  // no atoms, no pairs (and no empty launches)
-  if (!s.decided_ahead) decide(x, box);
-  s.decided_ahead = false;
   if (pairs_after) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(s.stream, pairs_after, 0));
   // float64 always sums its energies: its kernel without them gave forces that differed in the
   // last bits (nvcc fuses the float64 multiply-adds of the two variants differently; measured

@@ -73,10 +73,6 @@ class MolecularPairListGpu {
   // `pairs_after`, where not null: the pair sums (not the list's check or build) wait for it.
   void evaluate(const Vector3<double>* x, const PeriodicBox& box, const PairSums& out, bool energies = true,
                 cudaEvent_t pairs_after = nullptr);
-  // evaluate's first part queued ahead of it (the packing, the check's decision and a rebuild),
-  // so that work the caller queues between the two sits behind the decision in a step's graph;
-  // evaluate then queues the sums alone.
-  void decide(const Vector3<double>* x, const PeriodicBox& box);
   // Are the excluded pairs' corrections (PME's) computed apart from the pair sums, by `correct`?
   // (PME, unless NBKIT_CORRECTIONS_APART=0.)
   bool corrects_apart() const;

@@ -52,23 +52,13 @@ __device__ int wrap(int k, int size) { return k < 0 ? k + size : (k >= size ? k 
 // atomic instruction of a warp adds to 32 / Order runs of Order neighbouring words (a few
 // sectors) instead of 32 words in 32 places. With a thread an atom the spread was half of PME's
 // time; this way it is 22-33% faster on an H100 (docs/performance.md, session 31).
-//
-// `apart` (NBKIT_PME_SPREAD_APART=1, A/B runs): a warp's atoms from far apart in the topology
-// (w, w + W, w + 2W, ... for W warps) rather than consecutive ones (a water's three atoms and
-// its neighbour's), so that one atomic instruction's adds rarely meet at one mesh point. The
-// same sums (integer adds, in any order), so the same bits.
 template <int Order>
-__global__ void spread(int n, const V3* x, const double* q, Mesh m, double fixed_scale, unsigned long long* mesh,
-                       bool apart) {
+__global__ void spread(int n, const V3* x, const double* q, Mesh m, double fixed_scale, unsigned long long* mesh) {
   constexpr int kAtomsPerWarp = 32 / Order;
   const int lane = threadIdx.x % 32;
   const int j2 = lane % Order;
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  const std::int64_t warps = (n + kAtomsPerWarp - 1) / kAtomsPerWarp;
-  // The grid's last block may hold warps past `warps`: apart, their atoms (warp + k * warps) would
-  // be other warps' atoms again, so they stop here (consecutive, their atoms are past n anyway).
-  if (warp >= warps) return;
-  const std::int64_t i = apart ? warp + (lane / Order) * warps : warp * kAtomsPerWarp + lane / Order;
+  const std::int64_t i = warp * kAtomsPerWarp + lane / Order;
   if (lane >= kAtomsPerWarp * Order || i >= n) return;
   double t[3][Order], d[3][Order];
   int base[3];
@@ -320,9 +310,9 @@ void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& bo
   if (n > 0) {
     const std::int64_t warps = (n + 32 / order_ - 1) / (32 / order_);
     const int grid = blocks(warps * 32);
-    if (order_ == 4) spread<4><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data(), spread_apart_);
-    else if (order_ == 5) spread<5><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data(), spread_apart_);
-    else spread<6><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data(), spread_apart_);
+    if (order_ == 4) spread<4><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
+    else if (order_ == 5) spread<5><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
+    else spread<6><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
     NBKIT_CUDA_CHECK_LAUNCH();
   }
   fixed_to_real<<<blocks(reals), kThreads, 0, stream_>>>(reals, fixed_.data(), 1 / scale_, mesh_.data());

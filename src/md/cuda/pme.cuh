@@ -46,8 +46,6 @@ class PmeGpu {
   // forward FFT, convolution (with its energy and virial sums), inverse FFT, gather.
   void time_phases() { events_ = std::make_unique<std::array<cuda::Event, 6>>(); }
   std::array<double, 5> phase_seconds() const;
-  // A/B runs: each warp's atoms from far apart in the spread (NBKIT_PME_SPREAD_APART; the same bits).
-  void spread_apart(bool apart) { spread_apart_ = apart; }
 
  private:
   std::array<int, 3> grid_;
@@ -63,8 +61,7 @@ class PmeGpu {
   // constant in tabulated_for_ (made again when they change: NPT's moves).
   cuda::DeviceBuffer<double> table_;
   std::array<double, 4> tabulated_for_{-1, -1, -1, -1};
-  bool cleared_ = false;
-  bool spread_apart_ = false;  // the fixed-point mesh zeroed (then kept zero by each conversion)
+  bool cleared_ = false;  // the fixed-point mesh zeroed (then kept zero by each conversion)
   cuda::DeviceBuffer<cufftDoubleComplex> spectrum_;
   int convolution_blocks_ = 0;
   std::unique_ptr<std::array<cuda::Event, 6>> events_;
