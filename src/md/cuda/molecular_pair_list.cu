@@ -4,6 +4,7 @@
 #include "md/cuda/molecular_pair_list.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <array>
@@ -89,6 +90,14 @@ struct MolecularPairListGpu::State {
   DeviceBuffer<int> index, order, cell_start, list, row_length, longest;
   DeviceBuffer<TypeCell> attributes;
   DeviceBuffer<unsigned char> sort_scratch;
+  // The build's sort by counting (bin_and_count, place_by_key, order_keys: the radix sort's order,
+  // sorted keys and cell starts, the same bits) where the keys (cells << sub_bits) number at
+  // most 4 n (or 2^16); NBKIT_PAIR_LIST_SORT=radix: cub's radix sort always (A/B runs, tests).
+  bool counting_wanted = true;
+  bool counting = false;  // this configuration's sort counts
+  int keys = 0;           // its keys
+  DeviceBuffer<int> key_count, key_start, key_rank;
+  DeviceBuffer<unsigned char> scan_scratch;
   DeviceBuffer<PositionCharge<float>> packed_f;
   DeviceBuffer<PositionCharge<double>> packed_d;
   DeviceBuffer<V3> built;
@@ -279,6 +288,11 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.corrections_apart = env_switch("NBKIT_CORRECTIONS_APART", true);
   s.device_check = env_switch("NBKIT_PAIR_LIST_DEVICE_CHECK", true);
   s.check_may_decide = env_switch("NBKIT_PAIR_LIST_CHECK_DECIDES", true);
+  if (const char* sort = std::getenv("NBKIT_PAIR_LIST_SORT"); sort && *sort) {
+    const std::string v = sort;
+    if (v != "count" && v != "radix") throw Error("NBKIT_PAIR_LIST_SORT is \"" + v + "\": expected count or radix");
+    s.counting_wanted = v == "count";
+  }
   if (const char* fixed = std::getenv("NBKIT_PAIR_LIST_CAPACITY"); fixed && *fixed) {
     char* end = nullptr;
     const long k = std::strtol(fixed, &end, 10);
@@ -430,6 +444,18 @@ void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
   const bool sub_order = groups_wanted && (build == Build::group || n < (1 << 18));
   sub_bits = sub_order && bits + kSubcellBits <= 32 ? kSubcellBits : 0;
   sort_bits = bits + sub_bits;
+  const std::int64_t key_total = std::int64_t{total} << sub_bits;
+  counting = counting_wanted && key_total <= std::max<std::int64_t>(4 * std::int64_t{n}, 1 << 16);
+  if (counting) {
+    keys = static_cast<int>(key_total);
+    if (key_count.size() < static_cast<std::size_t>(keys) + 1)
+      key_count = DeviceBuffer<int>(keys + 1), key_start = DeviceBuffer<int>(keys + 1);
+    if (key_rank.size() < static_cast<std::size_t>(n)) key_rank = DeviceBuffer<int>(n);
+    std::size_t bytes = 0;
+    NBKIT_CUDA_CHECK(
+        cub::DeviceScan::ExclusiveSum(nullptr, bytes, key_count.data(), key_start.data(), keys + 1, stream));
+    if (scan_scratch.size() < bytes) scan_scratch = DeviceBuffer<unsigned char>(bytes);
+  }
   groups = sub_bits != 0 && build == Build::group && stencil_everywhere;
   if (groups && group_lo.size() < static_cast<std::size_t>(n))
     group_lo = DeviceBuffer<float4>(n), group_hi = DeviceBuffer<float4>(n);
@@ -505,13 +531,29 @@ void MolecularPairListGpu::State::regrow(const V3* x) {
 
 void MolecularPairListGpu::State::queue_sort(const V3* x) {
   const int total = cells.total();
-  bin_atoms<<<blocks(n), kThreads, 0, stream>>>(n, x, cells, sub_bits, key.data(), index.data());
-  NBKIT_CUDA_CHECK_LAUNCH();
-  std::size_t bytes = sort_scratch.size();
-  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_scratch.data(), bytes, key.data(), sorted_key.data(),
-                                                   index.data(), order.data(), n, 0, sort_bits, stream));
-  cell_starts<<<blocks(total + 1), kThreads, 0, stream>>>(n, total, sorted_key.data(), cell_start.data(), sub_bits);
-  NBKIT_CUDA_CHECK_LAUNCH();
+  if (counting) {
+    NBKIT_CUDA_CHECK(cudaMemsetAsync(key_count.data(), 0, sizeof(int) * (static_cast<std::size_t>(keys) + 1), stream));
+    bin_and_count<<<blocks(n), kThreads, 0, stream>>>(n, x, cells, sub_bits, key.data(), key_count.data(),
+                                                      key_rank.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    std::size_t bytes = scan_scratch.size();
+    NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scan_scratch.data(), bytes, key_count.data(), key_start.data(),
+                                                   keys + 1, stream));
+    place_by_key<<<blocks(n), kThreads, 0, stream>>>(n, key.data(), key_start.data(), key_rank.data(), order.data(),
+                                                     sorted_key.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    order_keys<<<blocks(std::int64_t{keys} + 1), kThreads, 0, stream>>>(keys, key_start.data(), sub_bits, order.data(),
+                                                                         cell_start.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  } else {
+    bin_atoms<<<blocks(n), kThreads, 0, stream>>>(n, x, cells, sub_bits, key.data(), index.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    std::size_t bytes = sort_scratch.size();
+    NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_scratch.data(), bytes, key.data(), sorted_key.data(),
+                                                     index.data(), order.data(), n, 0, sort_bits, stream));
+    cell_starts<<<blocks(total + 1), kThreads, 0, stream>>>(n, total, sorted_key.data(), cell_start.data(), sub_bits);
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
   sorted_attributes<<<blocks(n), kThreads, 0, stream>>>(n, order.data(), type.data(), sorted_key.data(), sub_bits,
                                                         cells, attributes.data());
   NBKIT_CUDA_CHECK_LAUNCH();

@@ -20,11 +20,8 @@ __device__ inline unsigned morton_4x4x4(int sx, int sy, int sz) {
     m |= ((sx >> b) & 1u) << (3 * b) | ((sy >> b) & 1u) << (3 * b + 1) | ((sz >> b) & 1u) << (3 * b + 2);
   return m;
 }
-__global__ void bin_atoms(int n, const V3* __restrict__ x, Cells g, int sub_bits, unsigned* __restrict__ key,
-                          int* __restrict__ index) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const double v[3] = {x[i].x, x[i].y, x[i].z};
+__device__ inline unsigned atom_key(const V3& p, const Cells& g, int sub_bits) {
+  const double v[3] = {p.x, p.y, p.z};
   int c[3], sub[3];
   for (int a = 0; a < 3; ++a) {
     const double u = wrapped(v[a], g.length[a], g.inverse[a]) * g.per_length[a];  // in cell widths
@@ -32,8 +29,54 @@ __global__ void bin_atoms(int n, const V3* __restrict__ x, Cells g, int sub_bits
     sub[a] = min(3, max(0, static_cast<int>((u - c[a]) * 4)));
   }
   const unsigned cell = static_cast<unsigned>((c[2] * g.count[1] + c[1]) * g.count[0] + c[0]);
-  key[i] = sub_bits ? cell << sub_bits | morton_4x4x4(sub[0], sub[1], sub[2]) : cell;
+  return sub_bits ? cell << sub_bits | morton_4x4x4(sub[0], sub[1], sub[2]) : cell;
+}
+__global__ void bin_atoms(int n, const V3* __restrict__ x, Cells g, int sub_bits, unsigned* __restrict__ key,
+                          int* __restrict__ index) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  key[i] = atom_key(x[i], g, sub_bits);
   index[i] = i;
+}
+
+// The same order by counting (where the keys are few enough: MolecularPairListGpu's
+// counting_sort): each key's atoms counted (`rank`: an atom's place among its key's, in the
+// order the atomics came), the counts' exclusive sum (cub's scan) the keys' starts, each atom
+// put at its key's start plus its rank, then each key's few atoms (~2 at 30,000 atoms: 4 x 4 x 4
+// sub-cells of a cell the reach wide) put in index order by one thread. So the order is the
+// radix sort's (by key, then by index: that sort is stable over indices 0..n-1), whatever order
+// the atomics came in, and the sorted keys and cell starts are the same too.
+__global__ void bin_and_count(int n, const V3* __restrict__ x, Cells g, int sub_bits, unsigned* __restrict__ key,
+                              int* __restrict__ count, int* __restrict__ rank) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const unsigned k = atom_key(x[i], g, sub_bits);
+  key[i] = k;
+  rank[i] = atomicAdd(&count[k], 1);
+}
+__global__ void place_by_key(int n, const unsigned* __restrict__ key, const int* __restrict__ start,
+                             const int* __restrict__ rank, int* __restrict__ order, unsigned* __restrict__ sorted_key) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const unsigned k = key[i];
+  const int at = start[k] + rank[i];
+  order[at] = i, sorted_key[at] = k;
+}
+// A thread a key (0 .. keys, keys = cells << sub_bits): its atoms by index (insertion: a few
+// each), and where the key is a cell's first (or `keys`, the end), the cell's start.
+__global__ void order_keys(int keys, const int* __restrict__ start, int sub_bits, int* __restrict__ order,
+                           int* __restrict__ cell_start) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k > keys) return;
+  if ((k & ((1 << sub_bits) - 1)) == 0) cell_start[k >> sub_bits] = start[k];
+  if (k == keys) return;
+  const int begin = start[k], end = start[k + 1];
+  for (int i = begin + 1; i < end; ++i) {
+    const int v = order[i];
+    int j = i - 1;
+    while (j >= begin && order[j] > v) order[j + 1] = order[j], --j;
+    order[j + 1] = v;
+  }
 }
 
 // At a build: each sorted atom's type and cell.
