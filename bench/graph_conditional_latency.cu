@@ -4,7 +4,10 @@
 //   - the peer, measured in the same run: a plain graph node's start after its predecessor's
 //     end, in the same surroundings; the ratio is printed;
 //   - times from %globaltimer, written by the kernels themselves (the setter's end, the body's
-//     first and last kernels' starts, the node after the body); medians of 50 launches.
+//     first and last kernels' starts); medians of 50 launches;
+//   - the graphs instantiated with the nodes' priorities (as the MD step's: the branches beside
+//     at the lowest, the decision and its body at the highest), and the conditional once more
+//     without them (cudaGraphInstantiateFlagUseNodePriority left out).
 // The surroundings are branches beside the decision, forked before the setter, each a chain of
 // kernels: small ones (8 blocks) or ones that fill the GPU (16 blocks an SM, 256 threads), as
 // PME's mesh and the bonded terms' chains fill it beside the MD step's check.
@@ -79,7 +82,7 @@ class Bench {
   }
   static constexpr int kMaxChains = 8;
 
-  Measured run(const Case& c, bool conditional) {
+  Measured run(const Case& c, bool conditional, bool priorities = true) {
     cudaGraph_t graph = nullptr;
     NBKIT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     NBKIT_CUDA_CHECK(cudaEventRecord(fork_, stream_));
@@ -126,7 +129,7 @@ class Bench {
     for (int k = 0; k < chains; ++k) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(stream_, joins_[k], 0));
     NBKIT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
     cudaGraphExec_t exec = nullptr;
-    NBKIT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority));
+    NBKIT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, priorities ? cudaGraphInstantiateFlagUseNodePriority : 0));
     std::vector<double> start, span;
     for (int launch = 0; launch < 60; ++launch) {
       t_[0] = t_[1] = t_[2] = t_[3] = 0;
@@ -182,18 +185,21 @@ int main(int argc, char** argv) {
   };
   Bench bench;
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-50s %10s %10s %10s %12s %12s\n", "surroundings", "if (us)", "plain (us)", "ratio", "if body (us)",
-              "plain (us)");
+  std::printf("%-50s %10s %10s %10s %12s %12s %16s\n", "surroundings", "if (us)", "plain (us)", "ratio",
+              "if body (us)", "plain (us)", "if, no prio (us)");
   for (const Case& c : cases) {
     const Measured conditional = bench.run(c, true);
     const Measured plain = bench.run(c, false);
-    std::printf("%-50s %10.2f %10.2f %10.1f %12.2f %12.2f\n", c.name.c_str(), conditional.start_us, plain.start_us,
-                conditional.start_us / plain.start_us, conditional.body_us, plain.body_us);
+    const Measured unordered = bench.run(c, true, false);
+    std::printf("%-50s %10.2f %10.2f %10.1f %12.2f %12.2f %16.2f\n", c.name.c_str(), conditional.start_us,
+                plain.start_us, conditional.start_us / plain.start_us, conditional.body_us, plain.body_us,
+                unordered.start_us);
     rows.push_back({{"case", c.name},
                     {"conditional_start_us", conditional.start_us},
                     {"plain_start_us", plain.start_us},
                     {"conditional_body_us", conditional.body_us},
                     {"plain_body_us", plain.body_us},
+                    {"conditional_start_us_without_node_priorities", unordered.start_us},
                     {"body_kernels", c.body}});
   }
   if (!json_path.empty()) {

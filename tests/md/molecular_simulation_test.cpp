@@ -217,9 +217,11 @@ TEST(MolecularSimulation, ListRebuildsDecidedOnTheDeviceGiveTheSameBits) {
 
 // The list's sort by counting (the default where the keys are few) against cub's radix sort
 // (NBKIT_PAIR_LIST_SORT=radix): the same order, so the same rows in the same order and the same
-// bits, with the sub-cell keys (64 a cell) and without them (NBKIT_PAIR_LIST_GROUPS=0: a key a
-// cell, the build by row). 60 steps of Langevin-middle PME dynamics on the GPU's graphs with a
-// 0.5 A skin (several rebuilds, each decided on the device), mixed precision and float64.
+// bits, for the build by group (the default here) and by cell (NBKIT_PAIR_LIST_BUILD=cell, as a
+// million atoms build; below 2^18 atoms with the same sub-cell keys). 60 steps of Langevin-middle
+// PME dynamics on the GPU's graphs with a 0.5 A skin (several rebuilds, each decided on the
+// device), mixed precision and float64. (Without sub-cells, NBKIT_PAIR_LIST_GROUPS=0, the sort is
+// cub's either way.)
 TEST(MolecularSimulation, ListSortByCountingGivesTheSameBits) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
@@ -228,12 +230,12 @@ TEST(MolecularSimulation, ListSortByCountingGivesTheSameBits) {
   field.nonbonded.method = NonbondedSettings::Method::pme;
   field.nonbonded.style = NonbondedSettings::CutoffStyle::openmm;
   struct Env {
-    Env(const char* sort, const char* groups) {
-      setenv("NBKIT_PAIR_LIST_SORT", sort, 1), setenv("NBKIT_PAIR_LIST_GROUPS", groups, 1);
+    Env(const char* sort, const char* build) {
+      setenv("NBKIT_PAIR_LIST_SORT", sort, 1), setenv("NBKIT_PAIR_LIST_BUILD", build, 1);
     }
-    ~Env() { unsetenv("NBKIT_PAIR_LIST_SORT"), unsetenv("NBKIT_PAIR_LIST_GROUPS"); }
+    ~Env() { unsetenv("NBKIT_PAIR_LIST_SORT"), unsetenv("NBKIT_PAIR_LIST_BUILD"); }
   };
-  for (const char* groups : {"1", "0"})
+  for (const char* build : {"group", "cell"})
     for (const bool mixed : {true, false}) {
       Integrator integrator;
       integrator.timestep = 0.5;
@@ -242,14 +244,14 @@ TEST(MolecularSimulation, ListSortByCountingGivesTheSameBits) {
       if (mixed) options.precision.reset();
       options.skin = 0.5;
       auto run = [&](const char* sort) {
-        const Env env(sort, groups);
+        const Env env(sort, build);
         auto simulation = std::make_unique<Simulation>(c.system, field, integrator, options);
         simulation->run(60);
         return simulation;
       };
       const auto radix = run("radix");
       const auto counted = run("count");
-      const std::string what = std::string(mixed ? "mixed" : "float64") + " groups " + groups;
+      const std::string what = std::string(mixed ? "mixed" : "float64") + " build by " + build;
       ASSERT_GT(radix->list_builds(), 2) << what;
       EXPECT_EQ(radix->list_builds(), counted->list_builds()) << what;
       EXPECT_EQ(radix->state().x, counted->state().x) << what;

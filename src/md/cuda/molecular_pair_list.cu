@@ -91,8 +91,12 @@ struct MolecularPairListGpu::State {
   DeviceBuffer<TypeCell> attributes;
   DeviceBuffer<unsigned char> sort_scratch;
   // The build's sort by counting (bin_and_count, place_by_key, order_keys: the radix sort's order,
-  // sorted keys and cell starts, the same bits) where the keys (cells << sub_bits) number at
-  // most 4 n (or 2^16); NBKIT_PAIR_LIST_SORT=radix: cub's radix sort always (A/B runs, tests).
+  // sorted keys and cell starts, the same bits) where the keys are sub-cells (a few atoms each:
+  // order_keys sorts each key's atoms by insertion, which a whole cell's ~150 would make slow)
+  // and number at most 4 n (or 2^16); NBKIT_PAIR_LIST_SORT=radix: cub's radix sort always (A/B
+  // runs, tests). Five graph nodes instead of ten: the list's phase 0.064 against 0.068 ms a step
+  // at 23,534 atoms, 0.075 against 0.079 at 30,671 (H200, session 39: two rows each; ns/day
+  // within the noise, 1,539.0 and 1,500.4 against 1,508.1 and 1,544.7).
   bool counting_wanted = true;
   bool counting = false;  // this configuration's sort counts
   int keys = 0;           // its keys
@@ -150,13 +154,13 @@ struct MolecularPairListGpu::State {
   // of each body node, of the stream the graph was launched into; session 38), whatever the
   // bonded terms' stream waits for and whether the decision is captured before or after the mesh
   // (session 39, calls 1-2), and an empty kernel put first in the body starts as late (56.5 us,
-  // median of 112 builds; call 5). It is how the GPU launches a conditional node's body
-  // (bench/graph_conditional_latency.cu, session 39 on an H200): 5 us after the kernel that sets
-  // the condition on an idle GPU, or beside a long kernel filling the GPU, or beside chains of
-  // small kernels; 42 us beside two chains of ten 5 us kernels that each fill the GPU (and the
-  // body's 16 tiny kernels then take 149 us, not 10): a body's kernels seem to take turns with
-  // the queued kernels of other branches, whatever their priorities, as the mesh's and the bonded
-  // terms' chains are queued here. A plain (unconditional) node is not delayed so.
+  // median of 112 builds; call 5): the body's launch itself is late. What the GPU does with a
+  // conditional body (bench/graph_conditional_latency.cu; H200, session 39, call 6): it starts
+  // ~5 us after the kernel that set its condition (a plain node 0.7 us), alone or beside chains
+  // of small kernels; beside chains of kernels that each fill the GPU, it and a plain node alike
+  // wait for running kernels' blocks to drain (5 us kernels: 11.6 us, plain 5.6; 20 us kernels:
+  // 41 and 61), and each of the body's kernels waits again (16 tiny kernels: 40-70 us, not 10).
+  // Here the mesh's and the bonded terms' chains fill the GPU beside the check.
   cuda::Stream body_stream = cuda::Stream::high_priority();
   std::uint64_t configuration = 0;  // counts the host's builds and regrowths (graphs bake the list in)
   struct Decision {              // the graph: decide_rebuild, then the rebuild if it said so
@@ -445,7 +449,7 @@ void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
   sub_bits = sub_order && bits + kSubcellBits <= 32 ? kSubcellBits : 0;
   sort_bits = bits + sub_bits;
   const std::int64_t key_total = std::int64_t{total} << sub_bits;
-  counting = counting_wanted && key_total <= std::max<std::int64_t>(4 * std::int64_t{n}, 1 << 16);
+  counting = counting_wanted && sub_bits > 0 && key_total <= std::max<std::int64_t>(4 * std::int64_t{n}, 1 << 16);
   if (counting) {
     keys = static_cast<int>(key_total);
     if (key_count.size() < static_cast<std::size_t>(keys) + 1)
