@@ -94,7 +94,8 @@ struct MolecularPairListGpu::State {
   // sorted keys and cell starts, the same bits) where the keys are sub-cells (a few atoms each:
   // order_keys sorts each key's atoms by insertion, which a whole cell's ~150 would make slow)
   // and number at most 4 n (or 2^16); NBKIT_PAIR_LIST_SORT=radix: cub's radix sort always (A/B
-  // runs, tests). Five graph nodes instead of ten: the list's phase 0.064 against 0.068 ms a step
+  // runs, tests). Six graph nodes instead of ten (a memset, the count, cub's scan's two kernels,
+  // the placing and the ordering): the list's phase 0.064 against 0.068 ms a step
   // at 23,534 atoms, 0.075 against 0.079 at 30,671 (H200, session 39: two rows each; ns/day
   // within the noise, 1,539.0 and 1,500.4 against 1,508.1 and 1,544.7).
   bool counting_wanted = true;

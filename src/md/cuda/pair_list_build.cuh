@@ -39,8 +39,8 @@ __global__ void bin_atoms(int n, const V3* __restrict__ x, Cells g, int sub_bits
   index[i] = i;
 }
 
-// The same order by counting (where the keys are few enough: MolecularPairListGpu's
-// counting_sort): each key's atoms counted (`rank`: an atom's place among its key's, in the
+// The same order by counting (where the keys are sub-cells, few enough: MolecularPairListGpu's
+// `counting`): each key's atoms counted (`rank`: an atom's place among its key's, in the
 // order the atomics came), the counts' exclusive sum (cub's scan) the keys' starts, each atom
 // put at its key's start plus its rank, then each key's few atoms (~2 at 30,000 atoms: 4 x 4 x 4
 // sub-cells of a cell the reach wide) put in index order by one thread. So the order is the
