@@ -229,12 +229,6 @@ TEST(MolecularSimulation, ListSortByCountingGivesTheSameBits) {
   MolecularForceField field = c.field();
   field.nonbonded.method = NonbondedSettings::Method::pme;
   field.nonbonded.style = NonbondedSettings::CutoffStyle::openmm;
-  struct Env {
-    Env(const char* sort, const char* build) {
-      setenv("NBKIT_PAIR_LIST_SORT", sort, 1), setenv("NBKIT_PAIR_LIST_BUILD", build, 1);
-    }
-    ~Env() { unsetenv("NBKIT_PAIR_LIST_SORT"), unsetenv("NBKIT_PAIR_LIST_BUILD"); }
-  };
   for (const char* build : {"group", "cell"})
     for (const bool mixed : {true, false}) {
       Integrator integrator;
@@ -244,7 +238,7 @@ TEST(MolecularSimulation, ListSortByCountingGivesTheSameBits) {
       if (mixed) options.precision.reset();
       options.skin = 0.5;
       auto run = [&](const char* sort) {
-        const Env env(sort, build);
+        const test::ScopedEnvironment sorted("NBKIT_PAIR_LIST_SORT", sort), built("NBKIT_PAIR_LIST_BUILD", build);
         auto simulation = std::make_unique<Simulation>(c.system, field, integrator, options);
         simulation->run(60);
         return simulation;
