@@ -95,7 +95,8 @@ struct MolecularPairListGpu::State {
   // order_keys sorts each key's atoms by insertion, which a whole cell's ~150 would make slow)
   // and number at most 4 n (or 2^16); NBKIT_PAIR_LIST_SORT=radix: cub's radix sort always (A/B
   // runs, tests). Six graph nodes instead of ten (a memset, the count, cub's scan's two kernels,
-  // the placing and the ordering): the list's phase 0.064 against 0.068 ms a step
+  // the placing and the ordering; order_keys_and_pack also writes the attributes, the build's
+  // copy of the positions and the packed positions: 13 nodes the radix sort's way): the list's phase 0.064 against 0.068 ms a step
   // at 23,534 atoms, 0.075 against 0.079 at 30,671 (H200, session 39: two rows each; ns/day
   // within the noise, 1,539.0 and 1,500.4 against 1,508.1 and 1,544.7).
   bool counting_wanted = true;
@@ -205,9 +206,8 @@ struct MolecularPairListGpu::State {
   template <class Real>
   void build_list(bool zero_longest = true);
   void rebuild(const V3* x, const PeriodicBox& box);
-  void queue_sort(const V3* x);  // binning, sort, cells, attributes, the built positions
   template <class Real>
-  void queue_pack(const V3* x);  // the packed positions in the new order (and the groups' boxes)
+  void queue_sort_and_pack(const V3* x);  // binning, sort, cells, attributes, built positions, packing
   int fit(int entries) const;   // a capacity for rows of `entries`: at most n, in whole chunks
   void grow(int needed);        // the list reallocated for rows of `needed` and 10% more
   void regrow(const V3* x);     // grown to wanted_capacity, the last build's rows written again
@@ -467,10 +467,9 @@ void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
   if (groups && group_lo.size() < static_cast<std::size_t>(n))
     group_lo = DeviceBuffer<float4>(n), group_hi = DeviceBuffer<float4>(n);
   if (cell_start.size() < static_cast<std::size_t>(total) + 1) cell_start = DeviceBuffer<int>(total + 1);
-  queue_sort(x);
   auto pack_and_build = [&](auto real) {
     using Real = decltype(real);
-    queue_pack<Real>(x);
+    queue_sort_and_pack<Real>(x);
     if (capacity == 0) {
       // First build: room for the pairs within reach at the box's mean density, with a quarter
       // more for denser regions (a protein's packing); a longer row grows the list below.
@@ -514,10 +513,9 @@ void MolecularPairListGpu::State::regrow(const V3* x) {
   NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // the steps queued so far read the old list
   grow(wanted_capacity);
   wanted_capacity = 0;
-  queue_sort(built.data());
   auto again = [&](auto real) {
     using Real = decltype(real);
-    queue_pack<Real>(built.data());
+    queue_sort_and_pack<Real>(built.data());
     for (;;) {
       build_list<Real>();
       int needed = 0;
@@ -536,8 +534,12 @@ void MolecularPairListGpu::State::regrow(const V3* x) {
   ++configuration;
 }
 
-void MolecularPairListGpu::State::queue_sort(const V3* x) {
+// The atoms binned and sorted, the cells' starts, each sorted atom's attributes, the build's copy
+// of the positions (`built`) and the positions packed in the new order (and the groups' boxes).
+template <class Real>
+void MolecularPairListGpu::State::queue_sort_and_pack(const V3* x) {
   const int total = cells.total();
+  const bool copy = x != built.data();
   if (counting) {
     NBKIT_CUDA_CHECK(cudaMemsetAsync(key_count.data(), 0, sizeof(int) * (static_cast<std::size_t>(keys) + 1), stream));
     bin_and_count<<<blocks(n), kThreads, 0, stream>>>(n, x, cells, sub_bits, key.data(), key_count.data(),
@@ -549,8 +551,9 @@ void MolecularPairListGpu::State::queue_sort(const V3* x) {
     place_by_key<<<blocks(n), kThreads, 0, stream>>>(n, key.data(), key_start.data(), key_rank.data(), order.data(),
                                                      sorted_key.data());
     NBKIT_CUDA_CHECK_LAUNCH();
-    order_keys<<<blocks(std::int64_t{keys} + 1), kThreads, 0, stream>>>(keys, key_start.data(), sub_bits, order.data(),
-                                                                         cell_start.data());
+    order_keys_and_pack<Real><<<blocks(std::int64_t{keys} + 1), kThreads, 0, stream>>>(
+        keys, key_start.data(), sub_bits, order.data(), cell_start.data(), sorted_key.data(), type.data(), x,
+        charge.data(), cells, attributes.data(), packed<Real>(), copy ? built.data() : nullptr);
     NBKIT_CUDA_CHECK_LAUNCH();
   } else {
     bin_atoms<<<blocks(n), kThreads, 0, stream>>>(n, x, cells, sub_bits, key.data(), index.data());
@@ -560,19 +563,14 @@ void MolecularPairListGpu::State::queue_sort(const V3* x) {
                                                      index.data(), order.data(), n, 0, sort_bits, stream));
     cell_starts<<<blocks(total + 1), kThreads, 0, stream>>>(n, total, sorted_key.data(), cell_start.data(), sub_bits);
     NBKIT_CUDA_CHECK_LAUNCH();
+    sorted_attributes<<<blocks(n), kThreads, 0, stream>>>(n, order.data(), type.data(), sorted_key.data(), sub_bits,
+                                                          cells, attributes.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+    if (copy) NBKIT_CUDA_CHECK(cudaMemcpyAsync(built.data(), x, sizeof(V3) * n, cudaMemcpyDeviceToDevice, stream));
+    pack<Real><<<blocks(n), kThreads, 0, stream>>>(n, x, charge.data(), order.data(), attributes.data(), cells,
+                                                   packed<Real>());
+    NBKIT_CUDA_CHECK_LAUNCH();
   }
-  sorted_attributes<<<blocks(n), kThreads, 0, stream>>>(n, order.data(), type.data(), sorted_key.data(), sub_bits,
-                                                        cells, attributes.data());
-  NBKIT_CUDA_CHECK_LAUNCH();
-  if (x != built.data())
-    NBKIT_CUDA_CHECK(cudaMemcpyAsync(built.data(), x, sizeof(V3) * n, cudaMemcpyDeviceToDevice, stream));
-}
-
-template <class Real>
-void MolecularPairListGpu::State::queue_pack(const V3* x) {
-  pack<Real><<<blocks(n), kThreads, 0, stream>>>(n, x, charge.data(), order.data(), attributes.data(), cells,
-                                                 packed<Real>());
-  NBKIT_CUDA_CHECK_LAUNCH();
   if (groups) {
     group_bounds<Real><<<blocks(n), kThreads, 0, stream>>>(n, packed<Real>(), sorted_key.data(), sub_bits,
                                                            cell_start.data(), group_lo.data(), group_hi.data());
@@ -642,10 +640,9 @@ void MolecularPairListGpu::State::add_decision(const V3* x) {
   stream = body_stream;  // the queueing functions below launch on `stream`
   NBKIT_CUDA_CHECK(cudaStreamBeginCaptureToGraph(stream, body, nullptr, nullptr, 0, cudaStreamCaptureModeThreadLocal));
   try {
-    queue_sort(x);
     auto pack_and_build = [&](auto real) {
       using Real = decltype(real);
-      queue_pack<Real>(x);
+      queue_sort_and_pack<Real>(x);
       build_list<Real>(false);  // decide_rebuild zeroed `longest`
     };
     if (single) pack_and_build(float{});

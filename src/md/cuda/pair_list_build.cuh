@@ -62,10 +62,53 @@ __global__ void place_by_key(int n, const unsigned* __restrict__ key, const int*
   const int at = start[k] + rank[i];
   order[at] = i, sorted_key[at] = k;
 }
-// A thread a key (0 .. keys, keys = cells << sub_bits): its atoms by index (insertion: a few
-// each), and where the key is a cell's first (or `keys`, the end), the cell's start.
-__global__ void order_keys(int keys, const int* __restrict__ start, int sub_bits, int* __restrict__ order,
-                           int* __restrict__ cell_start) {
+// At a build: each sorted atom's type and cell.
+__device__ inline TypeCell sorted_attribute(int atom, unsigned sorted_key, const int* __restrict__ type, int sub_bits,
+                                            const Cells& g) {
+  const int key = static_cast<int>(sorted_key >> sub_bits);
+  const int cx = key % g.count[0], cy = key / g.count[0] % g.count[1], cz = key / g.count[0] / g.count[1];
+  return {type[atom], cx | cy << 10 | cz << 20};
+}
+__global__ void sorted_attributes(int n, const int* __restrict__ order, const int* __restrict__ type,
+                                  const unsigned* __restrict__ sorted_key, int sub_bits, Cells g,
+                                  TypeCell* __restrict__ out) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  out[t] = sorted_attribute(order[t], sorted_key[t], type, sub_bits, g);
+}
+
+// Every evaluation: the sorted atoms' positions relative to their cells' centres (in float64,
+// the minimum image, then rounded to Real) and their charges.
+template <class Real>
+__device__ inline PositionCharge<Real> packed_atom(const V3& p, double charge, int cell, const Cells& g) {
+  const double v[3] = {p.x, p.y, p.z};
+  Real r[3];
+  for (int axis = 0; axis < 3; ++axis) {
+    const double centre = (cell_axis(cell, axis) + 0.5) * g.length[axis] / g.count[axis];
+    r[axis] = Real(nearest(v[axis] - centre, g.length[axis], g.inverse[axis]));
+  }
+  return {r[0], r[1], r[2], Real(charge)};
+}
+template <class Real>
+__global__ void pack(int n, const V3* __restrict__ x, const double* __restrict__ charge, const int* __restrict__ order,
+                     const TypeCell* __restrict__ attributes, Cells g, PositionCharge<Real>* __restrict__ packed) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const int a = order[t];
+  packed[t] = packed_atom<Real>(x[a], charge[a], attributes[t].cell, g);
+}
+
+// The counting sort's last kernel, a thread a key (0 .. keys, keys = cells << sub_bits): its
+// atoms by index (insertion: a few each), where the key is a cell's first (or `keys`, the end)
+// the cell's start, then for its atoms what sorted_attributes, pack and the copy of the build's
+// positions (`built`, where not null) would write after a radix sort: the same values, three
+// graph nodes fewer in a rebuild.
+template <class Real>
+__global__ void order_keys_and_pack(int keys, const int* __restrict__ start, int sub_bits, int* __restrict__ order,
+                                    int* __restrict__ cell_start, const unsigned* __restrict__ sorted_key,
+                                    const int* __restrict__ type, const V3* __restrict__ x,
+                                    const double* __restrict__ charge, Cells g, TypeCell* __restrict__ attributes,
+                                    PositionCharge<Real>* __restrict__ packed, V3* __restrict__ built) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k > keys) return;
   if ((k & ((1 << sub_bits) - 1)) == 0) cell_start[k >> sub_bits] = start[k];
@@ -77,35 +120,14 @@ __global__ void order_keys(int keys, const int* __restrict__ start, int sub_bits
     while (j >= begin && order[j] > v) order[j + 1] = order[j], --j;
     order[j + 1] = v;
   }
-}
-
-// At a build: each sorted atom's type and cell.
-__global__ void sorted_attributes(int n, const int* __restrict__ order, const int* __restrict__ type,
-                                  const unsigned* __restrict__ sorted_key, int sub_bits, Cells g,
-                                  TypeCell* __restrict__ out) {
-  const int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= n) return;
-  const int key = static_cast<int>(sorted_key[t] >> sub_bits);
-  const int cx = key % g.count[0], cy = key / g.count[0] % g.count[1], cz = key / g.count[0] / g.count[1];
-  out[t] = {type[order[t]], cx | cy << 10 | cz << 20};
-}
-
-// Every evaluation: the sorted atoms' positions relative to their cells' centres (in float64,
-// the minimum image, then rounded to Real) and their charges.
-template <class Real>
-__global__ void pack(int n, const V3* __restrict__ x, const double* __restrict__ charge, const int* __restrict__ order,
-                     const TypeCell* __restrict__ attributes, Cells g, PositionCharge<Real>* __restrict__ packed) {
-  const int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= n) return;
-  const int a = order[t], cell = attributes[t].cell;
-  const V3 p = x[a];
-  const double v[3] = {p.x, p.y, p.z};
-  Real r[3];
-  for (int axis = 0; axis < 3; ++axis) {
-    const double centre = (cell_axis(cell, axis) + 0.5) * g.length[axis] / g.count[axis];
-    r[axis] = Real(nearest(v[axis] - centre, g.length[axis], g.inverse[axis]));
+  for (int t = begin; t < end; ++t) {
+    const int a = order[t];
+    const TypeCell attribute = sorted_attribute(a, sorted_key[t], type, sub_bits, g);
+    attributes[t] = attribute;
+    const V3 p = x[a];
+    packed[t] = packed_atom<Real>(p, charge[a], attribute.cell, g);
+    if (built) built[a] = p;
   }
-  packed[t] = {r[0], r[1], r[2], Real(charge[a])};
 }
 
 // The build's atom groups: kGroup consecutive sorted atoms of one cell (a cell's atoms from its
