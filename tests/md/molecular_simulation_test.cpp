@@ -254,46 +254,6 @@ TEST(MolecularSimulation, ListSortByCountingGivesTheSameBits) {
     }
 }
 
-// The build by group with 2, 4 (the default) or 8 rows a warp (NBKIT_PAIR_LIST_GROUP_ROWS): each
-// row's entries tested and kept in the same order whichever warp takes it, so the same lists and
-// bits. 60 steps of Langevin-middle PME dynamics, 0.5 A skin, mixed precision and float64.
-TEST(MolecularSimulation, BuildsByGroupOfTwoFourOrEightRowsGiveTheSameBits) {
-  std::string why;
-  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
-  const Chains c = chains_at_300k();
-  MolecularForceField field = c.field();
-  field.nonbonded.method = NonbondedSettings::Method::pme;
-  field.nonbonded.style = NonbondedSettings::CutoffStyle::openmm;
-  struct Env {
-    explicit Env(const char* rows) { setenv("NBKIT_PAIR_LIST_GROUP_ROWS", rows, 1); }
-    ~Env() { unsetenv("NBKIT_PAIR_LIST_GROUP_ROWS"); }
-  };
-  for (const bool mixed : {true, false}) {
-    Integrator integrator;
-    integrator.timestep = 0.5;
-    integrator.langevin_middle = Integrator::LangevinMiddleSettings{300, 1e-2, 7};
-    SimulationOptions options = on(Backend::cuda);
-    if (mixed) options.precision.reset();
-    options.skin = 0.5;
-    auto run = [&](const char* rows) {
-      const Env env(rows);
-      auto simulation = std::make_unique<Simulation>(c.system, field, integrator, options);
-      simulation->run(60);
-      return simulation;
-    };
-    const auto four = run("4");
-    ASSERT_GT(four->list_builds(), 2);
-    for (const char* rows : {"2", "8"}) {
-      const auto other = run(rows);
-      const std::string what = std::string(mixed ? "mixed" : "float64") + " rows a warp " + rows;
-      EXPECT_EQ(four->list_builds(), other->list_builds()) << what;
-      EXPECT_EQ(four->state().x, other->state().x) << what;
-      EXPECT_EQ(four->state().vx, other->state().vx) << what;
-      EXPECT_EQ(four->thermo().potential, other->thermo().potential) << what;
-    }
-  }
-}
-
 // L-BFGS minimisation: the largest force ends below the tolerance, as md::molecular_forces
 // computes it afresh at the positions left; the energy falls; the engine's state is the minimum's
 // (the first thermo row's potential); dynamics go on from there. On every backend there is.

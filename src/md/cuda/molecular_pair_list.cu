@@ -121,7 +121,7 @@ struct MolecularPairListGpu::State {
   bool groups_wanted = true;
   int sub_bits = 0;     // the sort key's sub-cell bits (kSubcellBits or 0)
   bool groups = false;  // this list's build is by group (wanted, sub-cells, 3 or more cells an axis)
-  int group_rows = 4;   // rows a warp in the build by group (NBKIT_PAIR_LIST_GROUP_ROWS=2|4|8)
+  int group_rows = 4;   // rows a warp in the build by group (NBKIT_PAIR_LIST_GROUP_ROWS=4|8)
   DeviceBuffer<float4> group_lo, group_hi;
   std::int64_t builds = 0;     // those the host queued (the device's own: control)
   bool rebuild_next = false;  // asked for (checkpoints), or the list must grow
@@ -307,9 +307,8 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   }
   if (const char* rows = std::getenv("NBKIT_PAIR_LIST_GROUP_ROWS"); rows && *rows) {
     const std::string r = rows;
-    if (r != "2" && r != "4" && r != "8")
-      throw Error("NBKIT_PAIR_LIST_GROUP_ROWS is \"" + r + "\": expected 2, 4 or 8");
-    s.group_rows = r == "8" ? 8 : r == "2" ? 2 : 4;
+    if (r != "4" && r != "8") throw Error("NBKIT_PAIR_LIST_GROUP_ROWS is \"" + r + "\": expected 4 or 8");
+    s.group_rows = r == "8" ? 8 : 4;
   }
   const std::size_t n = t.size();
   s.key = DeviceBuffer<unsigned>(n), s.sorted_key = DeviceBuffer<unsigned>(n), s.moved = DeviceBuffer<unsigned>(2);
@@ -415,7 +414,6 @@ void MolecularPairListGpu::State::build_list(bool zero_longest) {
                                                     group_reach * group_reach);
     };
     if (group_rows == 8) launch(build_rows_by_group<Real, 8>, 1);
-    else if (group_rows == 2) launch(build_rows_by_group<Real, 2>, 4);
     else launch(build_rows_by_group<Real, 4>, 2);
   } else if (build != Build::cell) {
     build_rows_by_row<Real><<<(n + kRowWarps - 1) / kRowWarps, 32 * kRowWarps, 0, stream>>>(

@@ -555,8 +555,7 @@ __device__ void walk_row(int t, int first, const PositionCharge<Real>* __restric
 // `Rows` rows a warp (8: a whole group; 4: half a group, each half testing the group's box):
 // with 8, 112 registers leave a quarter of an H200's warp slots filled and the warps wait on
 // their own arithmetic (Nsight Compute, session 35: 0.59 issued a scheduler); 4 halves the rows'
-// registers for twice the warps, each candidate loaded once for 4 rows. 2 (a quarter group,
-// NBKIT_PAIR_LIST_GROUP_ROWS=2, session 39's candidate, not yet measured): twice the warps again.
+// registers for twice the warps, each candidate loaded once for 4 rows.
 constexpr int kGroupWarps = 4;
 template <class Real, int Rows>
 __global__ void __launch_bounds__(32 * kGroupWarps)
