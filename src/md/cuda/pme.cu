@@ -102,7 +102,9 @@ __global__ void spread(int n, const V3* x, const double* q, Mesh m, double fixed
 // row of cells ending, a tiny mesh) adds to the mesh directly, as spread does.
 constexpr int kSpreadThreads = 256;
 constexpr int kSpreadTile = 96;            // atoms a block (two rounds of 8 warps at order 5)
-constexpr int kSpreadRegionPoints = 6144;  // 48 KB of shared memory, the most without opting in
+// 48,000 bytes: with the block's few static words within the 48 KB a block may have without opting
+// in (6,144 points failed to launch).
+constexpr int kSpreadRegionPoints = 6000;
 
 // a mod k in [0, k) for any int a.
 __device__ inline int wrap_any(int a, int k) {
