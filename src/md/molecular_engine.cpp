@@ -248,15 +248,22 @@ class MolecularEngine final : public Engine {
       const double kt = u.boltzmann * middle_->temperature / u.mv2_to_energy;
       key.a = a, key.b = scale, key.kt = kt, key.seed = middle_->seed;
       const std::uint64_t call = noise_calls_++;
+      // With constraints the updates up to the evaluation are one launch (the same bits), except
+      // where the phases are timed, which need them apart.
+      const bool one_launch = device_->fuses_middle_step() && !phases_;
       auto queue = [&] {
-        device_->kick(dt * u.force_to_acceleration);
-        lap(&StepPhases::integrate);
-        device_->constrain_velocities(dt, b);
-        lap(&StepPhases::constraints);
-        device_->langevin_middle(dt, a, scale, kt, middle_->seed, call);
-        lap(&StepPhases::integrate);
-        device_->constrain_positions(dt, b);
-        lap(&StepPhases::constraints);
+        if (one_launch) {
+          device_->langevin_middle_step(dt * u.force_to_acceleration, dt, a, scale, kt, middle_->seed, call, b);
+        } else {
+          device_->kick(dt * u.force_to_acceleration);
+          lap(&StepPhases::integrate);
+          device_->constrain_velocities(dt, b);
+          lap(&StepPhases::constraints);
+          device_->langevin_middle(dt, a, scale, kt, middle_->seed, call);
+          lap(&StepPhases::integrate);
+          device_->constrain_positions(dt, b);
+          lap(&StepPhases::constraints);
+        }
         device_->evaluate(b, energies);
         lap(&StepPhases::forces);
       };

@@ -52,6 +52,13 @@ class MolecularGpuDynamics {
   // constraints. Nothing without constraints.
   void constrain_positions(double dt, const std::optional<PeriodicBox>& box);
   void constrain_velocities(double dt, const std::optional<PeriodicBox>& box);
+  // With constraints, the Langevin-middle step's calls around the evaluation in one launch: kick
+  // (dt times the units' force-to-acceleration factor: kick_scale), constrain_velocities,
+  // langevin_middle, constrain_positions, with the same bits (ConstraintsGpu::langevin_middle_step).
+  // fuses_middle_step: whether this dynamics does (constraints, and not NBKIT_MIDDLE_STEP_FUSED=0).
+  bool fuses_middle_step() const;
+  void langevin_middle_step(double kick_scale, double dt, double a, double b, double kt_mv2, std::uint64_t seed,
+                            std::uint64_t call, const std::optional<PeriodicBox>& box);
   // Atoms wrapped into the box one by one (as the host engine wraps before each GPU evaluation),
   // then the forces, and the energies and virial when `energies` (download() reads the last
   // evaluation's that had them).

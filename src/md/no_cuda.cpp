@@ -56,6 +56,9 @@ void MolecularGpuDynamics::drift(double) {}
 void MolecularGpuDynamics::langevin_middle(double, double, double, double, std::uint64_t, std::uint64_t) {}
 void MolecularGpuDynamics::constrain_positions(double, const std::optional<PeriodicBox>&) {}
 void MolecularGpuDynamics::constrain_velocities(double, const std::optional<PeriodicBox>&) {}
+bool MolecularGpuDynamics::fuses_middle_step() const { return false; }
+void MolecularGpuDynamics::langevin_middle_step(double, double, double, double, double, std::uint64_t, std::uint64_t,
+                                                const std::optional<PeriodicBox>&) {}
 void MolecularGpuDynamics::evaluate(const std::optional<PeriodicBox>&, bool) {}
 void MolecularGpuDynamics::synchronize() {}
 bool MolecularGpuDynamics::StepKey::operator==(const StepKey&) const { return false; }

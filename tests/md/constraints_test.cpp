@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
+#include <tuple>
 
 #include "md/constraint_solver.hpp"
 #include "md/molecular_test_support.hpp"
@@ -649,6 +651,56 @@ TEST(Constraints, GpuStepFollowsTheHostStep) {
       EXPECT_EQ(again.state().x, device.state().x);
       EXPECT_EQ(again.state().vz, device.state().vz);
     }
+}
+
+// The GPU's Langevin-middle step with constraints in one launch (the default: a thread per water,
+// cluster and unconstrained atom through the kick, RATTLE/SETTLE, the thermostat, SHAKE/SETTLE
+// and the velocities' correction) against the five launches (NBKIT_MIDDLE_STEP_FUSED=0): the same
+// functions on the same atoms in the same order, so the same bits: positions, velocities, the
+// potential and the pressure (the constraints' virials) after 30 steps of 2 fs, mixed precision
+// and float64, with and without the step's graphs. Waters with SHAKE'd methanes (clusters of 4),
+// with free methanes (atoms in no constraint), and with both methanes in one cluster of 9 (the
+// cluster too large to be held by its thread).
+TEST(Constraints, GpuMiddleStepInOneLaunchGivesTheSameBits) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  std::vector<Vec3> x;
+  Topology t = methane_and_water(4, x);
+  System system = molecular_system(t, Coordinates{x, {}, PeriodicBox::from_edges({12.416, 12.416, 40})});
+  assign_velocities(system, 300, 3);
+  MolecularForceField field{t, {}};
+  field.nonbonded.method = NonbondedSettings::Method::pme;
+  field.nonbonded.cutoff = 6;
+  const auto carbon = static_cast<std::int32_t>(t.size() - 10);
+  MolecularForceField joined = field;
+  joined.topology.bonds.push_back({carbon, carbon + 5, 300.0, 4.0});
+  using Bonds = ConstraintOptions::Bonds;
+  for (const auto& [bonds, f, name] : {std::tuple{Bonds::hydrogen, &field, "clusters of 4"},
+                                       std::tuple{Bonds::none, &field, "free methanes"},
+                                       std::tuple{Bonds::all, &joined, "a cluster of 9"}})
+    for (const bool mixed : {true, false})
+      for (const char* graphs : {"1", "0"}) {
+        Integrator integrator = rigid(2.0);
+        integrator.constraints.bonds = bonds;
+        integrator.langevin_middle = Integrator::LangevinMiddleSettings{300, 5e-3, 9};
+        SimulationOptions gpu = cpu();
+        gpu.backend = Backend::cuda;
+        if (!mixed) gpu.precision = Precision::double_;
+        auto run = [&](const char* fused) {
+          const test::ScopedEnvironment a("NBKIT_MIDDLE_STEP_FUSED", fused), b("NBKIT_STEP_GRAPH", graphs);
+          auto simulation = std::make_unique<Simulation>(system, *f, integrator, gpu);
+          simulation->run(30);
+          return simulation;
+        };
+        const auto apart = run("0"), together = run("1");
+        const std::string what = std::string(name) + (mixed ? " mixed" : " float64") + " graphs " + graphs;
+        EXPECT_EQ(apart->state().x, together->state().x) << what;
+        EXPECT_EQ(apart->state().y, together->state().y) << what;
+        EXPECT_EQ(apart->state().vx, together->state().vx) << what;
+        EXPECT_EQ(apart->state().vz, together->state().vz) << what;
+        EXPECT_EQ(apart->thermo().potential, together->thermo().potential) << what;
+        EXPECT_EQ(apart->thermo().pressure, together->thermo().pressure) << what;
+      }
 }
 
 TEST(Constraints, RefusesWhatItCannotRun) {

@@ -11,6 +11,7 @@
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "md/cuda/constraints.cuh"
+#include "md/cuda/middle_step.cuh"
 #include "md/cuda/molecular_pair_list.cuh"  // env_switch
 #include "md/langevin_noise.hpp"
 #include "md/molecular_gpu.hpp"
@@ -28,15 +29,8 @@ int blocks(std::int64_t n) { return static_cast<int>((n + kThreads - 1) / kThrea
 __global__ void kick_kernel(int n, V3* v, const V3* f, const double* mass, double scale) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  v[i] = v[i] + (scale / mass[i]) * f[i];
+  kick_atom(i, v, f, mass, scale);
 }
-
-// With constraints the position updates also keep the step's start (`reference`, SHAKE's and
-// SETTLE's reference) and the update itself (`unconstrained`, for the velocities' correction):
-// two copies of the positions a step fewer than cudaMemcpyAsync before and after (nullptr: none).
-struct ConstraintCopies {
-  V3 *reference, *unconstrained;
-};
 
 __global__ void drift_kernel(int n, V3* x, const V3* v, double dt, ConstraintCopies copies) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -50,27 +44,7 @@ __global__ void langevin_middle_kernel(int n, V3* x, V3* v, const double* mass, 
                                        double kt, std::uint64_t seed, std::uint64_t call, ConstraintCopies copies) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  if (copies.reference) copies.reference[i] = x[i];
-  double noise[3];
-  normal_triplet(seed, call, static_cast<std::uint32_t>(i), kLangevinMiddleTag, noise);
-  const double sigma = b * sqrt(kt / mass[i]);
-  double xi[3] = {x[i].x, x[i].y, x[i].z}, vi[3] = {v[i].x, v[i].y, v[i].z};
-  for (int k = 0; k < 3; ++k) {
-    xi[k] += half * vi[k];
-    vi[k] = a * vi[k] + sigma * noise[k];
-    xi[k] += half * vi[k];
-  }
-  x[i] = {xi[0], xi[1], xi[2]}, v[i] = {vi[0], vi[1], vi[2]};
-  if (copies.unconstrained) copies.unconstrained[i] = x[i];
-}
-
-struct BoxEdges {
-  double lo[3], length[3];
-};
-
-__device__ inline V3 wrapped(const V3& x, const BoxEdges& box) {
-  return {wrap_coordinate(x.x, box.lo[0], box.length[0]), wrap_coordinate(x.y, box.lo[1], box.length[1]),
-          wrap_coordinate(x.z, box.lo[2], box.length[2])};
+  langevin_middle_atom(i, x, v, mass, half, a, b, kt, seed, call, copies);
 }
 
 __global__ void wrap_kernel(int n, V3* x, BoxEdges box) {
@@ -79,16 +53,11 @@ __global__ void wrap_kernel(int n, V3* x, BoxEdges box) {
   x[i] = wrapped(x[i], box);
 }
 
-// The constraints' correction of the positions given to the velocities, v += (x -
-// x_unconstrained) / dt, and with a box the atoms wrapped into it as evaluate() would next.
 __global__ void correct_velocities_kernel(int n, V3* v, V3* x, const V3* unconstrained, double dt, bool wrap,
                                           BoxEdges box) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const V3 xi = x[i];
-  const V3 d = xi - unconstrained[i];
-  v[i] = {v[i].x + d.x / dt, v[i].y + d.y / dt, v[i].z + d.z / dt};
-  if (wrap) x[i] = wrapped(xi, box);
+  correct_velocity_atom(i, v, x, unconstrained, dt, wrap, box);
 }
 
 bool same_box(const BoxEdges& a, const BoxEdges& b) {
@@ -130,6 +99,7 @@ struct MolecularGpuDynamics::State {
     cudaGraphExec_t exec = nullptr;
     cudaGraphNode_t langevin = nullptr;  // langevin_middle_kernel's node, its `call` set per launch
     cudaKernelNodeParams langevin_parameters{};
+    int parameters = 0, call = 0;  // its parameters' count, and where `call` is
     StepGraph() = default;
     StepGraph(const StepGraph&) = delete;
     StepGraph& operator=(const StepGraph&) = delete;
@@ -140,7 +110,23 @@ struct MolecularGpuDynamics::State {
   };
   bool graphs = true, graph_priorities = true;
   std::vector<std::unique_ptr<StepGraph>> step_graphs;
-  cudaGraphNode_t captured_langevin = nullptr;  // langevin_middle's node in the graph being captured
+  // The thermostat's node in the graph being captured (langevin_middle_kernel's, or the step in
+  // one launch's), its kernel and where its `call` parameter is.
+  cudaGraphNode_t captured_langevin = nullptr;
+  const void* captured_function = nullptr;
+  int captured_parameters = 0, captured_call = 0;
+  bool fused = true;  // the Langevin-middle step with constraints in one launch (NBKIT_MIDDLE_STEP_FUSED)
+  // The node just launched on `stream` as the thermostat's, where a capture is active.
+  void note_langevin_node(const void* function, int parameters, int call_index) {
+    cudaStreamCaptureStatus status;
+    NBKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+    if (status != cudaStreamCaptureStatusActive) return;
+    const cudaGraphNode_t* last = nullptr;
+    std::size_t count = 0;
+    NBKIT_CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &last, nullptr, &count));
+    captured_langevin = count == 1 ? last[0] : nullptr;
+    captured_function = function, captured_parameters = parameters, captured_call = call_index;
+  }
 };
 
 bool MolecularGpuDynamics::StepKey::operator==(const StepKey& o) const {
@@ -152,6 +138,8 @@ bool MolecularGpuDynamics::StepKey::operator==(const StepKey& o) const {
 
 // langevin_middle_kernel's parameters: `call` is the tenth (index 9).
 constexpr int kLangevinParameters = 11, kLangevinCall = 9;
+constexpr int kMostLangevinParameters = 11;  // of it and the step in one launch's
+static_assert(ConstraintsGpu::kMiddleStepParameters <= kMostLangevinParameters);
 
 bool MolecularGpuDynamics::step_as_graph(const StepKey& key, std::uint64_t langevin_call,
                                          const std::function<void()>& queue, const std::optional<PeriodicBox>& box) {
@@ -183,21 +171,22 @@ bool MolecularGpuDynamics::step_as_graph(const StepKey& key, std::uint64_t lange
     // launches without a graph run; NBKIT_STEP_GRAPH_PRIORITIES=0: the stream's it is launched into.
     NBKIT_CUDA_CHECK(cudaGraphInstantiate(&made->exec, made->graph,
                                           s.graph_priorities ? cudaGraphInstantiateFlagUseNodePriority : 0));
-    if (key.langevin) {  // its node, noted as langevin_middle captured it, checked by its function and call
+    if (key.langevin) {  // its node, noted as it was captured, checked by its function and call
       cudaKernelNodeParams p{};
       if (s.captured_langevin) NBKIT_CUDA_CHECK(cudaGraphKernelNodeGetParams(s.captured_langevin, &p));
-      if (!s.captured_langevin || p.func != reinterpret_cast<void*>(langevin_middle_kernel) ||
-          *static_cast<const std::uint64_t*>(p.kernelParams[kLangevinCall]) != langevin_call)
+      if (!s.captured_langevin || p.func != s.captured_function ||
+          *static_cast<const std::uint64_t*>(p.kernelParams[s.captured_call]) != langevin_call)
         throw Error("the GPU step's graph: its Langevin kernel is not as captured (NBKIT_STEP_GRAPH=0 runs without graphs)");
       made->langevin = s.captured_langevin, made->langevin_parameters = p;
+      made->parameters = s.captured_parameters, made->call = s.captured_call;
     }
     s.step_graphs.push_back(std::move(made));
     g = s.step_graphs.back().get();
   }
   if (g->langevin) {
-    void* arguments[kLangevinParameters];
-    for (int k = 0; k < kLangevinParameters; ++k) arguments[k] = g->langevin_parameters.kernelParams[k];
-    arguments[kLangevinCall] = &langevin_call;
+    void* arguments[kMostLangevinParameters];
+    for (int k = 0; k < g->parameters; ++k) arguments[k] = g->langevin_parameters.kernelParams[k];
+    arguments[g->call] = &langevin_call;
     cudaKernelNodeParams p = g->langevin_parameters;
     p.kernelParams = arguments;
     NBKIT_CUDA_CHECK(cudaGraphExecKernelNodeSetParams(g->exec, g->langevin, &p));
@@ -223,6 +212,7 @@ MolecularGpuDynamics::MolecularGpuDynamics(MolecularGpuForces& forces, const Sys
   s.mass.upload(mass.data(), mass.size(), s.stream);
   s.graphs = env_switch("NBKIT_STEP_GRAPH", true);
   s.graph_priorities = env_switch("NBKIT_STEP_GRAPH_PRIORITIES", true);
+  s.fused = env_switch("NBKIT_MIDDLE_STEP_FUSED", true);
   if (!constraints.empty()) {
     s.reference = cuda::DeviceBuffer<V3>(s.n), s.unconstrained = cuda::DeviceBuffer<V3>(s.n);
     s.constraints = std::make_unique<ConstraintsGpu>(constraints, mass, s.stream);
@@ -299,14 +289,27 @@ void MolecularGpuDynamics::langevin_middle(double dt, double a, double b, double
                                                                  s.copies());
   NBKIT_CUDA_CHECK_LAUNCH();
   s.wrapped.reset();
-  cudaStreamCaptureStatus status;
-  NBKIT_CUDA_CHECK(cudaStreamIsCapturing(s.stream, &status));
-  if (status == cudaStreamCaptureStatusActive) {  // the kernel's node: the capture's one dependency now
-    const cudaGraphNode_t* last = nullptr;
-    std::size_t count = 0;
-    NBKIT_CUDA_CHECK(cudaStreamGetCaptureInfo(s.stream, &status, nullptr, nullptr, &last, nullptr, &count));
-    s.captured_langevin = count == 1 ? last[0] : nullptr;
-  }
+  s.note_langevin_node(reinterpret_cast<const void*>(langevin_middle_kernel), kLangevinParameters, kLangevinCall);
+}
+
+bool MolecularGpuDynamics::fuses_middle_step() const { return state_->constraints && state_->fused; }
+
+void MolecularGpuDynamics::langevin_middle_step(double kick_scale, double dt, double a, double b, double kt_mv2,
+                                                std::uint64_t seed, std::uint64_t call,
+                                                const std::optional<PeriodicBox>& box) {
+  State& s = *state_;
+  if (!s.constraints) throw Error("the GPU's Langevin-middle step in one launch is for runs with constraints (a bug)");
+  NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+  s.dt = dt;
+  MiddleStep step{};
+  step.x = s.forces->positions(), step.v = s.v.data(), step.f = s.forces->forces(), step.mass = s.mass.data();
+  step.kick_scale = kick_scale, step.half = 0.5 * dt, step.a = a, step.b = b, step.kt = kt_mv2, step.seed = seed;
+  step.copies = s.copies(), step.dt = dt, step.wrap = box.has_value(), step.box = box ? edges_of(*box) : BoxEdges{};
+  s.constraints->langevin_middle_step(step, constraint_images(box), call);
+  s.note_langevin_node(ConstraintsGpu::middle_step_function(), ConstraintsGpu::kMiddleStepParameters,
+                       ConstraintsGpu::kMiddleStepCall);
+  s.wrapped.reset();
+  if (box) s.wrapped = edges_of(*box);
 }
 
 void MolecularGpuDynamics::constrain_positions(double dt, const std::optional<PeriodicBox>& box) {
