@@ -5,6 +5,7 @@
 
 #include "cuda/check.hpp"
 #include "md/constraint_solver.hpp"
+#include "nbkit/core/error.hpp"
 
 namespace nbkit::md {
 
@@ -198,44 +199,48 @@ __global__ void constrain_velocities_kernel(ConstraintLaunch k, const V3* x, V3*
   }
 }
 
-// The units of the step in one launch beyond the waters: clusters' atoms, atoms in neither.
-struct MiddleUnits {
-  int cluster_blocks_end;  // blocks before this (and from water_blocks) take clusters, later ones lone atoms
-  int lone;
-  const std::int32_t *cluster_atom_first, *cluster_atom, *lone_atom;
+// The step in one launch's blocks (ConstraintsGpu::langevin_middle_step): block b's atoms are
+// atom[atom_first[b] .. atom_first[b + 1]) and its waters and clusters unit[unit_first[b] ..
+// unit_first[b + 1]) (w < waters a water, else cluster w - waters), every unit's atoms in its
+// block, at most kStepAtoms atoms a block.
+constexpr int kStepAtoms = 64;
+struct MiddleBlocks {
+  const std::int32_t *atom_first, *atom, *unit_first, *unit;
 };
 
-// ConstraintsGpu::langevin_middle_step: the first water_blocks blocks a thread per water, then
-// a thread per cluster, then a thread per atom in neither; each thread's atoms go through the
-// five updates in the separate launches' order. `call` is parameter kMiddleStepCall (6).
-__global__ void langevin_middle_step_kernel(ConstraintLaunch k, double* position_virial, MiddleUnits u, MiddleStep s,
-                                            ConstraintImages image, double tolerance, std::uint64_t call) {
-  const int block = static_cast<int>(blockIdx.x);
-  const int kind = block < k.water_blocks ? 0 : block < u.cluster_blocks_end ? 1 : 2;
-  const int first_block = kind == 0 ? 0 : kind == 1 ? k.water_blocks : u.cluster_blocks_end;
-  const int unit = (block - first_block) * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x);
-  if (unit >= (kind == 0 ? k.waters : kind == 1 ? k.clusters : u.lone)) return;
-  auto each_atom = [&](auto&& update) {
-    if (kind == 0) {
-      const RigidWater w = k.water[unit];
-      update(w.o), update(w.h1), update(w.h2);
-    } else if (kind == 1) {
-      for (int a = u.cluster_atom_first[unit]; a < u.cluster_atom_first[unit + 1]; ++a) update(u.cluster_atom[a]);
-    } else {
-      update(u.lone_atom[unit]);
-    }
-  };
-  each_atom([&](int i) { kick_atom(i, s.v, s.f, s.mass, s.kick_scale); });
-  if (kind == 0) settle_velocities_water(unit, k.water, k.inverse_mass, s.x, s.v, image, k.virial);
-  if (kind == 1)
-    rattle_cluster(unit, k.distance, k.cluster_first, k.inverse_mass, s.x, s.v, image, tolerance, s.dt,
-                   k.virial + k.waters, k.failed + 2);
-  each_atom([&](int i) { langevin_middle_atom(i, s.x, s.v, s.mass, s.half, s.a, s.b, s.kt, s.seed, call, s.copies); });
-  if (kind == 0) settle_positions_water(unit, k.water, k.mass, s.copies.reference, s.x, image, position_virial, k.failed);
-  if (kind == 1)
-    shake_cluster(unit, k.distance, k.cluster_first, k.inverse_mass, s.copies.reference, s.x, image, 2 * tolerance,
-                  position_virial + k.waters, k.failed + 1);
-  each_atom([&](int i) { correct_velocity_atom(i, s.v, s.x, s.copies.unconstrained, s.dt, s.wrap, s.box); });
+// A thread per atom for the per-atom updates and a thread per unit for the constraints, the
+// block's threads meeting between them (each unit's atoms are its block's, so a block needs no
+// other's results): the five launches' updates in their order, each chain of SETTLE's or
+// SHAKE's arithmetic in a thread as there, the thermostat's noise a thread an atom as there.
+// `call` is parameter kMiddleStepCall (6).
+__global__ void __launch_bounds__(kStepAtoms)
+    langevin_middle_step_kernel(ConstraintLaunch k, double* position_virial, MiddleBlocks m, MiddleStep s,
+                                ConstraintImages image, double tolerance, std::uint64_t call) {
+  const int b = static_cast<int>(blockIdx.x), tid = static_cast<int>(threadIdx.x);
+  const int a = m.atom_first[b] + tid, u = m.unit_first[b] + tid;
+  const bool has_atom = a < m.atom_first[b + 1], has_unit = u < m.unit_first[b + 1];
+  const int i = has_atom ? m.atom[a] : 0;
+  const int unit = has_unit ? m.unit[u] : 0;
+  if (has_atom) kick_atom(i, s.v, s.f, s.mass, s.kick_scale);
+  __syncthreads();
+  if (has_unit) {
+    if (unit < k.waters) settle_velocities_water(unit, k.water, k.inverse_mass, s.x, s.v, image, k.virial);
+    else
+      rattle_cluster(unit - k.waters, k.distance, k.cluster_first, k.inverse_mass, s.x, s.v, image, tolerance, s.dt,
+                     k.virial + k.waters, k.failed + 2);
+  }
+  __syncthreads();
+  if (has_atom) langevin_middle_atom(i, s.x, s.v, s.mass, s.half, s.a, s.b, s.kt, s.seed, call, s.copies);
+  __syncthreads();
+  if (has_unit) {
+    if (unit < k.waters)
+      settle_positions_water(unit, k.water, k.mass, s.copies.reference, s.x, image, position_virial, k.failed);
+    else
+      shake_cluster(unit - k.waters, k.distance, k.cluster_first, k.inverse_mass, s.copies.reference, s.x, image,
+                    2 * tolerance, position_virial + k.waters, k.failed + 1);
+  }
+  __syncthreads();
+  if (has_atom) correct_velocity_atom(i, s.v, s.x, s.copies.unconstrained, s.dt, s.wrap, s.box);
 }
 
 template <class T>
@@ -259,22 +264,36 @@ ConstraintsGpu::ConstraintsGpu(const ConstraintSet& set, const std::vector<doubl
   position_virial_ = upload(std::vector<double>(waters_ + clusters_, 0.0), stream);
   velocity_virial_ = upload(std::vector<double>(waters_ + clusters_, 0.0), stream);
   failed_ = upload(std::vector<int>(3, 0), stream);
-  // Each cluster's atoms in the order its constraints name them, and the atoms in no constraint.
+  // The step in one launch's blocks: the waters, then the clusters, then the atoms in neither,
+  // each unit whole in a block of at most kStepAtoms atoms.
   std::vector<char> constrained(mass.size(), 0);
-  for (const RigidWater& w : set.waters) constrained[w.o] = constrained[w.h1] = constrained[w.h2] = 1;
-  std::vector<std::int32_t> atom_first{0}, atoms, lone;
+  std::vector<std::int32_t> atom_first{0}, atoms, unit_first{0}, units;
+  auto add_unit = [&](std::int32_t unit, const std::vector<std::int32_t>& members) {
+    if (atoms.size() - static_cast<std::size_t>(atom_first.back()) + members.size() > kStepAtoms) {
+      atom_first.push_back(static_cast<std::int32_t>(atoms.size()));
+      unit_first.push_back(static_cast<std::int32_t>(units.size()));
+    }
+    if (unit >= 0) units.push_back(unit);
+    for (const std::int32_t i : members) atoms.push_back(i), constrained[static_cast<std::size_t>(i)] = 1;
+  };
+  for (std::size_t w = 0; w < set.waters.size(); ++w)
+    add_unit(static_cast<std::int32_t>(w), {set.waters[w].o, set.waters[w].h1, set.waters[w].h2});
+  bool fits = true;
   for (std::size_t c = 0; c < set.clusters(); ++c) {
-    const std::size_t begin = atoms.size();
+    std::vector<std::int32_t> members;
     for (std::int32_t k = set.cluster_first[c]; k < set.cluster_first[c + 1]; ++k)
-      for (const int a : {set.distances[k].i, set.distances[k].j})
-        if (std::find(atoms.begin() + static_cast<std::ptrdiff_t>(begin), atoms.end(), a) == atoms.end())
-          atoms.push_back(a), constrained[static_cast<std::size_t>(a)] = 1;
-    atom_first.push_back(static_cast<std::int32_t>(atoms.size()));
+      for (const std::int32_t a : {set.distances[k].i, set.distances[k].j})
+        if (std::find(members.begin(), members.end(), a) == members.end()) members.push_back(a);
+    if (members.size() > static_cast<std::size_t>(kStepAtoms)) fits = false;  // a cluster larger than a block
+    add_unit(static_cast<std::int32_t>(waters_ + c), members);
   }
   for (std::size_t i = 0; i < mass.size(); ++i)
-    if (!constrained[i]) lone.push_back(static_cast<std::int32_t>(i));
-  lone_ = static_cast<int>(lone.size());
-  cluster_atom_first_ = upload(atom_first, stream), cluster_atom_ = upload(atoms, stream), lone_atom_ = upload(lone, stream);
+    if (!constrained[i]) add_unit(-1, {static_cast<std::int32_t>(i)});
+  atom_first.push_back(static_cast<std::int32_t>(atoms.size()));
+  unit_first.push_back(static_cast<std::int32_t>(units.size()));
+  step_blocks_ = fits && !atoms.empty() ? static_cast<int>(atom_first.size()) - 1 : 0;
+  step_atom_first_ = upload(atom_first, stream), step_atom_ = upload(atoms, stream);
+  step_unit_first_ = upload(unit_first, stream), step_unit_ = upload(units, stream);
   NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors above go out of scope
 }
 
@@ -299,17 +318,17 @@ void ConstraintsGpu::constrain_velocities(const V3* x, V3* v, const ConstraintIm
 }
 
 void ConstraintsGpu::langevin_middle_step(const MiddleStep& step, const ConstraintImages& image, std::uint64_t call) {
-  const int water_blocks = blocks(waters_), cluster_end = water_blocks + blocks(clusters_);
-  const int all = cluster_end + blocks(lone_);
-  if (all == 0) return;
-  const ConstraintLaunch k{waters_,           clusters_,          water_blocks,           water_.data(),
+  if (step_blocks_ == 0) throw Error("the GPU's Langevin-middle step in one launch: a cluster larger than a block (a bug)");
+  const ConstraintLaunch k{waters_,           clusters_,          blocks(waters_),        water_.data(),
                            distance_.data(), cluster_first_.data(), mass_.data(),        inverse_mass_.data(),
                            velocity_virial_.data(), failed_.data()};
-  const MiddleUnits u{cluster_end, lone_, cluster_atom_first_.data(), cluster_atom_.data(), lone_atom_.data()};
-  langevin_middle_step_kernel<<<all, kThreads, 0, stream_>>>(k, position_virial_.data(), u, step, image,
-                                                             set_.tolerance, call);
+  const MiddleBlocks m{step_atom_first_.data(), step_atom_.data(), step_unit_first_.data(), step_unit_.data()};
+  langevin_middle_step_kernel<<<step_blocks_, kStepAtoms, 0, stream_>>>(k, position_virial_.data(), m, step, image,
+                                                                        set_.tolerance, call);
   NBKIT_CUDA_CHECK_LAUNCH();
 }
+
+bool ConstraintsGpu::steps_in_one_launch() const { return step_blocks_ > 0; }
 
 const void* ConstraintsGpu::middle_step_function() { return reinterpret_cast<const void*>(langevin_middle_step_kernel); }
 

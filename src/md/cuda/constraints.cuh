@@ -26,16 +26,17 @@ class ConstraintsGpu {
   // Removes each constraint's relative velocity along its bond at positions x (velocity SETTLE,
   // then RATTLE to the tolerance over a step dt).
   void constrain_velocities(const Vector3<double>* x, Vector3<double>* v, const ConstraintImages& image, double dt);
-  // The whole Langevin-middle step around the forces in one launch, a thread per water, per
-  // cluster and per atom in neither: the kick (v += kick_scale f / m), the velocities'
+  // The whole Langevin-middle step around the forces in one launch, the waters, clusters and
+  // other atoms in blocks that each hold their units whole, a thread per atom and per unit: the kick (v += kick_scale f / m), the velocities'
   // constraints at x, the thermostat's drift, noise and drift (langevin_middle_atom: the
   // reference and unconstrained copies kept), the positions' constraints, the velocities'
   // correction and the wrap. The same per-atom and per-constraint arithmetic as the five
   // launches (kick, constrain_velocities, langevin_middle, constrain_positions, the correction)
-  // in their order: each thread's atoms are its own through the step (the constraints join no
+  // in their order: each block's atoms are its own through the step (the constraints join no
   // two units), so the same bits (Constraints.GpuMiddleStepInOneLaunchGivesTheSameBits).
   // `call`: the thermostat's call (its parameter kMiddleStepCall of middle_step_function()'s).
   void langevin_middle_step(const MiddleStep& step, const ConstraintImages& image, std::uint64_t call);
+  bool steps_in_one_launch() const;  // false where a cluster has more atoms than a block holds
   static const void* middle_step_function();
   static constexpr int kMiddleStepParameters = 7, kMiddleStepCall = 6;
   // The last calls' virials, sum_i r_i . m_i dx_i for positions and sum_i r_i . m_i dv_i for
@@ -51,10 +52,9 @@ class ConstraintsGpu {
   cuda::DeviceBuffer<RigidWater> water_;
   cuda::DeviceBuffer<DistanceConstraint> distance_;
   cuda::DeviceBuffer<std::int32_t> cluster_first_;
-  // The step in one launch's units besides the waters: each cluster's atoms (cluster c's from
-  // cluster_atom_first_[c]) and the atoms in no constraint.
-  int lone_ = 0;
-  cuda::DeviceBuffer<std::int32_t> cluster_atom_first_, cluster_atom_, lone_atom_;
+  // The step in one launch's blocks (constraints.cu's MiddleBlocks; 0: a cluster too large for one).
+  int step_blocks_ = 0;
+  cuda::DeviceBuffer<std::int32_t> step_atom_first_, step_atom_, step_unit_first_, step_unit_;
   cuda::DeviceBuffer<double> mass_, inverse_mass_;
   // Slots: waters then clusters, for positions and for velocities.
   cuda::DeviceBuffer<double> position_virial_, velocity_virial_;

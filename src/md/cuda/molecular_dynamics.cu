@@ -292,7 +292,9 @@ void MolecularGpuDynamics::langevin_middle(double dt, double a, double b, double
   s.note_langevin_node(reinterpret_cast<const void*>(langevin_middle_kernel), kLangevinParameters, kLangevinCall);
 }
 
-bool MolecularGpuDynamics::fuses_middle_step() const { return state_->constraints && state_->fused; }
+bool MolecularGpuDynamics::fuses_middle_step() const {
+  return state_->constraints && state_->fused && state_->constraints->steps_in_one_launch();
+}
 
 void MolecularGpuDynamics::langevin_middle_step(double kick_scale, double dt, double a, double b, double kt_mv2,
                                                 std::uint64_t seed, std::uint64_t call,
