@@ -555,7 +555,9 @@ __device__ void walk_row(int t, int first, const PositionCharge<Real>* __restric
 // `Rows` rows a warp (8: a whole group; 4: half a group, each half testing the group's box):
 // with 8, 112 registers leave a quarter of an H200's warp slots filled and the warps wait on
 // their own arithmetic (Nsight Compute, session 35: 0.59 issued a scheduler); 4 halves the rows'
-// registers for twice the warps, each candidate loaded once for 4 rows.
+// registers for twice the warps, each candidate loaded once for 4 rows. 2 rows a warp (twice
+// the warps again) measured slower on an H200 (session 40: the list's phase 0.067 ms a step
+// against 0.064, DHFR's size) and went; 8 rows 0.074.
 constexpr int kGroupWarps = 4;
 template <class Real, int Rows>
 __global__ void __launch_bounds__(32 * kGroupWarps)
