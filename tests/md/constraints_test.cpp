@@ -606,9 +606,14 @@ TEST(Constraints, PhasesAreTimedWhenAsked) {
 // off by thousands of bar); the GPU's run repeats to the bit. `joined`: the methanes' carbons
 // bonded and every bond constrained, one cluster of 9 constraints, beyond what a GPU thread holds
 // in its own memory (constraints.cu's HeldCluster: 4), so both of its paths are followed.
-TEST(Constraints, GpuStepFollowsTheHostStep) {
-  std::string why;
-  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+// 64 waters and two methanes in a 12.4 x 12.4 x 40 A box at 300 K, PME with a 6 A cutoff; and
+// the same with the methanes' carbons (4 A apart) bonded, so that constraining every bond makes
+// them one cluster of 9 constraints.
+struct MethaneInWater {
+  System system;
+  MolecularForceField field, joined;
+};
+MethaneInWater methane_in_water() {
   std::vector<Vec3> x;
   Topology t = methane_and_water(4, x);
   System system = molecular_system(t, Coordinates{x, {}, PeriodicBox::from_edges({12.416, 12.416, 40})});
@@ -616,9 +621,18 @@ TEST(Constraints, GpuStepFollowsTheHostStep) {
   MolecularForceField field{t, {}};
   field.nonbonded.method = NonbondedSettings::Method::pme;
   field.nonbonded.cutoff = 6;
-  MolecularForceField joined_field = field;
-  const auto carbon = static_cast<std::int32_t>(t.size() - 10);  // the methanes' carbons, 4 A apart
-  joined_field.topology.bonds.push_back({carbon, carbon + 5, 300.0, 4.0});
+  MolecularForceField joined = field;
+  const auto carbon = static_cast<std::int32_t>(t.size() - 10);  // the methanes' carbons
+  joined.topology.bonds.push_back({carbon, carbon + 5, 300.0, 4.0});
+  return {std::move(system), std::move(field), std::move(joined)};
+}
+
+TEST(Constraints, GpuStepFollowsTheHostStep) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const MethaneInWater m = methane_in_water();
+  const System& system = m.system;
+  const MolecularForceField &field = m.field, &joined_field = m.joined;
   SimulationOptions gpu = cpu();
   gpu.backend = Backend::cuda;
   gpu.precision = Precision::double_;
@@ -664,20 +678,12 @@ TEST(Constraints, GpuStepFollowsTheHostStep) {
 TEST(Constraints, GpuMiddleStepInOneLaunchGivesTheSameBits) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
-  std::vector<Vec3> x;
-  Topology t = methane_and_water(4, x);
-  System system = molecular_system(t, Coordinates{x, {}, PeriodicBox::from_edges({12.416, 12.416, 40})});
-  assign_velocities(system, 300, 3);
-  MolecularForceField field{t, {}};
-  field.nonbonded.method = NonbondedSettings::Method::pme;
-  field.nonbonded.cutoff = 6;
-  const auto carbon = static_cast<std::int32_t>(t.size() - 10);
-  MolecularForceField joined = field;
-  joined.topology.bonds.push_back({carbon, carbon + 5, 300.0, 4.0});
+  const MethaneInWater m = methane_in_water();
+  const System& system = m.system;
   using Bonds = ConstraintOptions::Bonds;
-  for (const auto& [bonds, f, name] : {std::tuple{Bonds::hydrogen, &field, "clusters of 4"},
-                                       std::tuple{Bonds::none, &field, "free methanes"},
-                                       std::tuple{Bonds::all, &joined, "a cluster of 9"}})
+  for (const auto& [bonds, f, name] : {std::tuple{Bonds::hydrogen, &m.field, "clusters of 4"},
+                                       std::tuple{Bonds::none, &m.field, "free methanes"},
+                                       std::tuple{Bonds::all, &m.joined, "a cluster of 9"}})
     for (const bool mixed : {true, false})
       for (const char* graphs : {"1", "0"}) {
         Integrator integrator = rigid(2.0);
