@@ -5,9 +5,6 @@
 //  - the GPU (md::PmeGpu): each phase's time (spread with the conversion from fixed point,
 //    forward FFT, convolution with its sums, inverse FFT, gather), the median of 20 evaluations
 //    after 3 to warm up, and each phase's share;
-//  - the spread again with the atoms in cells of the 9 A cutoff's reach (the pair list's order,
-//    without its sub-cells; PmeGpu::evaluate's `order`: tiles of nearby atoms summed in shared
-//    memory first), which must give the same energy to the bit;
 //  - the ceiling, measured in this run: the GPU's memory bandwidth (a device-to-device copy).
 //    The mesh phases (conversion, both FFTs, convolution) must at least move ~88 bytes per
 //    mesh point (8 + 8 to convert; an FFT reads and writes the mesh once at least: 8 + 8 real,
@@ -110,25 +107,8 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < w.x.size(); ++i) host[i] = {w.x[i].x, w.x[i].y, w.x[i].z};
     x.upload(host.data(), host.size(), stream);
     q.upload(w.q.data(), w.q.size(), stream);
-    // The atoms by cells of at least 9.5 A (the list's reach with a 0.5 A skin), z, y, x.
-    std::vector<int> by_cell(static_cast<std::size_t>(n));
-    {
-      const double edge = w.box.length(0);
-      const int cells = std::max(1, static_cast<int>(edge / 9.5));
-      auto cell_of = [&](int i) {
-        int c[3];
-        const double r[3] = {w.x[i].x, w.x[i].y, w.x[i].z};
-        for (int a = 0; a < 3; ++a) c[a] = std::min(cells - 1, std::max(0, static_cast<int>(r[a] / edge * cells)));
-        return (c[2] * cells + c[1]) * cells + c[0];
-      };
-      for (int i = 0; i < n; ++i) by_cell[static_cast<std::size_t>(i)] = i;
-      std::stable_sort(by_cell.begin(), by_cell.end(), [&](int a, int b) { return cell_of(a) < cell_of(b); });
-    }
-    nbkit::cuda::DeviceBuffer<int> order(static_cast<std::size_t>(n));
-    order.upload(by_cell.data(), by_cell.size(), stream);
-    double gpu_energy = 0, ordered_energy = 0;
+    double gpu_energy = 0;
     std::array<std::vector<double>, 5> phases;
-    std::vector<double> ordered_spread;
     {
       nbkit::md::PmeGpu pme(p.pme_grid, 5, p.alpha, w.q, stream);
       pme.time_phases();
@@ -142,13 +122,6 @@ int main(int argc, char** argv) {
       sums.download(e_v, 2, stream);
       BENCH_CHECK(cudaStreamSynchronize(stream));
       gpu_energy = e_v[0];
-      for (int rep = 0; rep < 23; ++rep) {
-        pme.evaluate(x.data(), q.data(), n, w.box, k, force.data(), sums.data(), stream, nullptr, 0, order.data());
-        if (rep >= 3) ordered_spread.push_back(pme.phase_seconds()[0]);
-      }
-      sums.download(e_v, 2, stream);
-      BENCH_CHECK(cudaStreamSynchronize(stream));
-      ordered_energy = e_v[0];
     }
     BENCH_CHECK(cudaStreamDestroy(stream));
     std::array<double, 5> phase{};
@@ -173,26 +146,16 @@ int main(int argc, char** argv) {
                 mesh_bound / mesh_time, 1e3 * cpu_time, cpu_time / total, agreement);
     std::printf("%9s %12s %8s | %7.0f%% %7.0f%% %7.0f%% %7.0f%% %7.0f%% %9s |\n", "", "share", "", 100 * phase[0] / total,
                 100 * phase[1] / total, 100 * phase[2] / total, 100 * phase[3] / total, 100 * phase[4] / total, "");
-    const double spread_in_cells = median(ordered_spread);
-    std::printf("%9s %12s %8s | %8.3f  the spread with the atoms in cells: %.2f times as fast, energy %s\n", "",
-                "in cells", "", 1e3 * spread_in_cells, phase[0] / spread_in_cells,
-                ordered_energy == gpu_energy ? "the same bits" : "DIFFERS");
     results.push_back({{"atoms", n},
                        {"mesh", p.pme_grid},
                        {"alpha", p.alpha},
                        {"gpu_seconds", {{"spread", phase[0]}, {"forward_fft", phase[1]}, {"convolution", phase[2]},
-                                        {"inverse_fft", phase[3]}, {"gather", phase[4]}, {"total", total},
-                                        {"spread_atoms_in_cells", spread_in_cells}}},
+                                        {"inverse_fft", phase[3]}, {"gather", phase[4]}, {"total", total}}},
                        {"mesh_phases_bandwidth_bound_ratio", mesh_bound / mesh_time},
                        {"cpu_seconds", cpu_time},
                        {"cpu_threads", threads},
                        {"gpu_over_cpu_speedup", cpu_time / total},
                        {"energy_relative_difference", agreement}});
-    if (ordered_energy != gpu_energy) {
-      std::fprintf(stderr, "the spread in cells gave the energy %.17g, in the atoms' order %.17g\n", ordered_energy,
-                   gpu_energy);
-      return 1;
-    }
     if (!(agreement < 1e-9)) {
       std::fprintf(stderr, "the GPU's energy %.12g differs from the CPU's %.12g\n", gpu_energy, cpu_energy);
       return 1;

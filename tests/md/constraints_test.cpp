@@ -473,59 +473,6 @@ TEST(Constraints, GpuCheckpointsKeepTheirStepsEnergies) {
     EXPECT_NEAR(potential, potential_every[static_cast<std::size_t>(step)], 1e-9 * std::abs(potential)) << "step " << step;
 }
 
-// PME's spread in the pair list's order (the default on the GPU: each tile of nearby atoms
-// summed in shared memory first, then added to the mesh) against the spread in the topology's
-// order (NBKIT_PME_SPREAD_SORTED=0): the mesh holds the same 64-bit integers whatever order they
-// are added in, so the trajectories are the same bits. 1,000 rigid TIP3P waters (3,000 atoms,
-// 31 A box: cells of ~110 atoms, so most tiles fit a region and those across a row's end do
-// not), 40 steps of Langevin middle at 1 fs with a 0.5 A skin (several builds, each after the
-// spread), mixed precision and float64; with every tile adding to the mesh directly
-// (NBKIT_PME_SPREAD_REGION=0) or through small regions (512 points: most tiles too wide), with the
-// host's check and without the step's graphs. Bad values are refused.
-TEST(Constraints, PmeSpreadInTheListsOrderGivesTheSameBits) {
-  if (list_gpus().empty()) GTEST_SKIP() << "no GPU";
-  WaterBox w = water_box(10, 300);
-  MolecularForceField field = w.field();
-  field.nonbonded.cutoff = 9;
-  Integrator integrator = rigid(1.0);
-  integrator.langevin_middle = Integrator::LangevinMiddleSettings{300, 1e-2, 11};
-  for (const bool mixed : {true, false}) {
-    SimulationOptions options = cpu();
-    options.backend = Backend::cuda, options.skin = 0.5;
-    if (!mixed) options.precision = Precision::double_;
-    auto run = [&](const char* sorted, const char* region, const char* graphs, const char* device_check) {
-      const test::ScopedEnvironment a("NBKIT_PME_SPREAD_SORTED", sorted), b("NBKIT_PME_SPREAD_REGION", region),
-          c("NBKIT_STEP_GRAPH", graphs), d("NBKIT_PAIR_LIST_DEVICE_CHECK", device_check);
-      auto simulation = std::make_unique<Simulation>(w.system, field, integrator, options);
-      simulation->run(40);
-      return simulation;
-    };
-    const auto topology_order = run("0", "", "1", "1");
-    ASSERT_GT(topology_order->list_builds(), 2);
-    using Case = std::tuple<const char*, const char*, const char*>;
-    for (const auto& [region, graphs, device_check] :
-         {Case{"", "1", "1"}, Case{"0", "1", "1"}, Case{"512", "1", "1"}, Case{"", "0", "1"}, Case{"", "1", "0"}}) {
-      const auto other = run("1", region, graphs, device_check);
-      const std::string what = std::string(mixed ? "mixed" : "float64") + " region " + (*region ? region : "default") +
-                               " graphs " + graphs + " device check " + device_check;
-      EXPECT_EQ(topology_order->list_builds(), other->list_builds()) << what;
-      EXPECT_EQ(topology_order->state().x, other->state().x) << what;
-      EXPECT_EQ(topology_order->state().vx, other->state().vx) << what;
-      EXPECT_EQ(topology_order->thermo().potential, other->thermo().potential) << what;
-    }
-  }
-  EXPECT_THROW(
-      {
-        const test::ScopedEnvironment bad("NBKIT_PME_SPREAD_REGION", "70000");
-        Simulation(w.system, field, integrator, [] {
-          SimulationOptions o = cpu();
-          o.backend = Backend::cuda;
-          return o;
-        }()).run(1);
-      },
-      Error);
-}
-
 // NPT of 216 rigid TIP3P waters at 300 K and 1 bar (PME, 9 A cutoff with the dispersion
 // correction, Langevin middle at 2 fs, the barostat every 25 steps) gives TIP3P's density.
 TEST(Constraints, NptTip3pWaterHasItsDensity) {

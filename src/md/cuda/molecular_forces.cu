@@ -733,12 +733,9 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
     }
     // Without energies the mesh's energy and virial are not summed (its forces are the same
     // bits): s.mesh_sums keeps the last evaluation's that had them, as s.sums does.
-    // The spread in the list's order where the list's writes of it wait for the spread (the
-    // pairs' wait, `ahead`) or follow it on one stream (timed phases).
-    const int* order = s.list && (ahead || !beside) ? s.list->mesh_order() : nullptr;
     s.pme->evaluate(s.x.data(), s.charge.data(), n, *box, coulomb_k, s.mesh_force.data(),
                     energies ? s.mesh_sums.data() : nullptr, side, ahead ? static_cast<cudaEvent_t>(s.mesh_ahead) : nullptr,
-                    s.pairs_after_mesh, order);
+                    s.pairs_after_mesh);
   };
   // The excluded pairs' corrections need the positions alone (16-18 us a step of float64 chains at
   // 30,671 atoms on an H200), into arrays of their own that gather_forces adds.

@@ -124,9 +124,6 @@ struct MolecularPairListGpu::State {
   int sub_bits = 0;     // the sort key's sub-cell bits (kSubcellBits or 0)
   bool groups = false;  // this list's build is by group (wanted, sub-cells, 3 or more cells an axis)
   int group_rows = 4;   // rows a warp in the build by group (NBKIT_PAIR_LIST_GROUP_ROWS=4|8)
-  // PME's spread reads `order` (mesh_order; NBKIT_PME_SPREAD_SORTED=0: not, and the list's build
-  // no longer waits for the spread).
-  bool mesh_order_wanted = true;
   DeviceBuffer<float4> group_lo, group_hi;
   std::int64_t builds = 0;     // those the host queued (the device's own: control)
   bool rebuild_next = false;  // asked for (checkpoints), or the list must grow
@@ -298,7 +295,6 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.corrections_apart = env_switch("NBKIT_CORRECTIONS_APART", true);
   s.device_check = env_switch("NBKIT_PAIR_LIST_DEVICE_CHECK", true);
   s.check_may_decide = env_switch("NBKIT_PAIR_LIST_CHECK_DECIDES", true);
-  s.mesh_order_wanted = env_switch("NBKIT_PME_SPREAD_SORTED", true);
   if (const char* sort = std::getenv("NBKIT_PAIR_LIST_SORT"); sort && *sort) {
     const std::string v = sort;
     if (v != "count" && v != "radix") throw Error("NBKIT_PAIR_LIST_SORT is \"" + v + "\": expected count or radix");
@@ -342,11 +338,6 @@ bool MolecularPairListGpu::graph_ready(const PeriodicBox& box) {
 }
 
 std::uint64_t MolecularPairListGpu::configuration() const { return state_->configuration; }
-
-const int* MolecularPairListGpu::mesh_order() const {
-  const State& s = *state_;
-  return s.mesh_order_wanted && s.n > 0 && s.builds > 0 ? s.order.data() : nullptr;
-}
 
 std::int64_t MolecularPairListGpu::builds() const {
   State& s = *state_;
@@ -820,15 +811,10 @@ void MolecularPairListGpu::evaluate(const V3* x, const PeriodicBox& box, const P
   s.mark(0);
   if (!s.prepared) prepare(x, box);
   s.prepared = false;
-  // PME's spread reads `order` (mesh_order): every write of it (the host's build, the device's
-  // conditional one, a regrowth) waits for the spread. In a step without a build the pairs waited
-  // for it anyway; in one with a build the body started ~50 us after the check (session 39).
-  const bool spread_reads_order = pairs_after && mesh_order() != nullptr;
-  if (spread_reads_order) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(s.stream, pairs_after, 0));
   if (s.device_check) s.device_step(x, box);
   else if (s.needs_rebuild(x, box)) s.rebuild(x, box);
   s.mark(1);
-  if (pairs_after && !spread_reads_order) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(s.stream, pairs_after, 0));
+  if (pairs_after) NBKIT_CUDA_CHECK(cudaStreamWaitEvent(s.stream, pairs_after, 0));
   // float64 always sums its energies: its kernel without them gave forces that differed in the
   // last bits (nvcc fuses the float64 multiply-adds of the two variants differently; measured
   // on an H100 in session 24), and float64 runs are the checks, not the production runs. The

@@ -70,8 +70,7 @@ class MolecularPairListGpu {
   // atom's energies and virial too (out.lennard_jones, coulomb, virial, excluded); otherwise only
   // the forces are written, with the same bits (mixed precision; float64 sums them anyway).
   // Where corrects_apart(), the excluded pairs' corrections are left out of `out` (see correct).
-  // `pairs_after`, where not null: the pair sums (not the list's check or build) wait for it; and
-  // where mesh_order() was given out for this evaluation, the list's build waits for it too.
+  // `pairs_after`, where not null: the pair sums (not the list's check or build) wait for it.
   void evaluate(const Vector3<double>* x, const PeriodicBox& box, const PairSums& out, bool energies = true,
                 cudaEvent_t pairs_after = nullptr);
   // Are the excluded pairs' corrections (PME's) computed apart from the pair sums, by `correct`?
@@ -88,11 +87,6 @@ class MolecularPairListGpu {
   // the device decides the rebuilds, the list exists for this box and need not grow. The graph
   // holds the list's buffers, cells and capacity: recapture it when configuration() changes.
   bool graph_ready(const PeriodicBox& box);
-  // The atoms in the last build's sorted order (device, n: the cells' order, nearby atoms
-  // together), for PME's spread (PmeGpu::evaluate's `order`) in an evaluation whose `pairs_after`
-  // marks the spread's end: a build in that evaluation waits for it, so the order stays as it is
-  // while the spread reads it. Null before the first build, or where NBKIT_PME_SPREAD_SORTED=0.
-  const int* mesh_order() const;
   std::uint64_t configuration() const;
   std::int64_t builds() const;
   void rebuild_next();  // the next evaluation builds the list afresh

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <numbers>
 #include <string>
 
@@ -30,8 +29,8 @@ struct Mesh {
   double scale[3], lo[3];  // mesh points per A, the box's low corner
 };
 
-// An atom's coordinate along axis a in mesh points, in [0, K).
-__device__ double mesh_coordinate(const Mesh& m, int a, double x) {
+// An atom's first mesh point along axis a (floor(u), u in [0, K)) and its B-splines.
+__device__ int splines(const Mesh& m, int order, int a, double x, double* value, double* derivative) {
   double u = (x - m.lo[a]) * m.scale[a];
   u -= m.k[a] * floor(u / m.k[a]);
   // A position not finite, or so far out (a run blowing up) that the reduction above loses it
@@ -40,12 +39,6 @@ __device__ double mesh_coordinate(const Mesh& m, int a, double x) {
   // out of bounds (compute-sanitizer, Constraints.RefusesWhatItCannotRun). u = K from rounding
   // gives the same points and weights as u = 0.
   if (!(u >= 0 && u < m.k[a])) u = 0;
-  return u;
-}
-
-// An atom's first mesh point along axis a (floor(u)) and its B-splines.
-__device__ int splines(const Mesh& m, int order, int a, double x, double* value, double* derivative) {
-  const double u = mesh_coordinate(m, a, x);
   const double cell = floor(u);
   bspline_weights(order, u - cell, value, derivative);
   return static_cast<int>(cell);
@@ -87,145 +80,6 @@ __global__ void spread(int n, const V3* x, const double* q, Mesh m, double fixed
       atomicAdd(mesh + (static_cast<std::int64_t>(a) * m.k[1] + b) * m.k[2] + c,
                 static_cast<unsigned long long>(__double2ll_rn(w * weight2)));
     }
-  }
-}
-
-// The spread in a spatial order (spread_in_order): `order` lists the atoms so that consecutive
-// ones lie close together (the pair list's cells, md/cuda/molecular_pair_list.cu), and a block
-// takes kSpreadTile of them: their points first go into a region of the mesh in shared memory,
-// the block's box of first points grown by the splines' reach, and then each of the region's
-// points goes to the mesh by one atomic add. The spread was bound by the L2's atomics (73% of its
-// throughput, 125 an atom at order 5; docs/performance.md, session 34); a tile of a cell's atoms
-// shares most of its points, ~30-45 global adds an atom at DHFR's density. The values added are
-// the same 64-bit integers as spread's, and integer sums do not depend on their order, so the
-// mesh is the same bits. A tile whose region exceeds `capacity` points (atoms from far apart: a
-// row of cells ending, a tiny mesh) adds to the mesh directly, as spread does.
-// Session 40's first form lost on an H200 (bench_pme_cuda: 0.038 ms against 0.031 at 24,000
-// atoms): sm_90 adds 64-bit words in shared memory by a compare-and-swap loop, and a warp's
-// atoms (neighbours in the order: a water's three) met on the same points and retried. So each
-// point is two 32-bit words added by the native shared atomic, the low word's carry into the
-// high (add_split: the same sum modulo 2^64), and a warp's atoms are taken kSpreadTile /
-// atoms-a-warp apart in the tile.
-constexpr int kSpreadThreads = 256;
-constexpr int kSpreadTile = 96;            // atoms a block (two rounds of 8 warps at order 5)
-// 48,000 bytes: with the block's few static words within the 48 KB a block may have without opting
-// in (6,144 points failed to launch).
-constexpr int kSpreadRegionPoints = 6000;
-
-// a mod k in [0, k) for any int a.
-__device__ inline int wrap_any(int a, int k) {
-  const int r = a % k;
-  return r < 0 ? r + k : r;
-}
-
-// v added to the 64-bit word at `word` (its low half first, little-endian) by two 32-bit atomic
-// adds: the low halves' sum wraps once for each add whose result is below what it found, and
-// each such carry goes to the high half, so the word ends as the 64-bit sum modulo 2^64 however
-// the adds interleave (read only after every add is done).
-__device__ inline void add_split(unsigned* word, unsigned long long v) {
-  const unsigned low = static_cast<unsigned>(v), high = static_cast<unsigned>(v >> 32);
-  const unsigned found = atomicAdd(word, low);
-  const unsigned carried = high + (found + low < found ? 1u : 0u);
-  if (carried != 0) atomicAdd(word + 1, carried);
-}
-
-template <int Order>
-__global__ void __launch_bounds__(kSpreadThreads)
-    spread_in_order(int n, const V3* x, const double* q, const int* __restrict__ order, Mesh m, double fixed_scale,
-                    unsigned long long* mesh, int capacity) {
-  extern __shared__ unsigned region[];  // two words a point: low, high
-  __shared__ int reference[3], low[3], high[3];
-  const int first = blockIdx.x * kSpreadTile;
-  const int count = min(kSpreadTile, n - first);
-  // The tile's first points relative to its first atom's, each taken the short way round the
-  // mesh (in (-K/2, K/2]), so that a tile across the box's periodic face stays one small region.
-  auto relative = [&](int a, int point) {
-    int r = point - reference[a];
-    if (r > m.k[a] / 2) r -= m.k[a];
-    else if (r <= -(m.k[a] + 1) / 2) r += m.k[a];
-    return r;
-  };
-  if (threadIdx.x < 3) {
-    const V3 p = x[order[first]];
-    const double c[3] = {p.x, p.y, p.z};
-    reference[threadIdx.x] = static_cast<int>(floor(mesh_coordinate(m, threadIdx.x, c[threadIdx.x])));
-    low[threadIdx.x] = 0, high[threadIdx.x] = 0;
-  }
-  __syncthreads();
-  if (static_cast<int>(threadIdx.x) < count) {
-    const V3 p = x[order[first + threadIdx.x]];
-    const double c[3] = {p.x, p.y, p.z};
-    for (int a = 0; a < 3; ++a) {
-      const int r = relative(a, static_cast<int>(floor(mesh_coordinate(m, a, c[a]))));
-      atomicMin(&low[a], r), atomicMax(&high[a], r);
-    }
-  }
-  __syncthreads();
-  // The region: points (first point - j) for j in [0, Order), so Order - 1 below the lowest.
-  const int e0 = high[0] - low[0] + Order, e1 = high[1] - low[1] + Order, e2 = high[2] - low[2] + Order;
-  const std::int64_t volume = static_cast<std::int64_t>(e0) * e1 * e2;
-  const bool local = volume <= capacity;  // the same in every thread
-  if (local)
-    for (int k = threadIdx.x; k < 2 * volume; k += kSpreadThreads) region[k] = 0;
-  __syncthreads();
-  // Atom k = slot S + r of the tile for the warp's slot (lane / Order) and its r (warp, warp + 8,
-  // ...): a warp's atoms S apart, not neighbours.
-  constexpr int kAtomsPerWarp = 32 / Order, kWarps = kSpreadThreads / 32;
-  constexpr int S = (kSpreadTile + kAtomsPerWarp - 1) / kAtomsPerWarp;
-  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
-  const int j2 = lane % Order, slot = lane / Order;
-  if (lane < kAtomsPerWarp * Order)
-    for (int r = warp; r < S; r += kWarps) {
-      const int k = slot * S + r;
-      if (k >= count) continue;
-      const int i = order[first + k];
-      // As spread: the same splines, products and rounding, so the same integers.
-      double t[3][Order], d[3][Order];
-      int base[3];
-      const V3 p = x[i];
-      base[0] = splines(m, Order, 0, p.x, t[0], d[0]);
-      base[1] = splines(m, Order, 1, p.y, t[1], d[1]);
-      base[2] = splines(m, Order, 2, p.z, t[2], d[2]);
-      const double charge = q[i] * fixed_scale;
-      double weight2 = 0;
-      for (int k2 = 0; k2 < Order; ++k2)
-        if (k2 == j2) weight2 = t[2][k2];
-      if (local) {
-        // Point (base - j) sits at relative(base) - low + Order - 1 - j along each axis.
-        const int l0 = relative(0, base[0]) - low[0] + Order - 1, l1 = relative(1, base[1]) - low[1] + Order - 1;
-        const int l2 = relative(2, base[2]) - low[2] + Order - 1 - j2;
-        for (int j0 = 0; j0 < Order; ++j0)
-          for (int j1 = 0; j1 < Order; ++j1) {
-            const double w = charge * t[0][j0] * t[1][j1];
-            add_split(region + 2 * ((static_cast<std::int64_t>(l0 - j0) * e1 + (l1 - j1)) * e2 + l2),
-                      static_cast<unsigned long long>(__double2ll_rn(w * weight2)));
-          }
-      } else {
-        const int c = wrap(base[2] - j2, m.k[2]);
-        for (int j0 = 0; j0 < Order; ++j0) {
-          const int a = wrap(base[0] - j0, m.k[0]);
-          for (int j1 = 0; j1 < Order; ++j1) {
-            const int b = wrap(base[1] - j1, m.k[1]);
-            const double w = charge * t[0][j0] * t[1][j1];
-            atomicAdd(mesh + (static_cast<std::int64_t>(a) * m.k[1] + b) * m.k[2] + c,
-                      static_cast<unsigned long long>(__double2ll_rn(w * weight2)));
-          }
-        }
-      }
-    }
-  if (!local) return;
-  __syncthreads();
-  // The region to the mesh, consecutive threads along the mesh's rows (consecutive words). A
-  // region wider than the mesh along an axis (a tiny mesh) sends two of its points to one mesh
-  // point: each adds its own part.
-  const int o0 = reference[0] + low[0] - (Order - 1), o1 = reference[1] + low[1] - (Order - 1),
-            o2 = reference[2] + low[2] - (Order - 1);
-  for (int k = threadIdx.x; k < volume; k += kSpreadThreads) {
-    const unsigned long long v = static_cast<unsigned long long>(region[2 * k + 1]) << 32 | region[2 * k];
-    if (v == 0) continue;
-    const int l2 = k % e2, l1 = (k / e2) % e1, l0 = k / e2 / e1;
-    const int a = wrap_any(o0 + l0, m.k[0]), b = wrap_any(o1 + l1, m.k[1]), c = wrap_any(o2 + l2, m.k[2]);
-    atomicAdd(mesh + (static_cast<std::int64_t>(a) * m.k[1] + b) * m.k[2] + c, v);
   }
 }
 
@@ -391,17 +245,6 @@ PmeGpu::PmeGpu(std::array<int, 3> grid, int order, double alpha, const std::vect
   const int bits = std::min(40, static_cast<int>(std::floor(62 - std::log2(total + 1))));
   if (bits < 20) throw Error("PME on the GPU: the charges' magnitudes sum beyond the fixed-point mesh's range");
   scale_ = std::ldexp(1.0, bits);
-  // NBKIT_PME_SPREAD_REGION=k (tests): tiles of the ordered spread keep regions of at most k mesh
-  // points in shared memory (0: none, every tile adds to the mesh directly).
-  region_points_ = kSpreadRegionPoints;
-  if (const char* points = std::getenv("NBKIT_PME_SPREAD_REGION"); points && *points) {
-    char* end = nullptr;
-    const long k = std::strtol(points, &end, 10);
-    if (*end || k < 0 || k > kSpreadRegionPoints)
-      throw Error(std::string("NBKIT_PME_SPREAD_REGION is \"") + points + "\": expected a whole number of mesh points, 0 to " +
-                  std::to_string(kSpreadRegionPoints));
-    region_points_ = static_cast<int>(k);
-  }
   const std::int64_t reals = static_cast<std::int64_t>(grid[0]) * grid[1] * grid[2];
   const std::int64_t complexes = static_cast<std::int64_t>(grid[0]) * grid[1] * (grid[2] / 2 + 1);
   fixed_ = cuda::DeviceBuffer<unsigned long long>(static_cast<std::size_t>(reals));
@@ -437,8 +280,7 @@ void PmeGpu::mark(int phase) {
 }
 
 void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& box, double coulomb_k, V3* force,
-                      double* energy_virial, cudaStream_t stream, cudaEvent_t ahead, int ahead_phase,
-                      const int* order) {
+                      double* energy_virial, cudaStream_t stream, cudaEvent_t ahead, int ahead_phase) {
   ahead_ = ahead, ahead_phase_ = ahead_phase;
   if (stream != stream_) {
     check_cufft(cufftSetStream(forward_, stream), "cufftSetStream");
@@ -464,19 +306,8 @@ void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& bo
     else kernel6<<<blocks(n), kThreads, 0, stream_>>>(args...);
     NBKIT_CUDA_CHECK_LAUNCH();
   };
-  // Spreading: Order lanes an atom, 32 / Order atoms a warp; in tiles of nearby atoms where an
-  // order gives them.
-  if (n > 0 && order) {
-    const int grid = static_cast<int>((n + kSpreadTile - 1) / kSpreadTile);
-    const std::size_t bytes = sizeof(unsigned long long) * static_cast<std::size_t>(region_points_);
-    if (order_ == 4)
-      spread_in_order<4><<<grid, kSpreadThreads, bytes, stream_>>>(n, x, q, order, m, scale_, fixed_.data(), region_points_);
-    else if (order_ == 5)
-      spread_in_order<5><<<grid, kSpreadThreads, bytes, stream_>>>(n, x, q, order, m, scale_, fixed_.data(), region_points_);
-    else
-      spread_in_order<6><<<grid, kSpreadThreads, bytes, stream_>>>(n, x, q, order, m, scale_, fixed_.data(), region_points_);
-    NBKIT_CUDA_CHECK_LAUNCH();
-  } else if (n > 0) {
+  // Spreading: Order lanes an atom, 32 / Order atoms a warp.
+  if (n > 0) {
     const std::int64_t warps = (n + 32 / order_ - 1) / (32 / order_);
     const int grid = blocks(warps * 32);
     if (order_ == 4) spread<4><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());

@@ -37,13 +37,9 @@ class PmeGpu {
   // `ahead`, where not null, is recorded on `stream` at the end of phase `ahead_phase` (1 the
   // spread, 2 the forward FFT, 3 the convolution, 4 the inverse FFT: phase_seconds' phases), so
   // that other work may wait for part of the chain (NBKIT_PAIRS_AFTER_MESH).
-  // `order`, where not null (device, n): the atoms' indices in an order that keeps nearby atoms
-  // together (the pair list's cells), read by the spread only: it then adds each tile of them to a
-  // region of the mesh in shared memory first, for far fewer atomic adds to the mesh, the same
-  // bits (spread_in_order in cuda/pme.cu). It must stay unchanged until the spread is done.
   void evaluate(const Vector3<double>* x, const double* q, int n, const PeriodicBox& box, double coulomb_k,
                 Vector3<double>* force, double* energy_virial, cudaStream_t stream, cudaEvent_t ahead = nullptr,
-                int ahead_phase = 0, const int* order = nullptr);
+                int ahead_phase = 0);
   std::array<int, 3> grid() const { return grid_; }
   // Benchmarks: events between the phases of each evaluation from now on, and the last
   // evaluation's phase times (s; waits for it): spread (with the conversion from fixed point),
@@ -56,7 +52,6 @@ class PmeGpu {
   int order_;
   double alpha_;
   double scale_;  // fixed point: a mesh value v is stored as round(v scale)
-  int region_points_ = 0;  // the ordered spread's shared-memory region (NBKIT_PME_SPREAD_REGION)
   cudaStream_t stream_;
   cufftHandle forward_ = 0, backward_ = 0;
   bool planned_forward_ = false, planned_backward_ = false;
