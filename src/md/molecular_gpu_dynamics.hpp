@@ -4,7 +4,8 @@
 // (molecular_engine.cpp) runs the same sequence of kicks, drifts, Langevin-middle updates,
 // SETTLE/SHAKE/RATTLE (cuda/constraints.cuh: constraint_law.hpp, the host's functions) and
 // evaluations (MolecularGpuForces::evaluate_on_device) as on the host, each a kernel over atoms,
-// waters or clusters. The host sees the state only when it asks (download: thermo rows, frames,
+// waters or clusters (with constraints, the Langevin-middle step's five in one launch:
+// langevin_middle_step). The host sees the state only when it asks (download: thermo rows, frames,
 // checkpoints, barostat moves); nothing is read back per step (the pair list's rebuilds are
 // decided on the device), and a step is one CUDA graph launch where it can be (step_as_graph). Errors found on the device (a force not finite, a water SETTLE cannot place, a cluster
 // that does not converge) are reported at the next download with the atoms they concern.
