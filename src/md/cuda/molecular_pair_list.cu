@@ -121,9 +121,6 @@ struct MolecularPairListGpu::State {
   // NBKIT_PAIR_LIST_GROUPS=0: not, and the build by group falls back to a warp a row (session 34's
   // order, list and bits).
   bool groups_wanted = true;
-  // The build by group through one queue of passing groups a warp (pair_list_build.cuh's
-  // `Queued`; NBKIT_PAIR_LIST_GROUP_QUEUE=0: a cell's groups at a time, as up to session 40).
-  bool group_queue = true;
   int sub_bits = 0;     // the sort key's sub-cell bits (kSubcellBits or 0)
   bool groups = false;  // this list's build is by group (wanted, sub-cells, 3 or more cells an axis)
   int group_rows = 4;   // rows a warp in the build by group (NBKIT_PAIR_LIST_GROUP_ROWS=4|8)
@@ -295,7 +292,6 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.offsets_wanted = env_switch("NBKIT_PAIR_LIST_OFFSETS", true);
   s.fast_law = env_switch("NBKIT_PAIR_FAST_LAW", true);
   s.groups_wanted = env_switch("NBKIT_PAIR_LIST_GROUPS", true);
-  s.group_queue = env_switch("NBKIT_PAIR_LIST_GROUP_QUEUE", true);
   s.corrections_apart = env_switch("NBKIT_CORRECTIONS_APART", true);
   s.device_check = env_switch("NBKIT_PAIR_LIST_DEVICE_CHECK", true);
   s.check_may_decide = env_switch("NBKIT_PAIR_LIST_CHECK_DECIDES", true);
@@ -419,13 +415,8 @@ void MolecularPairListGpu::State::build_list(bool zero_longest) {
                                                     longest.data(), offsets, group_lo.data(), group_hi.data(),
                                                     group_reach * group_reach);
     };
-    if (group_rows == 8) {
-      if (group_queue) launch(build_rows_by_group<Real, 8, true>, 1);
-      else launch(build_rows_by_group<Real, 8>, 1);
-    } else {
-      if (group_queue) launch(build_rows_by_group<Real, 4, true>, 2);
-      else launch(build_rows_by_group<Real, 4>, 2);
-    }
+    if (group_rows == 8) launch(build_rows_by_group<Real, 8>, 1);
+    else launch(build_rows_by_group<Real, 4>, 2);
   } else if (build != Build::cell) {
     build_rows_by_row<Real><<<(n + kRowWarps - 1) / kRowWarps, 32 * kRowWarps, 0, stream>>>(
         n, packed<Real>(), attributes.data(), order.data(), cell_start.data(), cells, frame_of<Real>(cells), reach2,
