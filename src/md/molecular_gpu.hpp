@@ -25,8 +25,6 @@ struct CUstream_st;  // cudaStream_t, without the CUDA headers
 
 namespace nbkit::md {
 
-struct PmeSpreadTarget;  // md/cuda/pme_spread.cuh
-
 class MolecularGpuForces {
  public:
   // `single`: mixed precision (periodic settings only). `skin`: the pair list's (A; 0 rebuilds it
@@ -64,14 +62,6 @@ class MolecularGpuForces {
   // changes.
   bool graph_ready(const std::optional<PeriodicBox>& box);
   std::uint64_t graph_configuration() const;
-  // PME's spread of the next evaluate_on_device done by the caller's kernel, queued on stream()
-  // before it with the positions final (MolecularGpuDynamics's step in one launch): where it can
-  // be (PME, its mesh made for `box` by an earlier evaluation, phases not timed;
-  // NBKIT_SPREAD_IN_STEP=0: never), fills `target` (md/cuda/pme_spread.cuh) and returns true, and
-  // the next evaluation leaves the spread out (forget_spread_ahead: it does not, the caller's
-  // kernel not queued after all).
-  bool spread_ahead(const std::optional<PeriodicBox>& box, PmeSpreadTarget& target);
-  void forget_spread_ahead();
 
   // Benchmarks: each evaluation's phases timed by events from now on; the last one's seconds
   // (waits for it). mesh_phases: PME's spread, forward FFT, convolution, inverse FFT, gather.

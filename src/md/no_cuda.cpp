@@ -34,8 +34,6 @@ std::int64_t MolecularGpuForces::list_builds() const { return 0; }
 void MolecularGpuForces::rebuild_next() {}
 bool MolecularGpuForces::graph_ready(const std::optional<PeriodicBox>&) { return false; }
 std::uint64_t MolecularGpuForces::graph_configuration() const { return 0; }
-bool MolecularGpuForces::spread_ahead(const std::optional<PeriodicBox>&, PmeSpreadTarget&) { return false; }
-void MolecularGpuForces::forget_spread_ahead() {}
 void MolecularGpuForces::time_phases() {}
 MolecularGpuForces::Phases MolecularGpuForces::phase_seconds() const { return {}; }
 bool MolecularGpuForces::resident() const { return false; }

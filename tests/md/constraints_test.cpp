@@ -669,8 +669,7 @@ TEST(Constraints, GpuStepFollowsTheHostStep) {
 
 // The GPU's Langevin-middle step with constraints in one launch (the default: a thread per water,
 // cluster and unconstrained atom through the kick, RATTLE/SETTLE, the thermostat, SHAKE/SETTLE
-// and the velocities' correction, and PME's spread unless NBKIT_SPREAD_IN_STEP=0) against the
-// five launches (NBKIT_MIDDLE_STEP_FUSED=0, the evaluation spreading): the same
+// and the velocities' correction) against the five launches (NBKIT_MIDDLE_STEP_FUSED=0): the same
 // functions on the same atoms in the same order, so the same bits: positions, velocities, the
 // potential and the pressure (the constraints' virials) after 30 steps of 2 fs, mixed precision
 // and float64, with and without the step's graphs. Waters with SHAKE'd methanes (clusters of 4),
@@ -693,25 +692,20 @@ TEST(Constraints, GpuMiddleStepInOneLaunchGivesTheSameBits) {
         SimulationOptions gpu = cpu();
         gpu.backend = Backend::cuda;
         if (!mixed) gpu.precision = Precision::double_;
-        auto run = [&](const char* fused, const char* spread) {
-          const test::ScopedEnvironment a("NBKIT_MIDDLE_STEP_FUSED", fused), b("NBKIT_STEP_GRAPH", graphs),
-              c("NBKIT_SPREAD_IN_STEP", spread);
+        auto run = [&](const char* fused) {
+          const test::ScopedEnvironment a("NBKIT_MIDDLE_STEP_FUSED", fused), b("NBKIT_STEP_GRAPH", graphs);
           auto simulation = std::make_unique<Simulation>(system, *f, integrator, gpu);
           simulation->run(30);
           return simulation;
         };
-        const auto apart = run("0", "1");
-        for (const char* spread : {"1", "0"}) {  // PME's spread in the step's launch, or the evaluation's
-          const auto together = run("1", spread);
-          const std::string what =
-              std::string(name) + (mixed ? " mixed" : " float64") + " graphs " + graphs + " spread in step " + spread;
-          EXPECT_EQ(apart->state().x, together->state().x) << what;
-          EXPECT_EQ(apart->state().y, together->state().y) << what;
-          EXPECT_EQ(apart->state().vx, together->state().vx) << what;
-          EXPECT_EQ(apart->state().vz, together->state().vz) << what;
-          EXPECT_EQ(apart->thermo().potential, together->thermo().potential) << what;
-          EXPECT_EQ(apart->thermo().pressure, together->thermo().pressure) << what;
-        }
+        const auto apart = run("0"), together = run("1");
+        const std::string what = std::string(name) + (mixed ? " mixed" : " float64") + " graphs " + graphs;
+        EXPECT_EQ(apart->state().x, together->state().x) << what;
+        EXPECT_EQ(apart->state().y, together->state().y) << what;
+        EXPECT_EQ(apart->state().vx, together->state().vx) << what;
+        EXPECT_EQ(apart->state().vz, together->state().vz) << what;
+        EXPECT_EQ(apart->thermo().potential, together->thermo().potential) << what;
+        EXPECT_EQ(apart->thermo().pressure, together->thermo().pressure) << what;
       }
 }
 

@@ -217,14 +217,9 @@ struct MiddleBlocks {
 // (kick 2.6, RATTLE/SETTLE 8.7, thermostat 3.7, SHAKE/SETTLE 9.2, correction 2.6, and their
 // gaps); a thread per unit walking its atoms in turn took 29.0 (the noise of 3-4 atoms in a row).
 // The rate: 1,566.8-1,622.2 ns/day in six rows against 1,537.1-1,586.4 in five (two calls), ~2%.
-// `SpreadOrder` (4-6; 0: not): the block's atoms then go onto PME's mesh as the evaluation's
-// spread would put them (pme_spread_atom, `Order` lanes an atom), their positions final and
-// wrapped: the spread's L2 atomics beside the other blocks' constraint chains, which leave the
-// GPU mostly idle, instead of a kernel of ~24 us that the pairs wait for (session 40's trace).
-template <int SpreadOrder>
 __global__ void __launch_bounds__(kStepAtoms)
     langevin_middle_step_kernel(ConstraintLaunch k, double* position_virial, MiddleBlocks m, MiddleStep s,
-                                ConstraintImages image, double tolerance, std::uint64_t call, PmeSpreadTarget spread) {
+                                ConstraintImages image, double tolerance, std::uint64_t call) {
   const int b = static_cast<int>(blockIdx.x), tid = static_cast<int>(threadIdx.x);
   const int a = m.atom_first[b] + tid, u = m.unit_first[b] + tid;
   const bool has_atom = a < m.atom_first[b + 1], has_unit = u < m.unit_first[b + 1];
@@ -250,15 +245,6 @@ __global__ void __launch_bounds__(kStepAtoms)
   }
   __syncthreads();
   if (has_atom) correct_velocity_atom(i, s.v, s.x, s.copies.unconstrained, s.dt, s.wrap, s.box);
-  if constexpr (SpreadOrder > 0) {
-    __syncthreads();  // every atom of the block where the evaluation will find it
-    constexpr int kAtomsPerWarp = 32 / SpreadOrder;
-    const int lane = tid % 32, warp = tid / 32, first = m.atom_first[b], atoms = m.atom_first[b + 1] - first;
-    if (lane < kAtomsPerWarp * SpreadOrder)
-      for (int a2 = warp * kAtomsPerWarp + lane / SpreadOrder; a2 < atoms; a2 += (kStepAtoms / 32) * kAtomsPerWarp)
-        pme_spread_atom<SpreadOrder>(m.atom[first + a2], lane % SpreadOrder, s.x, spread.charge, spread.m,
-                                     spread.fixed_scale, spread.mesh);
-  }
 }
 
 template <class T>
@@ -335,27 +321,20 @@ void ConstraintsGpu::constrain_velocities(const V3* x, V3* v, const ConstraintIm
   NBKIT_CUDA_CHECK_LAUNCH();
 }
 
-void ConstraintsGpu::langevin_middle_step(const MiddleStep& step, const ConstraintImages& image, std::uint64_t call,
-                                          const PmeSpreadTarget& spread) {
+void ConstraintsGpu::langevin_middle_step(const MiddleStep& step, const ConstraintImages& image, std::uint64_t call) {
   if (step_blocks_ == 0) throw Error("the GPU's Langevin-middle step in one launch: a cluster larger than a block (a bug)");
   const ConstraintLaunch k{waters_,           clusters_,          blocks(waters_),        water_.data(),
                            distance_.data(), cluster_first_.data(), mass_.data(),        inverse_mass_.data(),
                            velocity_virial_.data(), failed_.data()};
   const MiddleBlocks m{step_atom_first_.data(), step_atom_.data(), step_unit_first_.data(), step_unit_.data()};
-  auto launch = [&](auto kernel) {
-    kernel<<<step_blocks_, kStepAtoms, 0, stream_>>>(k, position_virial_.data(), m, step, image, set_.tolerance, call,
-                                                     spread);
-    NBKIT_CUDA_CHECK_LAUNCH();
-    function_ = reinterpret_cast<const void*>(kernel);
-  };
-  const int order = spread.mesh ? spread.order : 0;
-  if (order == 4) launch(langevin_middle_step_kernel<4>);
-  else if (order == 5) launch(langevin_middle_step_kernel<5>);
-  else if (order == 6) launch(langevin_middle_step_kernel<6>);
-  else launch(langevin_middle_step_kernel<0>);
+  langevin_middle_step_kernel<<<step_blocks_, kStepAtoms, 0, stream_>>>(k, position_virial_.data(), m, step, image,
+                                                                        set_.tolerance, call);
+  NBKIT_CUDA_CHECK_LAUNCH();
 }
 
 bool ConstraintsGpu::steps_in_one_launch() const { return step_blocks_ > 0; }
+
+const void* ConstraintsGpu::middle_step_function() { return reinterpret_cast<const void*>(langevin_middle_step_kernel); }
 
 std::array<double, 2> ConstraintsGpu::virials_and_check() {
   const std::size_t slots = static_cast<std::size_t>(waters_) + static_cast<std::size_t>(clusters_);

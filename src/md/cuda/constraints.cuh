@@ -14,7 +14,6 @@
 #include "cuda/device_buffer.hpp"
 #include "md/constraint_law.hpp"
 #include "md/cuda/middle_step.cuh"
-#include "md/cuda/pme_spread.cuh"
 
 namespace nbkit::md {
 
@@ -36,14 +35,10 @@ class ConstraintsGpu {
   // in their order: each block's atoms are its own through the step (the constraints join no
   // two units), so the same bits (Constraints.GpuMiddleStepInOneLaunchGivesTheSameBits).
   // `call`: the thermostat's call (its parameter kMiddleStepCall of middle_step_function()'s).
-  // `spread` (its mesh not null): the atoms' charges then also go onto PME's mesh at the step's
-  // end (PmeGpu::spread_target; the evaluation after it is told spread_done).
-  void langevin_middle_step(const MiddleStep& step, const ConstraintImages& image, std::uint64_t call,
-                            const PmeSpreadTarget& spread = {});
+  void langevin_middle_step(const MiddleStep& step, const ConstraintImages& image, std::uint64_t call);
   bool steps_in_one_launch() const;  // false where a cluster has more atoms than a block holds
-  // The kernel the last langevin_middle_step launched, its parameters' count and `call`'s index.
-  const void* middle_step_function() const { return function_; }
-  static constexpr int kMiddleStepParameters = 8, kMiddleStepCall = 6;
+  static const void* middle_step_function();
+  static constexpr int kMiddleStepParameters = 7, kMiddleStepCall = 6;
   // The last calls' virials, sum_i r_i . m_i dx_i for positions and sum_i r_i . m_i dv_i for
   // velocities (constraint_solver.hpp's units); throws nbkit::Error for a water or cluster that
   // failed since the last check. Waits for the stream.
@@ -59,7 +54,6 @@ class ConstraintsGpu {
   cuda::DeviceBuffer<std::int32_t> cluster_first_;
   // The step in one launch's blocks (constraints.cu's MiddleBlocks; 0: a cluster too large for one).
   int step_blocks_ = 0;
-  const void* function_ = nullptr;
   cuda::DeviceBuffer<std::int32_t> step_atom_first_, step_atom_, step_unit_first_, step_unit_;
   cuda::DeviceBuffer<double> mass_, inverse_mass_;
   // Slots: waters then clusters, for positions and for velocities.

@@ -12,7 +12,6 @@
 #include "cuda/device_buffer.hpp"
 #include "md/cuda/constraints.cuh"
 #include "md/cuda/middle_step.cuh"
-#include "md/cuda/pme_spread.cuh"
 #include "md/cuda/molecular_pair_list.cuh"  // env_switch
 #include "md/langevin_noise.hpp"
 #include "md/molecular_gpu.hpp"
@@ -308,16 +307,8 @@ void MolecularGpuDynamics::langevin_middle_step(double kick_scale, double dt, do
   step.x = s.forces->positions(), step.v = s.v.data(), step.f = s.forces->forces(), step.mass = s.mass.data();
   step.kick_scale = kick_scale, step.half = 0.5 * dt, step.a = a, step.b = b, step.kt = kt_mv2, step.seed = seed;
   step.copies = s.copies(), step.dt = dt, step.wrap = box.has_value(), step.box = box ? edges_of(*box) : BoxEdges{};
-  // PME's spread in the same launch where the next evaluation can take it so.
-  PmeSpreadTarget spread;
-  s.forces->spread_ahead(box, spread);
-  try {
-    s.constraints->langevin_middle_step(step, constraint_images(box), call, spread);
-  } catch (...) {
-    s.forces->forget_spread_ahead();
-    throw;
-  }
-  s.note_langevin_node(s.constraints->middle_step_function(), ConstraintsGpu::kMiddleStepParameters,
+  s.constraints->langevin_middle_step(step, constraint_images(box), call);
+  s.note_langevin_node(ConstraintsGpu::middle_step_function(), ConstraintsGpu::kMiddleStepParameters,
                        ConstraintsGpu::kMiddleStepCall);
   s.wrapped.reset();
   if (box) s.wrapped = edges_of(*box);

@@ -398,9 +398,6 @@ struct MolecularGpuForces::State {
   // slower (1,340.1, 1,118.4); a million atoms the same (39.2 / 39.5).
   int pairs_after_mesh = 1;
   cuda::Event mesh_ahead;
-  // PME's spread done ahead by the caller's kernel for the next evaluation (spread_ahead), which
-  // then leaves it out; NBKIT_SPREAD_IN_STEP=0: never.
-  bool spread_ahead_wanted = true, spread_done = false;
 };
 
 MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSettings& settings, int device, bool single,
@@ -514,7 +511,6 @@ MolecularGpuForces::MolecularGpuForces(const Topology& t, const NonbondedSetting
   ranges[excluded] = {s.atom_excluded.data(), static_cast<int>(s.n)};
   if (settings.periodic()) s.list = std::make_unique<MolecularPairListGpu>(t, settings, single, skin, s.stream);
   s.bonded_stream = env_switch("NBKIT_BONDED_STREAM", true);
-  s.spread_ahead_wanted = env_switch("NBKIT_SPREAD_IN_STEP", true);
   if (const char* after = std::getenv("NBKIT_PAIRS_AFTER_MESH"); after && *after) {
     const std::string a = after;
     if (a.size() != 1 || a[0] < '0' || a[0] > '4')
@@ -646,21 +642,6 @@ Vector3<double>* MolecularGpuForces::positions() { return state_->x.data(); }
 Vector3<double>* MolecularGpuForces::forces() { return state_->force.data(); }
 CUstream_st* MolecularGpuForces::stream() const { return state_->stream; }
 
-bool MolecularGpuForces::spread_ahead(const std::optional<PeriodicBox>& box, PmeSpreadTarget& target) {
-  State& s = *state_;
-  s.spread_done = false;
-  // PME with its mesh made for this box (made by an earlier evaluation, which also cleared it),
-  // and not timed (the phases' events bound the spread on one stream).
-  if (!s.spread_ahead_wanted || s.events || !box || s.settings.method != NonbondedSettings::Method::pme || !s.pme ||
-      pme_parameters(s.settings, *box).mesh != s.pme_mesh)
-    return false;
-  target = s.pme->spread_target(*box, s.charge.data());
-  s.spread_done = target.mesh != nullptr;
-  return s.spread_done;
-}
-
-void MolecularGpuForces::forget_spread_ahead() { state_->spread_done = false; }
-
 int MolecularGpuForces::first_nonfinite_force() {
   State& s = *state_;
   int first = 0;
@@ -740,9 +721,6 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
   const bool pme = settings.method == NonbondedSettings::Method::pme;
   const int n = static_cast<int>(s.n);
   const bool ahead = beside && pme && s.pairs_after_mesh > 0;
-  // Taken here, so that whatever follows, only this evaluation leaves the spread out.
-  const bool spread_done = s.spread_done;
-  s.spread_done = false;
   auto mesh = [&] {
     if (!pme) return;
     const PmeParameters parameters = pme_parameters(settings, *box);
@@ -757,7 +735,7 @@ void MolecularGpuForces::launch_after_check(State& s, const std::optional<Period
     // bits): s.mesh_sums keeps the last evaluation's that had them, as s.sums does.
     s.pme->evaluate(s.x.data(), s.charge.data(), n, *box, coulomb_k, s.mesh_force.data(),
                     energies ? s.mesh_sums.data() : nullptr, side, ahead ? static_cast<cudaEvent_t>(s.mesh_ahead) : nullptr,
-                    s.pairs_after_mesh, spread_done);
+                    s.pairs_after_mesh);
   };
   // The excluded pairs' corrections need the positions alone (16-18 us a step of float64 chains at
   // 30,671 atoms on an H200), into arrays of their own that gather_forces adds.

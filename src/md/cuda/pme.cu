@@ -1,6 +1,5 @@
 // Smooth particle-mesh Ewald on one GPU (md/cuda/pme.cuh has the design; md/pme.hpp the method).
 #include "md/cuda/pme.cuh"
-#include "md/cuda/pme_spread.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -25,17 +24,63 @@ void check_cufft(cufftResult status, const char* what) {
     throw Error(std::string("PME on the GPU: ") + what + " failed (cuFFT error " + std::to_string(static_cast<int>(status)) + ")");
 }
 
-using Mesh = PmeMesh;
+struct Mesh {
+  int k[3];
+  double scale[3], lo[3];  // mesh points per A, the box's low corner
+};
 
-// Spreading (pme_spread_atom, md/cuda/pme_spread.cuh): `Order` lanes an atom.
+// An atom's first mesh point along axis a (floor(u), u in [0, K)) and its B-splines.
+__device__ int splines(const Mesh& m, int order, int a, double x, double* value, double* derivative) {
+  double u = (x - m.lo[a]) * m.scale[a];
+  u -= m.k[a] * floor(u / m.k[a]);
+  // A position not finite, or so far out (a run blowing up) that the reduction above loses it
+  // (|u| beyond 2^53 / K), lands at mesh point 0 rather than outside the mesh: such a step's
+  // forces or constraints are reported (the device's flags); before this its mesh writes went
+  // out of bounds (compute-sanitizer, Constraints.RefusesWhatItCannotRun). u = K from rounding
+  // gives the same points and weights as u = 0.
+  if (!(u >= 0 && u < m.k[a])) u = 0;
+  const double cell = floor(u);
+  bspline_weights(order, u - cell, value, derivative);
+  return static_cast<int>(cell);
+}
+
+__device__ int wrap(int k, int size) { return k < 0 ? k + size : (k >= size ? k - size : k); }
+
+// Each atom adds q M(u1) M(u2) M(u3) to its order^3 mesh points, as 64-bit fixed point (two's
+// complement in an unsigned atomic add: negative values wrap and sum correctly). `Order` lanes
+// share an atom, lane j2 taking the points base[2] - j2 of each of its order^2 rows, so that one
+// atomic instruction of a warp adds to 32 / Order runs of Order neighbouring words (a few
+// sectors) instead of 32 words in 32 places. With a thread an atom the spread was half of PME's
+// time; this way it is 22-33% faster on an H100 (docs/performance.md, session 31).
 template <int Order>
 __global__ void spread(int n, const V3* x, const double* q, Mesh m, double fixed_scale, unsigned long long* mesh) {
   constexpr int kAtomsPerWarp = 32 / Order;
   const int lane = threadIdx.x % 32;
+  const int j2 = lane % Order;
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const std::int64_t i = warp * kAtomsPerWarp + lane / Order;
   if (lane >= kAtomsPerWarp * Order || i >= n) return;
-  pme_spread_atom<Order>(static_cast<int>(i), lane % Order, x, q, m, fixed_scale, mesh);
+  double t[3][Order], d[3][Order];
+  int base[3];
+  const V3 p = x[i];
+  base[0] = splines(m, Order, 0, p.x, t[0], d[0]);
+  base[1] = splines(m, Order, 1, p.y, t[1], d[1]);
+  base[2] = splines(m, Order, 2, p.z, t[2], d[2]);
+  // The products in the order of a thread per atom (the same bits as before).
+  const double charge = q[i] * fixed_scale;
+  double weight2 = 0;  // t[2][j2], picked without indexing the array (which would go to local memory)
+  for (int k = 0; k < Order; ++k)
+    if (k == j2) weight2 = t[2][k];
+  const int c = wrap(base[2] - j2, m.k[2]);
+  for (int j0 = 0; j0 < Order; ++j0) {
+    const int a = wrap(base[0] - j0, m.k[0]);
+    for (int j1 = 0; j1 < Order; ++j1) {
+      const int b = wrap(base[1] - j1, m.k[1]);
+      const double w = charge * t[0][j0] * t[1][j1];
+      atomicAdd(mesh + (static_cast<std::int64_t>(a) * m.k[1] + b) * m.k[2] + c,
+                static_cast<unsigned long long>(__double2ll_rn(w * weight2)));
+    }
+  }
 }
 
 // The fixed-point mesh to float64, each point zeroed once read: the next spreading finds the mesh
@@ -160,17 +205,17 @@ __global__ void gather(int n, const V3* x, const double* q, Mesh m, const double
   double t[3][Order], d[3][Order];
   int base[3];
   const V3 p = x[i];
-  base[0] = pme_splines(m, Order, 0, p.x, t[0], d[0]);
-  base[1] = pme_splines(m, Order, 1, p.y, t[1], d[1]);
-  base[2] = pme_splines(m, Order, 2, p.z, t[2], d[2]);
+  base[0] = splines(m, Order, 0, p.x, t[0], d[0]);
+  base[1] = splines(m, Order, 1, p.y, t[1], d[1]);
+  base[2] = splines(m, Order, 2, p.z, t[2], d[2]);
   double gx = 0, gy = 0, gz = 0;
   for (int j0 = 0; j0 < Order; ++j0) {
-    const int a = pme_wrap(base[0] - j0, m.k[0]);
+    const int a = wrap(base[0] - j0, m.k[0]);
     for (int j1 = 0; j1 < Order; ++j1) {
-      const int b = pme_wrap(base[1] - j1, m.k[1]);
+      const int b = wrap(base[1] - j1, m.k[1]);
       const double* row = phi + (static_cast<std::int64_t>(a) * m.k[1] + b) * m.k[2];
       for (int j2 = 0; j2 < Order; ++j2) {
-        const double v = row[pme_wrap(base[2] - j2, m.k[2])];
+        const double v = row[wrap(base[2] - j2, m.k[2])];
         gx += v * d[0][j0] * t[1][j1] * t[2][j2];
         gy += v * t[0][j0] * d[1][j1] * t[2][j2];
         gz += v * t[0][j0] * t[1][j1] * d[2][j2];
@@ -235,8 +280,7 @@ void PmeGpu::mark(int phase) {
 }
 
 void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& box, double coulomb_k, V3* force,
-                      double* energy_virial, cudaStream_t stream, cudaEvent_t ahead, int ahead_phase,
-                      bool spread_done) {
+                      double* energy_virial, cudaStream_t stream, cudaEvent_t ahead, int ahead_phase) {
   ahead_ = ahead, ahead_phase_ = ahead_phase;
   if (stream != stream_) {
     check_cufft(cufftSetStream(forward_, stream), "cufftSetStream");
@@ -262,8 +306,8 @@ void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& bo
     else kernel6<<<blocks(n), kThreads, 0, stream_>>>(args...);
     NBKIT_CUDA_CHECK_LAUNCH();
   };
-  // Spreading: Order lanes an atom, 32 / Order atoms a warp (unless another kernel did).
-  if (n > 0 && !spread_done) {
+  // Spreading: Order lanes an atom, 32 / Order atoms a warp.
+  if (n > 0) {
     const std::int64_t warps = (n + 32 / order_ - 1) / (32 / order_);
     const int grid = blocks(warps * 32);
     if (order_ == 4) spread<4><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
@@ -305,14 +349,6 @@ void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& bo
   mark(4);
   by_order(gather<4>, gather<5>, gather<6>, n, x, q, m, static_cast<const double*>(mesh_.data()), force);
   mark(5);
-}
-
-PmeSpreadTarget PmeGpu::spread_target(const PeriodicBox& box, const double* q) const {
-  PmeSpreadTarget t;
-  for (int a = 0; a < 3; ++a) t.m.k[a] = grid_[a], t.m.scale[a] = grid_[a] / box.length(a), t.m.lo[a] = box.lo[a];
-  t.fixed_scale = scale_, t.charge = q, t.order = order_;
-  t.mesh = cleared_ ? const_cast<unsigned long long*>(fixed_.data()) : nullptr;
-  return t;
 }
 
 std::array<double, 5> PmeGpu::phase_seconds() const {

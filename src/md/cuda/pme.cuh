@@ -15,7 +15,6 @@
 
 #include "cuda/device_buffer.hpp"
 #include "cuda/stream.hpp"
-#include "md/cuda/pme_spread.cuh"
 #include "nbkit/core/box.hpp"
 #include "md/bonded_law.hpp"  // Vector3
 
@@ -38,15 +37,9 @@ class PmeGpu {
   // `ahead`, where not null, is recorded on `stream` at the end of phase `ahead_phase` (1 the
   // spread, 2 the forward FFT, 3 the convolution, 4 the inverse FFT: phase_seconds' phases), so
   // that other work may wait for part of the chain (NBKIT_PAIRS_AFTER_MESH).
-  // `spread_done`: the charges are on the mesh already, spread by another kernel through
-  // spread_target's arguments (the Langevin-middle step in one launch), so the spread is left out.
   void evaluate(const Vector3<double>* x, const double* q, int n, const PeriodicBox& box, double coulomb_k,
                 Vector3<double>* force, double* energy_virial, cudaStream_t stream, cudaEvent_t ahead = nullptr,
-                int ahead_phase = 0, bool spread_done = false);
-  // What a kernel needs to spread the charges `q` (device) at positions in `box` onto the mesh
-  // as evaluate's spread would (pme_spread_atom, md/cuda/pme_spread.cuh), ahead of an evaluate
-  // told spread_done; its `mesh` is null until an evaluation has cleared the mesh.
-  PmeSpreadTarget spread_target(const PeriodicBox& box, const double* q) const;
+                int ahead_phase = 0);
   std::array<int, 3> grid() const { return grid_; }
   // Benchmarks: events between the phases of each evaluation from now on, and the last
   // evaluation's phase times (s; waits for it): spread (with the conversion from fixed point),
