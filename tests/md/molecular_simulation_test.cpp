@@ -53,6 +53,14 @@ Chains chains_at_300k() {
   return c;
 }
 
+// The chains' force field with PME and OpenMM's cutoff style (the GPU list tests' runs).
+MolecularForceField pme_field(const Chains& c) {
+  MolecularForceField field = c.field();
+  field.nonbonded.method = NonbondedSettings::Method::pme;
+  field.nonbonded.style = NonbondedSettings::CutoffStyle::openmm;
+  return field;
+}
+
 // float64 on every backend (the GPU's default for periodic systems is mixed precision).
 SimulationOptions on(Backend backend) {
   SimulationOptions o;
@@ -127,9 +135,7 @@ TEST(MolecularSimulation, MixedPrecisionRunsRebuildTheirListAndRepeat) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
   const Chains c = chains_at_300k();
-  MolecularForceField field = c.field();
-  field.nonbonded.method = NonbondedSettings::Method::pme;
-  field.nonbonded.style = NonbondedSettings::CutoffStyle::openmm;
+  const MolecularForceField field = pme_field(c);
   Integrator integrator;
   integrator.timestep = 0.5;
   Simulation reference(c.system, field, integrator, on(Backend::cpu));
@@ -166,9 +172,7 @@ TEST(MolecularSimulation, ListRebuildsDecidedOnTheDeviceGiveTheSameBits) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
   const Chains c = chains_at_300k();
-  MolecularForceField field = c.field();
-  field.nonbonded.method = NonbondedSettings::Method::pme;
-  field.nonbonded.style = NonbondedSettings::CutoffStyle::openmm;
+  const MolecularForceField field = pme_field(c);
   struct Env {
     Env(const char* device_check, const char* graphs, const char* capacity, const char* decides) {
       setenv("NBKIT_PAIR_LIST_DEVICE_CHECK", device_check, 1), setenv("NBKIT_STEP_GRAPH", graphs, 1);
@@ -226,9 +230,7 @@ TEST(MolecularSimulation, ListSortByCountingGivesTheSameBits) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
   const Chains c = chains_at_300k();
-  MolecularForceField field = c.field();
-  field.nonbonded.method = NonbondedSettings::Method::pme;
-  field.nonbonded.style = NonbondedSettings::CutoffStyle::openmm;
+  const MolecularForceField field = pme_field(c);
   for (const char* build : {"group", "cell"})
     for (const bool mixed : {true, false}) {
       Integrator integrator;
