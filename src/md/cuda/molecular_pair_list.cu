@@ -121,6 +121,9 @@ struct MolecularPairListGpu::State {
   // NBKIT_PAIR_LIST_GROUPS=0: not, and the build by group falls back to a warp a row (session 34's
   // order, list and bits).
   bool groups_wanted = true;
+  // The build by group through one queue of passing groups a warp (pair_list_build.cuh's
+  // `Queued`; NBKIT_PAIR_LIST_GROUP_QUEUE=0: a cell's groups at a time, as up to session 40).
+  bool group_queue = true;
   int sub_bits = 0;     // the sort key's sub-cell bits (kSubcellBits or 0)
   bool groups = false;  // this list's build is by group (wanted, sub-cells, 3 or more cells an axis)
   int group_rows = 4;   // rows a warp in the build by group (NBKIT_PAIR_LIST_GROUP_ROWS=4|8)
@@ -274,11 +277,14 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
       throw Error("NBKIT_PAIR_LANES is \"" + p + "\": expected 1, 2, 4 or 8 (or unset: by the atom count)");
     s.lanes = std::stoi(p);
   }
-  // The build: a warp per group of rows below the same 2^18 atoms, a lane per row above
-  // (measured on an H100 at 30,695 atoms, a warp a row faster, and 1,074,325, by cell faster;
-  // nothing between; on an H200 at 30,677 the warp a group faster than a warp a row: session 35).
+  // The build: a warp per group of rows at every size. Up to session 40 a lane per row (by cell)
+  // above 2^18 atoms (measured on an H100 at 1,074,325 atoms then, by cell faster than by row;
+  // at 30,695 a warp a row faster). With the group build's queue and trimmed rounds (session 41,
+  // H200, nvt-4fs at 1,073,485 atoms, one binary): by group 41.7 ns/day against 39.2 by cell,
+  // the list's phase 1.617 against 1.920 ms a step and the pairs 3.652 against 3.747 (the
+  // sub-cell order's rows are more compact).
   // NBKIT_PAIR_LIST_BUILD=group, row or cell picks one (tests, A/B runs): all write the same list.
-  s.build = s.n < (1 << 18) ? State::Build::group : State::Build::cell;
+  s.build = State::Build::group;
   if (const char* pick = std::getenv("NBKIT_PAIR_LIST_BUILD"); pick && *pick) {
     const std::string p = pick;
     if (p != "group" && p != "row" && p != "cell")
@@ -292,6 +298,7 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.offsets_wanted = env_switch("NBKIT_PAIR_LIST_OFFSETS", true);
   s.fast_law = env_switch("NBKIT_PAIR_FAST_LAW", true);
   s.groups_wanted = env_switch("NBKIT_PAIR_LIST_GROUPS", true);
+  s.group_queue = env_switch("NBKIT_PAIR_LIST_GROUP_QUEUE", true);
   s.corrections_apart = env_switch("NBKIT_CORRECTIONS_APART", true);
   s.device_check = env_switch("NBKIT_PAIR_LIST_DEVICE_CHECK", true);
   s.check_may_decide = env_switch("NBKIT_PAIR_LIST_CHECK_DECIDES", true);
@@ -415,8 +422,15 @@ void MolecularPairListGpu::State::build_list(bool zero_longest) {
                                                     longest.data(), offsets, group_lo.data(), group_hi.data(),
                                                     group_reach * group_reach);
     };
-    if (group_rows == 8) launch(build_rows_by_group<Real, 8>, 1);
-    else launch(build_rows_by_group<Real, 4>, 2);
+    // The queue's entries hold a group's first atom in 21 bits.
+    const bool queued = group_queue && n <= (1 << 21);
+    if (group_rows == 8) {
+      if (queued) launch(build_rows_by_group<Real, 8, true>, 1);
+      else launch(build_rows_by_group<Real, 8>, 1);
+    } else {
+      if (queued) launch(build_rows_by_group<Real, 4, true>, 2);
+      else launch(build_rows_by_group<Real, 4>, 2);
+    }
   } else if (build != Build::cell) {
     build_rows_by_row<Real><<<(n + kRowWarps - 1) / kRowWarps, 32 * kRowWarps, 0, stream>>>(
         n, packed<Real>(), attributes.data(), order.data(), cell_start.data(), cells, frame_of<Real>(cells), reach2,

@@ -243,8 +243,9 @@ __device__ inline bool is_excluded(int a, int b, const int* __restrict__ first, 
 // (cutoff + skin, minimum image) and not excluded, in the order of the cells searched (z, y, x
 // from the lowest neighbour) and of the atoms within each. Three kernels write the same list,
 // entry for entry (tests/md/molecular_test.cpp holds them to it), and the atom count picks one
-// (the constructor's `build`): a lane per row suits a million atoms, a warp per group of rows
-// (or, with fewer than 3 cells along an axis, a warp per row) 30,000.
+// (the constructor's `build`): a warp per group of rows at every size since session 41 (or, with
+// fewer than 3 cells along an axis, a warp per row); a lane per row (by cell) was a million
+// atoms' build up to then and stays for tests and A/B runs (NBKIT_PAIR_LIST_BUILD=cell).
 //
 // A lane per row (build_rows_by_cell): a warp per 32 atoms
 // of a home cell (blockIdx.x the cell, blockIdx.y the first group of 32, gridDim.y groups apart),
@@ -559,7 +560,26 @@ __device__ void walk_row(int t, int first, const PositionCharge<Real>* __restric
 // the warps again) measured slower on an H200 (session 40: the list's phase 0.067 ms a step
 // against 0.064, DHFR's size) and went; 8 rows 0.074.
 constexpr int kGroupWarps = 4;
-template <class Real, int Rows>
+// `Queued` (NBKIT_PAIR_LIST_GROUP_QUEUE, session 40's candidate): the passing groups of all the
+// searched cells go through one queue a warp (a ring of kGroupQueue entries in shared memory,
+// each its group's first atom, size and cell), taken four at a time across the cells' ends, so
+// that no round is left part-empty at each cell's end (~10 passing groups a cell at DHFR's size:
+// 3 rounds of 4 for 2.5 rounds' work, 81 rounds a row group where 68 do). Each lane forms its
+// candidate's shift from its group's cell; the rows' entries come in the same order (the cells'
+// and groups' order is the queue's), so the same list.
+constexpr int kGroupQueue = 64;  // at most 3 waiting + 32 a box round
+static_assert((kGroupQueue & (kGroupQueue - 1)) == 0, "the queue's ring is indexed by a mask");
+// The queued build's shift and entry bits of each of the 27 stencil cells (raw - home = -1, 0, 1
+// an axis; index ((oz + 1) * 3 + oy + 1) * 3 + ox + 1), made once a block: a lane looks its
+// candidate's up in shared memory rather than dividing its cell's index by 3 and 9 and
+// converting the offsets every round (~20 of a round's ~350 instructions, Nsight Compute's SASS
+// counts, session 41).
+template <class Real>
+struct StencilShift {
+  Real x, y, z;
+  unsigned code;
+};
+template <class Real, int Rows, bool Queued = false>
 __global__ void __launch_bounds__(32 * kGroupWarps)
     build_rows_by_group(int n, const PositionCharge<Real>* __restrict__ packed, const int* __restrict__ order,
                         const int* __restrict__ cell_start, Cells g, Frame<Real> f, Real reach2,
@@ -571,6 +591,18 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
   constexpr int kParts = kGroup / Rows;            // a group's warps
   __shared__ int staged[kGroupWarps][Rows][64];  // a row's unwritten entries: < 32 from before, 32 new
   __shared__ int row_atom[kGroupWarps][Rows];      // the rows' topology indices (exclusions' search)
+  // Queued: each entry the group's first atom | (size - 1) << 21 | cell (0..26, z y x) << 24.
+  __shared__ int queue[Queued ? kGroupWarps : 1][Queued ? kGroupQueue : 1];
+  __shared__ StencilShift<Real> stencil_shift[Queued ? 27 : 1];
+  if constexpr (Queued) {
+    for (int k = static_cast<int>(threadIdx.x); k < 27; k += static_cast<int>(blockDim.x)) {
+      const int ox = k % 3 - 1, oy = k / 3 % 3 - 1, oz = k / 9 - 1;
+      // The cell loop's r_i - r_j = (p_i - p_j) + shift, with shift = (home - raw) * width.
+      stencil_shift[k] = {Real(-ox) * f.width[0], Real(-oy) * f.width[1], Real(-oz) * f.width[2],
+                          offsets ? offset_code(-ox, -oy, -oz) : 0u};
+    }
+    __syncthreads();
+  }
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
   const unsigned below = (1u << lane) - 1;
   const int home = blockIdx.x;
@@ -587,6 +619,8 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
     // staged ones are written at once).
     Real px[Rows], py[Rows], pz[Rows];
     int lowest[Rows], highest[Rows], count[Rows];
+    // The rows that exist (the others repeat the last one's position and are masked off).
+    const unsigned row_mask = (1u << rows) - 1u;
     int* const atom = row_atom[warp];
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
@@ -608,6 +642,61 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
       const float half = 0.5f * static_cast<float>(f.width[a]);
       const float d = raw < c[a] ? hl[a] + half : half - hh[a];
       return fmaxf(d, 0.0f);
+    };
+    // One round: lane l's candidate j (valid: it exists) at shift (sx, sy, sz) from this cell's
+    // frame, entry bits `code`, tested against each row, the hits staged in lane order.
+    auto round = [&](int j, bool valid, Real sx, Real sy, Real sz, unsigned code) {
+      PositionCharge<Real> pj{};
+      int atom_j = -1;
+      if (valid) pj = packed[j], atom_j = order[j];
+      // The rows' tests first, all independent of one another (the warp is latency bound
+      // otherwise: a row's ballot and staging wait on its test), without branches: every row
+      // is tested (a missing row repeats the last one) and the bits masked after; bit r: row r.
+      unsigned in = 0, span = 0;
+#pragma unroll
+      for (int r = 0; r < Rows; ++r) {
+        const Real dx = (px[r] - pj.x) + sx, dy = (py[r] - pj.y) + sy, dz = (pz[r] - pj.z) + sz;
+        const bool within = (dx * dx + dy * dy + dz * dz < reach2) & (j != first + r);
+        in |= static_cast<unsigned>(within) << r;
+        span |= static_cast<unsigned>((atom_j >= lowest[r]) & (atom_j <= highest[r])) << r;
+      }
+      in &= valid ? row_mask : 0u;
+      // Excluded partners, searched only where the candidate lies in a row's span (rare).
+      const unsigned check = in & span;
+      if (__any_sync(0xffffffffu, check != 0))
+        for (unsigned m = check; m; m &= m - 1) {
+          const int r = __ffs(m) - 1;
+          if (is_excluded(atom[r], atom_j, excluded_first, excluded)) in &= ~(1u << r);
+        }
+#pragma unroll
+      for (int r = 0; r < Rows; ++r) {
+        const bool hit = (in >> r) & 1u;
+        const unsigned hits = __ballot_sync(0xffffffffu, hit);
+        if (hits == 0) continue;  // every round of a missing row
+        int* stage = staged[warp][r];
+        const int written = min(count[r], capacity) & ~31;  // count >= 0: a multiple of 32 below
+        const int k = count[r] + __popc(hits & below);
+        if (hit && k < capacity) stage[k - written] = static_cast<int>(static_cast<unsigned>(j) | code);
+        count[r] += __popc(hits);
+        if (min(count[r], capacity) - written < 32) continue;
+        __syncwarp();  // 32 staged entries: four whole chunks to the list
+        list[list_index(written + lane, first + r, n)] = stage[lane];
+        const int rest = stage[32 + lane];
+        __syncwarp();
+        stage[lane] = rest;
+      }
+    };
+    // Queued: rounds of the queue's groups head .. head + taken - 1, lane l taking atom l % 8 of
+    // the (l / 8)-th; its cell's shift as the cell loop below forms it.
+    int head = 0, tail = 0;
+    auto queued_round = [&](int taken) {
+      const int which = lane / kGroup;
+      const int e = which < taken ? queue[warp][(head + which) & (kGroupQueue - 1)] : 0;
+      const int start = e & ((1 << 21) - 1), size = ((e >> 21) & 7) + 1;
+      const StencilShift<Real> shift = stencil_shift[e >> 24];
+      const bool valid = which < taken && lane % kGroup < size;
+      round(valid ? start + lane % kGroup : 0, valid, shift.x, shift.y, shift.z, shift.code);
+      head += taken;
     };
     for (int rz = c[2] - 1; rz <= c[2] + 1; ++rz) {
       const int cz = rz < 0 ? rz + g.count[2] : rz >= g.count[2] ? rz - g.count[2] : rz;
@@ -636,58 +725,36 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
               const float dz = fmaxf(fmaxf(hl[2] - (h.z - fz), (l.z - fz) - hh[2]), 0.0f);
               near = dx * dx + dy * dy + dz * dz < group_reach2;
             }
+            unsigned pass = __ballot_sync(0xffffffffu, near);
+            if constexpr (Queued) {
+              // The passing groups onto the queue in the cell's order, then whole rounds off it.
+              if (near) {
+                const int size = min(kGroup, end - other);
+                const int stencil = ((rz - c[2] + 1) * 3 + (ry - c[1] + 1)) * 3 + (rx - c[0] + 1);
+                queue[warp][(tail + __popc(pass & below)) & (kGroupQueue - 1)] = other | (size - 1) << 21 | stencil << 24;
+              }
+              tail += __popc(pass);
+              __syncwarp();
+              while (tail - head >= 4) queued_round(4);
+              __syncwarp();
+              continue;
+            }
             // The passing groups, lowest first, four a round: lane l takes atom l % 8 of the
             // (l / 8)-th remaining one.
-            unsigned pass = __ballot_sync(0xffffffffu, near);
             const int which = lane / kGroup;
             while (pass) {
               const unsigned p1 = pass & (pass - 1), p2 = p1 & (p1 - 1), p3 = p2 & (p2 - 1);
               const unsigned mine = which == 0 ? pass : which == 1 ? p1 : which == 2 ? p2 : p3;
               pass = p3 & (p3 - 1);
               const int j = mine ? base + (__ffs(mine) - 1) * kGroup + lane % kGroup : end;
-              const bool valid = j < end;
-              PositionCharge<Real> pj{};
-              int atom_j = -1;
-              if (valid) pj = packed[j], atom_j = order[j];
-              // The rows' tests first, all eight independent of one another (the warp is latency
-              // bound otherwise: a row's ballot and staging wait on its test); bit r: row r.
-              unsigned in = 0, check = 0;
-#pragma unroll
-              for (int r = 0; r < Rows; ++r) {
-                if (r >= rows) break;  // the whole warp
-                const Real dx = (px[r] - pj.x) + sx, dy = (py[r] - pj.y) + sy, dz = (pz[r] - pj.z) + sz;
-                const bool within = valid && j != first + r && dx * dx + dy * dy + dz * dz < reach2;
-                in |= static_cast<unsigned>(within) << r;
-                check |= static_cast<unsigned>(within && atom_j >= lowest[r] && atom_j <= highest[r]) << r;
-              }
-              // Excluded partners, searched only where the candidate lies in a row's span (rare).
-              if (__any_sync(0xffffffffu, check != 0))
-                for (unsigned m = check; m; m &= m - 1) {
-                  const int r = __ffs(m) - 1;
-                  if (is_excluded(atom[r], atom_j, excluded_first, excluded)) in &= ~(1u << r);
-                }
-#pragma unroll
-              for (int r = 0; r < Rows; ++r) {
-                if (r >= rows) break;
-                const bool hit = (in >> r) & 1u;
-                const unsigned hits = __ballot_sync(0xffffffffu, hit);
-                if (hits == 0) continue;
-                int* stage = staged[warp][r];
-                const int written = min(count[r], capacity) / 32 * 32;
-                const int k = count[r] + __popc(hits & below);
-                if (hit && k < capacity) stage[k - written] = static_cast<int>(static_cast<unsigned>(j) | code);
-                count[r] += __popc(hits);
-                if (min(count[r], capacity) - written < 32) continue;
-                __syncwarp();  // 32 staged entries: four whole chunks to the list
-                list[list_index(written + lane, first + r, n)] = stage[lane];
-                const int rest = stage[32 + lane];
-                __syncwarp();
-                stage[lane] = rest;
-              }
+              round(j, j < end, sx, sy, sz, code);
             }
           }
         }
       }
+    }
+    if constexpr (Queued) {
+      if (tail > head) queued_round(tail - head);  // the last, part full
     }
     __syncwarp();
 #pragma unroll
