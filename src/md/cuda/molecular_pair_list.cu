@@ -263,7 +263,12 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   else s.c12d = upload(t.c12), s.c6d = upload(t.c6);
   const ExcludedRows rows = excluded_rows(t);
   s.excluded_first = upload(rows.first), s.excluded = upload(rows.partner);
-  // Lanes per atom: enough threads for ~2^18 in all (an H100 holds 270,336 resident), at most 8.
+  // Lanes per atom: enough threads for ~2^18 in all (an H100 holds 270,336 resident), at least 2
+  // and at most 8. At least 2 (session 41; a lane an atom from 2^18 atoms before, which also
+  // loaded one entry at a time, listed_pairs' Ahead = 1): at 1,073,485 atoms on an H200 (nvt-4fs,
+  // 300 steps, one binary, the build by group) 2 lanes gave 44.8 ns/day against 39.1 with 1, the
+  // pairs 2.871 against 3.662 ms a step. 4 lanes were not measured there.
+  s.lanes = 2;
   while (s.lanes < 8 && static_cast<std::int64_t>(s.n) * s.lanes < (std::int64_t{1} << 18)) s.lanes *= 2;
   // NBKIT_PAIR_LANES=1|2|4|8 (A/B runs): fewer lanes leave SMs to PME's mesh beside the pairs,
   // whose small kernels waited ~50 us a step for the pairs' blocks at 30,671 atoms on an H200
@@ -737,9 +742,9 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out, bo
     constexpr PairCoulomb C = decltype(c)::value;
     // Entries a lane loads at a time (listed_pairs' Ahead). Measured on an H200 at 30,677 atoms
     // (8 lanes an atom; session 33, docs/performance.md): the pairs 0.190 ms a step at 1, 0.177
-    // at 2 and 4 (mixed kernel 40 -> 64 registers), 0.188 at 8 (91). A million atoms (a lane an
-    // atom, where session 32 found the kernel needs its occupancy) keep 1: 4 was not measured
-    // there.
+    // at 2 and 4 (mixed kernel 40 -> 64 registers), 0.188 at 8 (91). A lane an atom (no longer
+    // a default: NBKIT_PAIR_LANES=1) keeps 1; at a million atoms 2 lanes with 4 ahead beat it by
+    // a fifth of the pairs' time (session 41, above).
     if constexpr (sizeof(Real) == 4 && C == PairCoulomb::ewald) {
       if (fast) {
         if (lanes == 1) launch(listed_pairs<Real, S, C, Energies, 1, true>);
