@@ -560,13 +560,14 @@ __device__ void walk_row(int t, int first, const PositionCharge<Real>* __restric
 // the warps again) measured slower on an H200 (session 40: the list's phase 0.067 ms a step
 // against 0.064, DHFR's size) and went; 8 rows 0.074.
 constexpr int kGroupWarps = 4;
-// `Queued` (NBKIT_PAIR_LIST_GROUP_QUEUE, session 40's candidate): the passing groups of all the
-// searched cells go through one queue a warp (a ring of kGroupQueue entries in shared memory,
-// each its group's first atom, size and cell), taken four at a time across the cells' ends, so
-// that no round is left part-empty at each cell's end (~10 passing groups a cell at DHFR's size:
-// 3 rounds of 4 for 2.5 rounds' work, 81 rounds a row group where 68 do). Each lane forms its
-// candidate's shift from its group's cell; the rows' entries come in the same order (the cells'
-// and groups' order is the queue's), so the same list.
+// `Queued` (NBKIT_PAIR_LIST_GROUP_QUEUE; measured in session 41: +1.6% at DHFR's size, the build
+// 361.7 against 377.1 us at 30,671 atoms): the passing groups of all the searched cells go
+// through one queue a warp (a ring of kGroupQueue entries in shared memory, each its group's
+// first atom, size and cell), taken four at a time across the cells' ends, so that no round is
+// left part-empty at each cell's end (~10 passing groups a cell at DHFR's size: 3 rounds of 4
+// for 2.5 rounds' work, 81 rounds a row group where 68 do). Each lane looks its candidate's
+// shift up by its group's cell; the rows' entries come in the same order (the cells' and
+// groups' order is the queue's), so the same list.
 constexpr int kGroupQueue = 64;  // at most 3 waiting + 32 a box round
 static_assert((kGroupQueue & (kGroupQueue - 1)) == 0, "the queue's ring is indexed by a mask");
 // The queued build's shift and entry bits of each of the 27 stencil cells (raw - home = -1, 0, 1
@@ -687,7 +688,7 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
       }
     };
     // Queued: rounds of the queue's groups head .. head + taken - 1, lane l taking atom l % 8 of
-    // the (l / 8)-th; its cell's shift as the cell loop below forms it.
+    // the (l / 8)-th; its cell's shift from the block's table.
     int head = 0, tail = 0;
     auto queued_round = [&](int taken) {
       const int which = lane / kGroup;
