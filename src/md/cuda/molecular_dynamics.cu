@@ -5,13 +5,11 @@
 
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
-#include "cuda/pinned_buffer.hpp"
 #include "md/cuda/constraints.cuh"
 #include "md/cuda/middle_step.cuh"
 #include "md/cuda/molecular_pair_list.cuh"  // env_switch
@@ -92,26 +90,7 @@ struct MolecularGpuDynamics::State {
   }
   cuda::DeviceBuffer<double> mass;
   std::unique_ptr<ConstraintsGpu> constraints;
-  // Staging between the System's arrays and the device's: positions, velocities and forces side
-  // by side (3 n), so that a download is three copies and one wait; page-locked, where it can be
-  // had, for the copies' speed (a thermo row, a frame or a checkpoint brings all three to the
-  // host), else pageable (NBKIT_MD_PINNED_STAGING=0: pageable always, for A/B runs).
-  std::optional<cuda::PinnedBuffer<V3>> pinned;
-  bool pinned_refused = !env_switch("NBKIT_MD_PINNED_STAGING", true);
-  std::vector<V3> pageable;
-  V3* staging() {
-    const auto count = static_cast<std::size_t>(3) * static_cast<std::size_t>(n);
-    if (!pinned && !pinned_refused) {
-      try {
-        pinned.emplace(count);
-      } catch (const Error&) {
-        pinned_refused = true;
-      }
-    }
-    if (pinned) return pinned->data();
-    pageable.resize(count);
-    return pageable.data();
-  }
+  std::vector<V3> host;  // staging between the System's arrays and the device's
   // Steps as graphs (step_as_graph): the last few keys' (an energies step and a plain one at least).
   struct StepGraph {
     StepKey key;
@@ -246,17 +225,15 @@ MolecularGpuDynamics::~MolecularGpuDynamics() = default;
 void MolecularGpuDynamics::upload(const System& system, const Forces& forces) {
   State& s = *state_;
   NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
-  V3* const host = s.staging();
-  auto put = [&](const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& z, int part,
-                 V3* to) {
-    V3* const from = host + static_cast<std::size_t>(part) * s.n;
-    for (int i = 0; i < s.n; ++i) from[i] = {x[i], y[i], z[i]};
-    NBKIT_CUDA_CHECK(cudaMemcpyAsync(to, from, s.n * sizeof(V3), cudaMemcpyHostToDevice, s.stream));
+  auto put = [&](const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& z, V3* to) {
+    s.host.resize(s.n);
+    for (int i = 0; i < s.n; ++i) s.host[i] = {x[i], y[i], z[i]};
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(to, s.host.data(), s.n * sizeof(V3), cudaMemcpyHostToDevice, s.stream));
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // s.host is reused
   };
-  put(system.x, system.y, system.z, 0, s.forces->positions());
-  put(system.vx, system.vy, system.vz, 1, s.v.data());
-  put(forces.fx, forces.fy, forces.fz, 2, s.forces->forces());
-  NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // the staging is reused
+  put(system.x, system.y, system.z, s.forces->positions());
+  put(system.vx, system.vy, system.vz, s.v.data());
+  put(forces.fx, forces.fy, forces.fz, s.forces->forces());
   s.wrapped.reset();
 }
 
@@ -268,20 +245,16 @@ double MolecularGpuDynamics::download(System& system, Forces& forces, EnergyTerm
     throw Error("the force on atom " + std::to_string(nonfinite + 1) + " is not finite: do two atoms overlap?");
   std::array<double, 2> constraint_virial{0, 0};
   if (s.constraints) constraint_virial = s.constraints->virials_and_check();
-  V3* const host = s.staging();
-  const V3* const parts[3] = {s.forces->positions(), s.v.data(), s.forces->forces()};
-  for (int part = 0; part < 3; ++part)
-    NBKIT_CUDA_CHECK(cudaMemcpyAsync(host + static_cast<std::size_t>(part) * s.n, parts[part], s.n * sizeof(V3),
-                                     cudaMemcpyDeviceToHost, s.stream));
-  NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  auto get = [&](int part, std::vector<double>& x, std::vector<double>& y, std::vector<double>& z) {
-    const V3* const from = host + static_cast<std::size_t>(part) * s.n;
+  auto get = [&](const V3* from, std::vector<double>& x, std::vector<double>& y, std::vector<double>& z) {
+    s.host.resize(s.n);
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(s.host.data(), from, s.n * sizeof(V3), cudaMemcpyDeviceToHost, s.stream));
+    NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     x.resize(s.n), y.resize(s.n), z.resize(s.n);
-    for (int i = 0; i < s.n; ++i) x[i] = from[i].x, y[i] = from[i].y, z[i] = from[i].z;
+    for (int i = 0; i < s.n; ++i) x[i] = s.host[i].x, y[i] = s.host[i].y, z[i] = s.host[i].z;
   };
-  get(0, system.x, system.y, system.z);
-  get(1, system.vx, system.vy, system.vz);
-  get(2, forces.fx, forces.fy, forces.fz);
+  get(s.forces->positions(), system.x, system.y, system.z);
+  get(s.v.data(), system.vx, system.vy, system.vz);
+  get(s.forces->forces(), forces.fx, forces.fy, forces.fz);
   const MolecularForces sums = s.forces->device_sums();
   if (!std::isfinite(sums.energy.total())) throw Error("the energy is not finite: do two atoms overlap?");
   terms = sums.energy;
