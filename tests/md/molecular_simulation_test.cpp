@@ -222,10 +222,10 @@ TEST(MolecularSimulation, ListRebuildsDecidedOnTheDeviceGiveTheSameBits) {
 // The list's sort by counting (the default where the keys are few) against cub's radix sort
 // (NBKIT_PAIR_LIST_SORT=radix): the same order, so the same rows in the same order and the same
 // bits, for the build by group (the default) and by cell (NBKIT_PAIR_LIST_BUILD=cell, the
-// default above 2^18 atoms up to session 40; below 2^18 atoms with the same sub-cell keys). 60 steps of Langevin-middle
-// PME dynamics on the GPU's graphs with a 0.5 A skin (several rebuilds, each decided on the
-// device), mixed precision and float64. (Without sub-cells, NBKIT_PAIR_LIST_GROUPS=0, the sort is
-// cub's either way.)
+// default above 2^18 atoms up to session 40; below 2^18 atoms with the same sub-cell keys). 60
+// steps of Langevin-middle PME dynamics on the GPU's graphs with a 0.5 A skin (several rebuilds,
+// each decided on the device), mixed precision and float64. (Without sub-cells,
+// NBKIT_PAIR_LIST_GROUPS=0, the sort is cub's either way.)
 TEST(MolecularSimulation, ListSortByCountingGivesTheSameBits) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;

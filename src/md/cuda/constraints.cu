@@ -322,7 +322,8 @@ void ConstraintsGpu::constrain_velocities(const V3* x, V3* v, const ConstraintIm
 }
 
 void ConstraintsGpu::langevin_middle_step(const MiddleStep& step, const ConstraintImages& image, std::uint64_t call) {
-  if (step_blocks_ == 0) throw Error("the GPU's Langevin-middle step in one launch: a cluster larger than a block (a bug)");
+  if (step_blocks_ == 0)
+    throw Error("the GPU's Langevin-middle step in one launch: a cluster larger than a block (a bug)");
   const ConstraintLaunch k{waters_,           clusters_,          blocks(waters_),        water_.data(),
                            distance_.data(), cluster_first_.data(), mass_.data(),        inverse_mass_.data(),
                            velocity_virial_.data(), failed_.data()};
@@ -334,7 +335,9 @@ void ConstraintsGpu::langevin_middle_step(const MiddleStep& step, const Constrai
 
 bool ConstraintsGpu::steps_in_one_launch() const { return step_blocks_ > 0; }
 
-const void* ConstraintsGpu::middle_step_function() { return reinterpret_cast<const void*>(langevin_middle_step_kernel); }
+const void* ConstraintsGpu::middle_step_function() {
+  return reinterpret_cast<const void*>(langevin_middle_step_kernel);
+}
 
 std::array<double, 2> ConstraintsGpu::virials_and_check() {
   const std::size_t slots = static_cast<std::size_t>(waters_) + static_cast<std::size_t>(clusters_);

@@ -27,13 +27,14 @@ class ConstraintsGpu {
   // then RATTLE to the tolerance over a step dt).
   void constrain_velocities(const Vector3<double>* x, Vector3<double>* v, const ConstraintImages& image, double dt);
   // The whole Langevin-middle step around the forces in one launch, the waters, clusters and
-  // other atoms in blocks that each hold their units whole, a thread per atom and per unit: the kick (v += kick_scale f / m), the velocities'
-  // constraints at x, the thermostat's drift, noise and drift (langevin_middle_atom: the
-  // reference and unconstrained copies kept), the positions' constraints, the velocities'
-  // correction and the wrap. The same per-atom and per-constraint arithmetic as the five
-  // launches (kick, constrain_velocities, langevin_middle, constrain_positions, the correction)
-  // in their order: each block's atoms are its own through the step (the constraints join no
-  // two units), so the same bits (Constraints.GpuMiddleStepInOneLaunchGivesTheSameBits).
+  // other atoms in blocks that each hold their units whole, a thread per atom and per unit: the
+  // kick (v += kick_scale f / m), the velocities' constraints at x, the thermostat's drift,
+  // noise and drift (langevin_middle_atom: the reference and unconstrained copies kept), the
+  // positions' constraints, the velocities' correction and the wrap. The same per-atom and
+  // per-constraint arithmetic as the five launches (kick, constrain_velocities, langevin_middle,
+  // constrain_positions, the correction) in their order: each block's atoms are its own through
+  // the step (the constraints join no two units), so the same bits
+  // (Constraints.GpuMiddleStepInOneLaunchGivesTheSameBits).
   // `call`: the thermostat's call (its parameter kMiddleStepCall of middle_step_function()'s).
   void langevin_middle_step(const MiddleStep& step, const ConstraintImages& image, std::uint64_t call);
   bool steps_in_one_launch() const;  // false where a cluster has more atoms than a block holds

@@ -96,11 +96,12 @@ struct MolecularPairListGpu::State {
   // and number at most 4 n (or 2^16); NBKIT_PAIR_LIST_SORT=radix: cub's radix sort always (A/B
   // runs, tests). Six graph nodes instead of ten (a memset, the count, cub's scan's two kernels,
   // the placing and the ordering; order_keys_and_pack also writes the attributes, the build's
-  // copy of the positions and the packed positions: 13 nodes the radix sort's way): the list's phase 0.064 against 0.068 ms a step
-  // at 23,534 atoms, 0.075 against 0.079 at 30,671 (H200, session 39: two rows each; ns/day
-  // within the noise, 1,539.0 and 1,500.4 against 1,508.1 and 1,544.7). With order_keys_and_pack
-  // (session 40): 0.064 against the radix sort's 0.067, order_keys_and_pack ~10-11 us a build in
-  // the trace, the rate again within the noise (1,580.1 and 1,533.1 against 1,555.7).
+  // copy of the positions and the packed positions: 13 nodes the radix sort's way): the list's
+  // phase 0.064 against 0.068 ms a step at 23,534 atoms, 0.075 against 0.079 at 30,671 (H200,
+  // session 39: two rows each; ns/day within the noise, 1,539.0 and 1,500.4 against 1,508.1 and
+  // 1,544.7). With order_keys_and_pack (session 40): 0.064 against the radix sort's 0.067,
+  // order_keys_and_pack ~10-11 us a build in the trace, the rate again within the noise (1,580.1
+  // and 1,533.1 against 1,555.7).
   bool counting_wanted = true;
   bool counting = false;  // this configuration's sort counts
   int keys = 0;           // its keys

@@ -732,7 +732,8 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
               if (near) {
                 const int size = min(kGroup, end - other);
                 const int stencil = ((rz - c[2] + 1) * 3 + (ry - c[1] + 1)) * 3 + (rx - c[0] + 1);
-                queue[warp][(tail + __popc(pass & below)) & (kGroupQueue - 1)] = other | (size - 1) << 21 | stencil << 24;
+                queue[warp][(tail + __popc(pass & below)) & (kGroupQueue - 1)] =
+                    other | (size - 1) << 21 | stencil << 24;
               }
               tail += __popc(pass);
               __syncwarp();
