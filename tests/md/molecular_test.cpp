@@ -662,15 +662,15 @@ TEST(MolecularGpu, MixedPrecisionIsWithinFloat32sRoundingOfTheReferenceAndRepeat
                Error);
 }
 
-// The GPU's pair list has three builds, a warp per group of rows (small systems), a warp per row
-// (small boxes, or the groups switched off) and a lane per row (large systems), that must write
+// The GPU's pair list has three builds, a warp per group of rows (the default), a warp per row
+// (small boxes, or the groups switched off) and a lane per row (tests, A/B runs), that must write
 // the same list entry for entry: forced in turn through NBKIT_PAIR_LIST_BUILD, they give the same
 // bits in both precisions, on the protein (4 to 5 cells an edge: the 27-cell stencil, where the
 // groups' boxes are tested before their atoms, so a box test that dropped an atom within reach
 // would show) and on the chains (2 cells: every cell searched, each pair's image picked; "group"
 // falls back to a warp a row). The build by group also with a cell's groups at a time rather than
-// through its queue (NBKIT_PAIR_LIST_GROUP_QUEUE=0) and with 8 rows a warp. An unknown value is
-// refused.
+// through its queue (NBKIT_PAIR_LIST_GROUP_QUEUE=0), with 8 rows a warp, and with boxes of 4 and 8
+// atoms (NBKIT_PAIR_LIST_UNIT). An unknown value is refused.
 TEST(MolecularGpu, PairListBuildsByGroupRowAndCellGiveTheSameBits) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
@@ -689,13 +689,16 @@ TEST(MolecularGpu, PairListBuildsByGroupRowAndCellGiveTheSameBits) {
                                         Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
     for (const Precision precision : {Precision::single, Precision::double_}) {
       const auto by_cell = with_build("cell", *t, *x, box, precision);
-      using Way = std::tuple<const char*, const char*, const char*>;  // build, queue, rows
-      for (const auto& [build, queue, rows] : {Way{"group", "1", "4"}, Way{"group", "0", "4"}, Way{"group", "1", "8"},
-                                              Way{"group", "0", "8"}, Way{"row", "1", "4"}}) {
+      using Way = std::tuple<const char*, const char*, const char*, const char*>;  // build, queue, rows, unit
+      for (const auto& [build, queue, rows, unit] :
+           {Way{"group", "1", "4", "4"}, Way{"group", "1", "4", "8"}, Way{"group", "0", "4", "4"},
+            Way{"group", "1", "8", "4"}, Way{"group", "1", "8", "8"}, Way{"group", "0", "8", "4"},
+            Way{"row", "1", "4", "4"}}) {
         const test::ScopedEnvironment queued("NBKIT_PAIR_LIST_GROUP_QUEUE", queue),
-            rows_a_warp("NBKIT_PAIR_LIST_GROUP_ROWS", rows);
+            rows_a_warp("NBKIT_PAIR_LIST_GROUP_ROWS", rows), unit_boxes("NBKIT_PAIR_LIST_UNIT", unit);
         const auto other = with_build(build, *t, *x, box, precision);
-        const std::string what = std::string(name) + " " + build + " queue " + queue + " rows " + rows;
+        const std::string what =
+            std::string(name) + " " + build + " queue " + queue + " rows " + rows + " unit " + unit;
         EXPECT_EQ(other.energy.total(), by_cell.energy.total()) << what;
         EXPECT_EQ(other.virial, by_cell.virial) << what;
         for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(other.force[i], by_cell.force[i]) << what << " atom " << i;

@@ -125,6 +125,12 @@ struct MolecularPairListGpu::State {
   // The build by group through one queue of passing groups a warp (pair_list_build.cuh's
   // `Queued`; NBKIT_PAIR_LIST_GROUP_QUEUE=0: a cell's groups at a time, as up to session 40).
   bool group_queue = true;
+  // The atoms a box stands for in the queued build (pair_list_build.cuh's `Unit`;
+  // NBKIT_PAIR_LIST_UNIT=8: a whole group's, as up to session 41).
+  int group_unit = 4;
+  // The queue's entries hold a unit's first atom in 21 bits.
+  bool queued() const { return group_queue && n <= (1 << 21); }
+  int unit() const { return queued() ? group_unit : kGroup; }
   int sub_bits = 0;     // the sort key's sub-cell bits (kSubcellBits or 0)
   bool groups = false;  // this list's build is by group (wanted, sub-cells, 3 or more cells an axis)
   int group_rows = 4;   // rows a warp in the build by group (NBKIT_PAIR_LIST_GROUP_ROWS=4|8)
@@ -305,6 +311,11 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.fast_law = env_switch("NBKIT_PAIR_FAST_LAW", true);
   s.groups_wanted = env_switch("NBKIT_PAIR_LIST_GROUPS", true);
   s.group_queue = env_switch("NBKIT_PAIR_LIST_GROUP_QUEUE", true);
+  if (const char* unit = std::getenv("NBKIT_PAIR_LIST_UNIT"); unit && *unit) {
+    const std::string u = unit;
+    if (u != "4" && u != "8") throw Error("NBKIT_PAIR_LIST_UNIT is \"" + u + "\": expected 4 or 8");
+    s.group_unit = u == "8" ? 8 : 4;
+  }
   s.corrections_apart = env_switch("NBKIT_CORRECTIONS_APART", true);
   s.device_check = env_switch("NBKIT_PAIR_LIST_DEVICE_CHECK", true);
   s.check_may_decide = env_switch("NBKIT_PAIR_LIST_CHECK_DECIDES", true);
@@ -428,14 +439,15 @@ void MolecularPairListGpu::State::build_list(bool zero_longest) {
                                                     longest.data(), offsets, group_lo.data(), group_hi.data(),
                                                     group_reach * group_reach);
     };
-    // The queue's entries hold a group's first atom in 21 bits.
-    const bool queued = group_queue && n <= (1 << 21);
+    const bool four = unit() == 4;
     if (group_rows == 8) {
-      if (queued) launch(build_rows_by_group<Real, 8, true>, 1);
-      else launch(build_rows_by_group<Real, 8>, 1);
+      if (!queued()) launch(build_rows_by_group<Real, 8>, 1);
+      else if (four) launch(build_rows_by_group<Real, 8, true, 4>, 1);
+      else launch(build_rows_by_group<Real, 8, true>, 1);
     } else {
-      if (queued) launch(build_rows_by_group<Real, 4, true>, 2);
-      else launch(build_rows_by_group<Real, 4>, 2);
+      if (!queued()) launch(build_rows_by_group<Real, 4>, 2);
+      else if (four) launch(build_rows_by_group<Real, 4, true, 4>, 2);
+      else launch(build_rows_by_group<Real, 4, true>, 2);
     }
   } else if (build == Build::row || (build == Build::group && n < (1 << 18))) {
     // Where the groups cannot be used (fewer than 3 cells along an axis, or no sub-cells): a warp
@@ -596,7 +608,7 @@ void MolecularPairListGpu::State::queue_sort_and_pack(const V3* x) {
   }
   if (groups) {
     group_bounds<Real><<<blocks(n), kThreads, 0, stream>>>(n, packed<Real>(), sorted_key.data(), sub_bits,
-                                                           cell_start.data(), group_lo.data(), group_hi.data());
+                                                           cell_start.data(), unit(), group_lo.data(), group_hi.data());
     NBKIT_CUDA_CHECK_LAUNCH();
   }
 }

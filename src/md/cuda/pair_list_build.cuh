@@ -131,9 +131,10 @@ __global__ void order_keys_and_pack(int keys, const int* __restrict__ start, int
 }
 
 // The build's atom groups: kGroup consecutive sorted atoms of one cell (a cell's atoms from its
-// first, the last group part full), compact by the sub-cell order (bin_atoms). Group g's
-// bounding box, in the cell-relative frame of the packed positions and in float32 rounded
-// outward (so it holds its atoms in either precision), goes to lo[g], hi[g] (g its first
+// first, the last group part full), compact by the sub-cell order (bin_atoms); their boxes are
+// those of `unit` consecutive atoms (kGroup, or half a group: build_rows_by_group's Unit). Unit
+// u's bounding box, in the cell-relative frame of the packed positions and in float32 rounded
+// outward (so it holds its atoms in either precision), goes to lo[u], hi[u] (u its first
 // atom's sorted index; other slots are not read). Boxes of ~5.6 x 4.6 x 3.6 A at 30,000 atoms (a
 // count over uniform atoms; docs/performance.md, session 35); the build by group tests them
 // before their atoms.
@@ -144,14 +145,14 @@ __device__ inline float round_down(double v) { return __double2float_rd(v); }
 __device__ inline float round_up(double v) { return __double2float_ru(v); }
 template <class Real>
 __global__ void group_bounds(int n, const PositionCharge<Real>* __restrict__ packed, const unsigned* __restrict__ sorted_key,
-                             int sub_bits, const int* __restrict__ cell_start, float4* __restrict__ lo,
+                             int sub_bits, const int* __restrict__ cell_start, int unit, float4* __restrict__ lo,
                              float4* __restrict__ hi) {
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= n) return;
   const int cell = static_cast<int>(sorted_key[t] >> sub_bits);
   const int begin = cell_start[cell];
-  if ((t - begin) % kGroup != 0) return;
-  const int end = min(t + kGroup, cell_start[cell + 1]);
+  if ((t - begin) % unit != 0) return;
+  const int end = min(t + unit, cell_start[cell + 1]);
   PositionCharge<Real> p = packed[t];
   Real low[3] = {p.x, p.y, p.z}, high[3] = {p.x, p.y, p.z};
   for (int j = t + 1; j < end; ++j) {
@@ -561,14 +562,14 @@ __device__ void walk_row(int t, int first, const PositionCharge<Real>* __restric
 // against 0.064, DHFR's size) and went; 8 rows 0.074.
 constexpr int kGroupWarps = 4;
 // `Queued` (NBKIT_PAIR_LIST_GROUP_QUEUE; measured in session 41: +1.6% at DHFR's size, the build
-// 361.7 against 377.1 us at 30,671 atoms): the passing groups of all the searched cells go
-// through one queue a warp (a ring of kGroupQueue entries in shared memory, each its group's
-// first atom, size and cell), taken four at a time across the cells' ends, so that no round is
-// left part-empty at each cell's end (~10 passing groups a cell at DHFR's size: 3 rounds of 4
-// for 2.5 rounds' work, 81 rounds a row group where 68 do). Each lane looks its candidate's
-// shift up by its group's cell; the rows' entries come in the same order (the cells' and
-// groups' order is the queue's), so the same list.
-constexpr int kGroupQueue = 64;  // at most 3 waiting + 32 a box round
+// 361.7 against 377.1 us at 30,671 atoms): the passing groups (units, below) of all the searched
+// cells go through one queue a warp (a ring of kGroupQueue entries in shared memory, each its
+// unit's first atom, size and cell), taken a round's worth at a time across the cells' ends, so
+// that no round is left part-empty at each cell's end (~10 passing groups a cell at DHFR's size:
+// 3 rounds of 4 for 2.5 rounds' work, 81 rounds a row group where 68 do). Each lane looks its
+// candidate's shift up by its unit's cell; the rows' entries come in the same order (the cells'
+// and units' order is the queue's), so the same list.
+constexpr int kGroupQueue = 64;  // at most 7 waiting + 32 a box round
 static_assert((kGroupQueue & (kGroupQueue - 1)) == 0, "the queue's ring is indexed by a mask");
 // The queued build's shift and entry bits of each of the 27 stencil cells (raw - home = -1, 0, 1
 // an axis; index ((oz + 1) * 3 + oy + 1) * 3 + ox + 1), made once a block: a lane looks its
@@ -580,7 +581,14 @@ struct StencilShift {
   Real x, y, z;
   unsigned code;
 };
-template <class Real, int Rows, bool Queued = false>
+// `Unit` (NBKIT_PAIR_LIST_UNIT=4|8; queued builds only, the others 8): the atoms a box stands for,
+// on both sides. With 4, a warp of 4 rows tests its own 4 atoms' box rather than its whole
+// group's, against the neighbours' boxes of 4 atoms, and a round takes 8 of them: a count over
+// DHFR's sorted atoms (23,534; 11 A reach; 789 half groups) gave 2,306 candidates a warp with
+// 8-atom boxes on both sides, 1,842 with the warp's own box, 1,447 with 4-atom boxes on both
+// (-37% rounds), for twice the boxes to test (a cell's ~34 instead of ~17: two box rounds a
+// cell where one did). The same list: boxes only skip atoms beyond reach.
+template <class Real, int Rows, bool Queued = false, int Unit = kGroup>
 __global__ void __launch_bounds__(32 * kGroupWarps)
     build_rows_by_group(int n, const PositionCharge<Real>* __restrict__ packed, const int* __restrict__ order,
                         const int* __restrict__ cell_start, Cells g, Frame<Real> f, Real reach2,
@@ -589,10 +597,12 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
                         bool offsets, const float4* __restrict__ group_lo, const float4* __restrict__ group_hi,
                         float group_reach2) {
   static_assert(kGroup % Rows == 0);
+  static_assert(Unit == kGroup || (Queued && kGroup % Unit == 0 && (Unit & (Unit - 1)) == 0));
   constexpr int kParts = kGroup / Rows;            // a group's warps
+  constexpr int kTaken = 32 / Unit;                // units a round
   __shared__ int staged[kGroupWarps][Rows][64];  // a row's unwritten entries: < 32 from before, 32 new
   __shared__ int row_atom[kGroupWarps][Rows];      // the rows' topology indices (exclusions' search)
-  // Queued: each entry the group's first atom | (size - 1) << 21 | cell (0..26, z y x) << 24.
+  // Queued: each entry the unit's first atom | (size - 1) << 21 | cell (0..26, z y x) << 24.
   __shared__ int queue[Queued ? kGroupWarps : 1][Queued ? kGroupQueue : 1];
   __shared__ StencilShift<Real> stencil_shift[Queued ? 27 : 1];
   if constexpr (Queued) {
@@ -609,9 +619,9 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
   const int home = blockIdx.x;
   const int home_begin = cell_start[home], home_end = cell_start[home + 1];
   const int c[3] = {home % g.count[0], home / g.count[0] % g.count[1], home / g.count[0] / g.count[1]};
-  for (int unit = blockIdx.y * kGroupWarps + warp;; unit += gridDim.y * kGroupWarps) {
-    const int group = home_begin + unit / kParts * kGroup;  // its box's slot
-    const int first = group + unit % kParts * Rows;         // the warp's first row
+  for (int task = blockIdx.y * kGroupWarps + warp;; task += gridDim.y * kGroupWarps) {
+    const int group = home_begin + task / kParts * kGroup;
+    const int first = group + task % kParts * Rows;  // the warp's first row
     if (group >= home_end) break;
     if (first >= home_end) continue;  // the part-full last group has no such rows
     const int rows = min(Rows, home_end - first);
@@ -635,9 +645,21 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
       count[r] = 0;
     }
     __syncwarp();
-    const float4 home_lo = group_lo[group], home_hi = group_hi[group];
+    // The rows' box: the union of the boxes of the units they lie in. Rows <= Unit: one unit's
+    // (the group's with 8-atom units; with 4 rows and 4-atom units the warp's own); 8 rows and
+    // 4-atom units: the group's two halves'.
+    const int first_unit = Rows < Unit ? group : first;
+    float4 home_lo = group_lo[first_unit], home_hi = group_hi[first_unit];
+    if constexpr (Rows > Unit) {
+      static_assert(Rows == 2 * Unit);
+      if (first + Unit < home_end) {
+        const float4 l = group_lo[first + Unit], h = group_hi[first + Unit];
+        home_lo = make_float4(fminf(home_lo.x, l.x), fminf(home_lo.y, l.y), fminf(home_lo.z, l.z), 0.0f);
+        home_hi = make_float4(fmaxf(home_hi.x, h.x), fmaxf(home_hi.y, h.y), fmaxf(home_hi.z, h.z), 0.0f);
+      }
+    }
     const float hl[3] = {home_lo.x, home_lo.y, home_lo.z}, hh[3] = {home_hi.x, home_hi.y, home_hi.z};
-    // Distance from the group's box to the face shared with the neighbour cell at raw along a.
+    // Distance from the rows' box to the face shared with the neighbour cell at raw along a.
     auto gap = [&](int a, int raw) -> float {
       if (raw == c[a]) return 0.0f;
       const float half = 0.5f * static_cast<float>(f.width[a]);
@@ -687,16 +709,16 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
         stage[lane] = rest;
       }
     };
-    // Queued: rounds of the queue's groups head .. head + taken - 1, lane l taking atom l % 8 of
-    // the (l / 8)-th; its cell's shift from the block's table.
+    // Queued: rounds of the queue's units head .. head + taken - 1, lane l taking atom l % Unit of
+    // the (l / Unit)-th; its cell's shift from the block's table.
     int head = 0, tail = 0;
     auto queued_round = [&](int taken) {
-      const int which = lane / kGroup;
+      const int which = lane / Unit;
       const int e = which < taken ? queue[warp][(head + which) & (kGroupQueue - 1)] : 0;
       const int start = e & ((1 << 21) - 1), size = ((e >> 21) & 7) + 1;
       const StencilShift<Real> shift = stencil_shift[e >> 24];
-      const bool valid = which < taken && lane % kGroup < size;
-      round(valid ? start + lane % kGroup : 0, valid, shift.x, shift.y, shift.z, shift.code);
+      const bool valid = which < taken && lane % Unit < size;
+      round(valid ? start + lane % Unit : 0, valid, shift.x, shift.y, shift.z, shift.code);
       head += taken;
     };
     for (int rz = c[2] - 1; rz <= c[2] + 1; ++rz) {
@@ -716,8 +738,8 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
           const unsigned code = offsets ? offset_code(c[0] - rx, c[1] - ry, c[2] - rz) : 0u;
           const float fx = static_cast<float>(sx), fy = static_cast<float>(sy), fz = static_cast<float>(sz);
           const int begin = cell_start[cell], end = cell_start[cell + 1];
-          for (int base = begin; base < end; base += 32 * kGroup) {
-            const int other = base + lane * kGroup;
+          for (int base = begin; base < end; base += 32 * Unit) {
+            const int other = base + lane * Unit;
             bool near = false;
             if (other < end) {  // the two boxes' distance, the neighbour's shifted into this cell's frame
               const float4 l = group_lo[other], h = group_hi[other];
@@ -728,16 +750,16 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
             }
             unsigned pass = __ballot_sync(0xffffffffu, near);
             if constexpr (Queued) {
-              // The passing groups onto the queue in the cell's order, then whole rounds off it.
+              // The passing units onto the queue in the cell's order, then whole rounds off it.
               if (near) {
-                const int size = min(kGroup, end - other);
+                const int size = min(Unit, end - other);
                 const int stencil = ((rz - c[2] + 1) * 3 + (ry - c[1] + 1)) * 3 + (rx - c[0] + 1);
                 queue[warp][(tail + __popc(pass & below)) & (kGroupQueue - 1)] =
                     other | (size - 1) << 21 | stencil << 24;
               }
               tail += __popc(pass);
               __syncwarp();
-              while (tail - head >= 4) queued_round(4);
+              while (tail - head >= kTaken) queued_round(kTaken);
               __syncwarp();
               continue;
             }
