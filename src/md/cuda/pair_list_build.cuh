@@ -691,16 +691,22 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
           const int r = __ffs(m) - 1;
           if (is_excluded(atom[r], atom_j, excluded_first, excluded)) in &= ~(1u << r);
         }
+      // The rows' ballots together, and nothing more where no lane hit any row (a fifth to a
+      // third of the rounds by the SASS counts, session 41: each row's ballot came out empty in
+      // 35% of them, and the rows of a unit are close).
+      unsigned hits[Rows], any = 0;
+#pragma unroll
+      for (int r = 0; r < Rows; ++r) hits[r] = __ballot_sync(0xffffffffu, (in & (1u << r)) != 0), any |= hits[r];
+      if (any == 0) return;
 #pragma unroll
       for (int r = 0; r < Rows; ++r) {
-        const bool hit = (in >> r) & 1u;
-        const unsigned hits = __ballot_sync(0xffffffffu, hit);
-        if (hits == 0) continue;  // every round of a missing row
+        if (hits[r] == 0) continue;  // every round of a missing row
+        const bool hit = (in & (1u << r)) != 0;
         int* stage = staged[warp][r];
         const int written = min(count[r], capacity) & ~31;  // count >= 0: a multiple of 32 below
-        const int k = count[r] + __popc(hits & below);
+        const int k = count[r] + __popc(hits[r] & below);
         if (hit && k < capacity) stage[k - written] = static_cast<int>(static_cast<unsigned>(j) | code);
-        count[r] += __popc(hits);
+        count[r] += __popc(hits[r]);
         if (min(count[r], capacity) - written < 32) continue;
         __syncwarp();  // 32 staged entries: four whole chunks to the list
         list[list_index(written + lane, first + r, n)] = stage[lane];
