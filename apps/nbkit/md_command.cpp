@@ -126,11 +126,11 @@ md::Reporters reporters(const io::MdConfig& config, md::Simulation& simulation, 
     history.time.push_back(static_cast<double>(t.step) * timestep * (molecular ? 1e-3 : 1.0));
     history.temperature.push_back(t.temperature), history.potential.push_back(t.potential);
     history.total.push_back(t.total);
-    history.last.push_back(molecular ? total_mass * units::gram_per_mole_per_cubic_angstrom / simulation.state().box.volume()
+    history.last.push_back(molecular ? total_mass * units::gram_per_mole_per_cubic_angstrom / simulation.box().volume()
                                      : t.pressure);
     std::string terms;
     if (const auto energy = simulation.energy_terms()) {
-      const double volume = simulation.state().box.volume();
+      const double volume = simulation.box().volume();
       const auto now = std::chrono::steady_clock::now();
       const double seconds = std::chrono::duration<double>(now - clock->at).count();
       const double ns_per_day = clock->step >= 0 && seconds > 0

@@ -35,6 +35,9 @@ class Engine {
   // Each term's energy at the last evaluation with energies, for engines of biomolecular
   // systems (empty for the Lennard-Jones engines).
   virtual std::optional<EnergyTerms> energy_terms() const { return std::nullopt; }
+  // Whether the System's box is always the engine's present one, even while the atoms are on
+  // a device (Simulation::box need not bring them to the host).
+  virtual bool box_on_host() const { return false; }
   // The energy and forces again at the System's present positions (with energies; no
   // thermostat), after a caller moved the atoms: the minimiser's evaluation. Biomolecular
   // engines only.

@@ -22,6 +22,8 @@
 #include "md/constraint_solver.hpp"
 #include "md/engine.hpp"
 #include "md/integrator.hpp"
+#include "md/kinetic_sum.hpp"
+#include "md/thermo_sums.hpp"
 #include "md/langevin_noise.hpp"
 #include "md/molecules.hpp"
 #include "md/molecular_cpu.hpp"
@@ -125,13 +127,27 @@ class MolecularEngine final : public Engine {
     host_newer_ = true;
   }
   Thermo thermo(std::int64_t step) const override {
+    const std::int64_t constraints = constraints_ ? constraints_->count() : 0;
+    const double start_virial = start_constraint_virial_ ? *start_constraint_virial_ : 0.0;
+    // The GPU's sums of this step (sums_current_) need no copy of the atoms.
+    if (sums_current_ && device_newer_)
+      return thermo_from_sums(system_.units, system_.size(), system_.box.volume(), mass_velocity2_, forces_.potential,
+                              forces_.virial + start_virial, step, constraints);
     pull();
+    if (device_) {  // the same sum of m v^2 as the device's (kinetic_sum.hpp), from the host's copy
+      const double mv2 = kinetic_mass_velocity2(
+          system_.size(), [&](std::size_t i) { return system_.mass(i); },
+          [&](std::size_t i, double* v) { v[0] = system_.vx[i], v[1] = system_.vy[i], v[2] = system_.vz[i]; });
+      return thermo_from_sums(system_.units, system_.size(), system_.box.volume(), mv2, forces_.potential,
+                              forces_.virial + start_virial, step, constraints);
+    }
     const double virial = forces_.virial;
-    if (start_constraint_virial_) forces_.virial += *start_constraint_virial_;
-    const Thermo t = md::thermo(system_, forces_, step, constraints_ ? constraints_->count() : 0);
+    forces_.virial += start_virial;
+    const Thermo t = md::thermo(system_, forces_, step, constraints);
     forces_.virial = virial;
     return t;
   }
+  bool box_on_host() const override { return true; }  // the barostat's moves are the host's
   void sync_host() override { pull(); }
   void forces(Forces& out) const override {
     pull();
@@ -144,7 +160,7 @@ class MolecularEngine final : public Engine {
                                           : fmt::format("CPU, {} thread{}, float64", threads_, threads_ == 1 ? "" : "s");
   }
   std::optional<EnergyTerms> energy_terms() const override {
-    pull();
+    if (!(sums_current_ && device_newer_)) pull();
     return terms_;
   }
   // The callers below change the host's System (after reading it through sync_host): the device
@@ -233,6 +249,7 @@ class MolecularEngine final : public Engine {
   // The step on the GPU (MolecularGpuDynamics): the host's sequences below, kernel by kernel.
   void device_step(double dt, bool energies) {
     if (!device_error_.empty()) throw Error(device_error_);
+    sums_current_ = false;
     if (host_newer_) device_->upload(system_, forces_), host_newer_ = false;
     lap();
     const UnitConstants u = unit_constants(system_.units);
@@ -290,7 +307,19 @@ class MolecularEngine final : public Engine {
     }
     device_newer_ = true;
     energies_current_ = energies;
-    if (energies) pull();
+    if (!energies) return;
+    // A step with energies is a thermo row's, a barostat move's or a checkpoint's: the sums
+    // alone (the energies, the virial and m v^2 reduced on the device), checked as a download
+    // checks, or the whole state (NBKIT_MD_DEVICE_THERMO=0, as up to session 41). What needs the
+    // atoms (frames, checkpoints, the barostat) brings them when it reads them.
+    if (!device_->thermo_on_device()) return pull();
+    try {
+      constraint_virial_ = device_->sums(forces_, terms_, mass_velocity2_);
+    } catch (const Error& e) {
+      device_error_ = e.what();
+      throw;
+    }
+    sums_current_ = true;
   }
   // The host's System, forces and energies brought up to date from the device (when it is ahead).
   // A failure found on the device (a force not finite, a water or cluster the constraints could
@@ -432,6 +461,10 @@ class MolecularEngine final : public Engine {
   std::unique_ptr<MolecularGpuForces> gpu_;
   std::unique_ptr<MolecularGpuDynamics> device_;  // the GPU's step (not MSM's)
   mutable bool device_newer_ = false;  // the device has stepped since the host's copy
+  // The device's sums of its present step (MolecularGpuDynamics::sums: forces_'s potential and
+  // virial, terms_, m v^2) are in, its atoms maybe not.
+  bool sums_current_ = false;
+  double mass_velocity2_ = 0;
   bool energies_current_ = true;       // the last evaluation summed the energies (host ones always do)
   mutable double constraint_virial_ = 0;  // the last step's constraint forces' virial (in forces_.virial)
   // Before the first step: the start's estimated constraint virial, added to the thermo rows'

@@ -10,6 +10,7 @@
 // decided on the device), and a step is one CUDA graph launch where it can be (step_as_graph). Errors found on the device (a force not finite, a water SETTLE cannot place, a cluster
 // that does not converge) are reported at the next download with the atoms they concern.
 // Internal; no CUDA in this header. Builds without CUDA throw from the constructor.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -39,6 +40,13 @@ class MolecularGpuDynamics {
   // engine adds it; returned); throws nbkit::Error for what failed on the device since the last
   // download.
   double download(System& system, Forces& forces, EnergyTerms& terms);
+  // The same without the arrays: the last evaluation's energies and virial (the constraint
+  // forces' virial added, as download adds it; returned) and the sum of m v^2 over the atoms in
+  // kinetic_sum.hpp's order, reduced on the device (a thermo row's sums); the same checks.
+  double sums(Forces& forces, EnergyTerms& terms, double& mass_velocity2);
+  // Whether a step with energies takes sums() rather than the whole state (NBKIT_MD_DEVICE_THERMO,
+  // on unless 0).
+  bool thermo_on_device() const;
 
   // v += scale f / m (scale: dt or dt/2 times the units' force-to-acceleration factor).
   void kick(double scale);
@@ -86,6 +94,8 @@ class MolecularGpuDynamics {
                      const std::optional<PeriodicBox>& box);
 
  private:
+  std::array<double, 2> checked_constraint_virial();
+  double energies_and_virial(const std::array<double, 2>& constraint_virial, Forces& forces, EnergyTerms& terms);
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -51,6 +51,8 @@ MolecularGpuDynamics::MolecularGpuDynamics(MolecularGpuForces&, const System&, c
 MolecularGpuDynamics::~MolecularGpuDynamics() = default;
 void MolecularGpuDynamics::upload(const System&, const Forces&) {}
 double MolecularGpuDynamics::download(System&, Forces&, EnergyTerms&) { return 0; }
+double MolecularGpuDynamics::sums(Forces&, EnergyTerms&, double&) { return 0; }
+bool MolecularGpuDynamics::thermo_on_device() const { return false; }
 void MolecularGpuDynamics::kick(double) {}
 void MolecularGpuDynamics::drift(double) {}
 void MolecularGpuDynamics::langevin_middle(double, double, double, double, std::uint64_t, std::uint64_t) {}

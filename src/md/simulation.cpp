@@ -221,6 +221,11 @@ const System& Simulation::state() {
   return system_;
 }
 
+const PeriodicBox& Simulation::box() {
+  if (engine_->box_on_host()) return system_.box;
+  return state().box;
+}
+
 Thermo Simulation::thermo() const { return engine_->thermo(step_); }
 std::int64_t Simulation::constraint_count() const { return engine_->constraint_count(); }
 double Simulation::largest_constraint_deviation() const { return engine_->largest_constraint_deviation(); }

@@ -13,6 +13,7 @@
 #include <string>
 #include <tuple>
 
+#include "md/kinetic_sum.hpp"
 #include "md/molecular_test_support.hpp"
 #include "nbkit/io/checkpoint.hpp"
 #include "test_support.hpp"
@@ -310,6 +311,76 @@ TEST(MolecularSimulation, MinimisationReachesTheForceTolerance) {
   const MinimizeResult m = simulation.minimize(short_run);
   EXPECT_FALSE(m.converged);
   EXPECT_EQ(m.iterations, 3);
+}
+
+// The sum of m v^2 in kinetic_sum.hpp's order (slices of 64, slices of those, then in order),
+// which the GPU's thermo rows reduce on the device and the host's rows of the same engine make
+// from its copy: within rounding of a plain float64 loop, and exact where every partial sum is
+// (integers); an atom count past two levels of slices (64 * 64 + 5) takes every level's tail.
+TEST(MolecularSimulation, KineticSumInSlicesIsTheSumOfMassVelocitySquared) {
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{63}, std::size_t{64}, std::size_t{4101}}) {
+    std::vector<double> m(n), v(3 * n);
+    double plain = 0, integers = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      m[i] = 1.0 + 0.25 * static_cast<double>(i % 7);
+      for (int a = 0; a < 3; ++a) v[3 * i + a] = std::sin(0.37 * static_cast<double>(3 * i + a)) * 0.01;
+      plain += m[i] * (v[3 * i] * v[3 * i] + v[3 * i + 1] * v[3 * i + 1] + v[3 * i + 2] * v[3 * i + 2]);
+      integers += 2.0 * 3.0;  // m = 2, v = (1, 1, 1)
+    }
+    const double sliced = md::kinetic_mass_velocity2(
+        n, [&](std::size_t i) { return m[i]; },
+        [&](std::size_t i, double* w) { w[0] = v[3 * i], w[1] = v[3 * i + 1], w[2] = v[3 * i + 2]; });
+    EXPECT_NEAR(sliced, plain, 1e-14 * std::max(plain, 1e-300)) << n << " atoms";
+    const double exact = md::kinetic_mass_velocity2(
+        n, [](std::size_t) { return 2.0; }, [](std::size_t, double* w) { w[0] = w[1] = w[2] = 1.0; });
+    EXPECT_EQ(exact, integers) << n << " atoms";
+  }
+}
+
+// A thermo row on the GPU from the device's sums (the default) is the row the whole state brought
+// to the host gives (NBKIT_MD_DEVICE_THERMO=0), bit for bit: the energies, the virial, m v^2
+// (kinetic_sum.hpp's order on both sides), every term, the pressure (Langevin middle on the
+// chains, rows every 3 steps); and the trajectory is the same either way.
+TEST(MolecularSimulation, GpuThermoRowsFromTheDevicesSumsAreTheDownloadedStatesRows) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const Chains c = chains_at_300k();
+  const MolecularForceField field = pme_field(c);
+  Integrator integrator;
+  integrator.timestep = 0.5;
+  integrator.langevin_middle = Integrator::LangevinMiddleSettings{300, 1e-2, 7};
+  auto rows = [&](const char* on_device, Simulation** keep) {
+    const test::ScopedEnvironment env("NBKIT_MD_DEVICE_THERMO", on_device);
+    auto simulation = std::make_unique<Simulation>(c.system, field, integrator, on(Backend::cuda));
+    std::vector<Thermo> out;
+    std::vector<EnergyTerms> terms;
+    Reporters r;
+    r.thermo_every = 3;
+    r.thermo = [&](const Thermo& t) {
+      out.push_back(t);
+      terms.push_back(*simulation->energy_terms());
+    };
+    simulation->run(30, r);
+    *keep = simulation.release();
+    return std::pair{out, terms};
+  };
+  Simulation *from_sums = nullptr, *from_state = nullptr;
+  const auto [sums_rows, sums_terms] = rows("1", &from_sums);
+  const auto [state_rows, state_terms] = rows("0", &from_state);
+  const std::unique_ptr<Simulation> a(from_sums), b(from_state);
+  ASSERT_EQ(sums_rows.size(), state_rows.size());
+  ASSERT_EQ(sums_rows.size(), 11u);  // steps 0, 3, ..., 30
+  for (std::size_t k = 0; k < sums_rows.size(); ++k) {
+    const Thermo &x = sums_rows[k], &y = state_rows[k];
+    EXPECT_EQ(x.step, y.step);
+    EXPECT_EQ(x.temperature, y.temperature) << "step " << x.step;
+    EXPECT_EQ(x.kinetic, y.kinetic) << "step " << x.step;
+    EXPECT_EQ(x.potential, y.potential) << "step " << x.step;
+    EXPECT_EQ(x.pressure, y.pressure) << "step " << x.step;
+    EXPECT_EQ(sums_terms[k].named(), state_terms[k].named()) << "step " << x.step;
+  }
+  EXPECT_EQ(a->state().x, b->state().x);
+  EXPECT_EQ(a->state().vz, b->state().vz);
 }
 
 // Checkpoints: a run that checkpoints at step 15 and goes on to 40 is repeated bit for bit by a

@@ -200,6 +200,9 @@ class Simulation {
   // of the last evaluation with energies (every run's first and last step have them), the
   // forces in the system's atom order.
   const System& state();
+  // The box now, without bringing the atoms from the GPU where the engine keeps the box on the
+  // host (biomolecular runs: a thermo row's volume and density need no more).
+  const PeriodicBox& box();
   Thermo thermo() const;
   void forces(Forces& out) const;
 

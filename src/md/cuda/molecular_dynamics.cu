@@ -3,16 +3,21 @@
 // arithmetic, a thread per atom.
 #include <cuda_runtime.h>
 
+#include <array>
+#include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/pinned_buffer.hpp"
 #include "md/cuda/constraints.cuh"
 #include "md/cuda/middle_step.cuh"
 #include "md/cuda/molecular_pair_list.cuh"  // env_switch
+#include "md/kinetic_sum.hpp"
 #include "md/langevin_noise.hpp"
 #include "md/molecular_gpu.hpp"
 #include "md/molecular_gpu_dynamics.hpp"
@@ -45,6 +50,31 @@ __global__ void langevin_middle_kernel(int n, V3* x, V3* v, const double* mass, 
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   langevin_middle_atom(i, x, v, mass, half, a, b, kt, seed, call, copies);
+}
+
+// The sum of m v^2 in kinetic_sum.hpp's order: `slice_sums` writes slice k's sum of
+// [k kKineticSlice, (k + 1) kKineticSlice) of `values` (atoms' terms at the first level, the
+// level below's sums after), a thread a slice, in order; `total_of` adds the last level's.
+__global__ void kinetic_slices(int n, const V3* v, const double* mass, double* out) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  const int first = k * kKineticSlice;
+  if (first >= n) return;
+  double sum = 0;
+  for (int i = first; i < min(n, first + kKineticSlice); ++i) sum = add_mass_velocity2(sum, mass[i], v[i].x, v[i].y, v[i].z);
+  out[k] = sum;
+}
+__global__ void slice_sums(int count, const double* in, double* out) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  const int first = k * kKineticSlice;
+  if (first >= count) return;
+  double sum = 0;
+  for (int i = first; i < min(count, first + kKineticSlice); ++i) sum = __dadd_rn(sum, in[i]);
+  out[k] = sum;
+}
+__global__ void total_of(int count, const double* in, double* out) {
+  double sum = 0;
+  for (int i = 0; i < count; ++i) sum = __dadd_rn(sum, in[i]);
+  *out = sum;
 }
 
 __global__ void wrap_kernel(int n, V3* x, BoxEdges box) {
@@ -89,8 +119,29 @@ struct MolecularGpuDynamics::State {
     return constraints ? ConstraintCopies{reference.data(), unconstrained.data()} : ConstraintCopies{};
   }
   cuda::DeviceBuffer<double> mass;
+  cuda::DeviceBuffer<double> kinetic;  // the sum of m v^2's slices, their slices, and the total
+  bool thermo_on_device = true;        // NBKIT_MD_DEVICE_THERMO
   std::unique_ptr<ConstraintsGpu> constraints;
-  std::vector<V3> host;  // staging between the System's arrays and the device's
+  // Staging between the System's arrays and the device's: positions, velocities and forces side
+  // by side (3 n), so that a download is three copies and one wait; page-locked, where it can be
+  // had, for the copies' speed (a thermo row, a frame or a checkpoint brings all three to the
+  // host), else pageable (NBKIT_MD_PINNED_STAGING=0: pageable always, for A/B runs).
+  std::optional<cuda::PinnedBuffer<V3>> pinned;
+  bool pinned_refused = !env_switch("NBKIT_MD_PINNED_STAGING", true);
+  std::vector<V3> pageable;
+  V3* staging() {
+    const auto count = static_cast<std::size_t>(3) * static_cast<std::size_t>(n);
+    if (!pinned && !pinned_refused) {
+      try {
+        pinned.emplace(count);
+      } catch (const Error&) {
+        pinned_refused = true;
+      }
+    }
+    if (pinned) return pinned->data();
+    pageable.resize(count);
+    return pageable.data();
+  }
   // Steps as graphs (step_as_graph): the last few keys' (an energies step and a plain one at least).
   struct StepGraph {
     StepKey key;
@@ -213,6 +264,7 @@ MolecularGpuDynamics::MolecularGpuDynamics(MolecularGpuForces& forces, const Sys
   s.graphs = env_switch("NBKIT_STEP_GRAPH", true);
   s.graph_priorities = env_switch("NBKIT_STEP_GRAPH_PRIORITIES", true);
   s.fused = env_switch("NBKIT_MIDDLE_STEP_FUSED", true);
+  s.thermo_on_device = env_switch("NBKIT_MD_DEVICE_THERMO", true);
   if (!constraints.empty()) {
     s.reference = cuda::DeviceBuffer<V3>(s.n), s.unconstrained = cuda::DeviceBuffer<V3>(s.n);
     s.constraints = std::make_unique<ConstraintsGpu>(constraints, mass, s.stream);
@@ -225,36 +277,58 @@ MolecularGpuDynamics::~MolecularGpuDynamics() = default;
 void MolecularGpuDynamics::upload(const System& system, const Forces& forces) {
   State& s = *state_;
   NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
-  auto put = [&](const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& z, V3* to) {
-    s.host.resize(s.n);
-    for (int i = 0; i < s.n; ++i) s.host[i] = {x[i], y[i], z[i]};
-    NBKIT_CUDA_CHECK(cudaMemcpyAsync(to, s.host.data(), s.n * sizeof(V3), cudaMemcpyHostToDevice, s.stream));
-    NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // s.host is reused
+  V3* const host = s.staging();
+  auto put = [&](const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& z, int part,
+                 V3* to) {
+    V3* const from = host + static_cast<std::size_t>(part) * s.n;
+    for (int i = 0; i < s.n; ++i) from[i] = {x[i], y[i], z[i]};
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(to, from, s.n * sizeof(V3), cudaMemcpyHostToDevice, s.stream));
   };
-  put(system.x, system.y, system.z, s.forces->positions());
-  put(system.vx, system.vy, system.vz, s.v.data());
-  put(forces.fx, forces.fy, forces.fz, s.forces->forces());
+  put(system.x, system.y, system.z, 0, s.forces->positions());
+  put(system.vx, system.vy, system.vz, 1, s.v.data());
+  put(forces.fx, forces.fy, forces.fz, 2, s.forces->forces());
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // the staging is reused
   s.wrapped.reset();
 }
 
 double MolecularGpuDynamics::download(System& system, Forces& forces, EnergyTerms& terms) {
   State& s = *state_;
   NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+  const std::array<double, 2> constraint_virial = checked_constraint_virial();
+  V3* const host = s.staging();
+  const V3* const parts[3] = {s.forces->positions(), s.v.data(), s.forces->forces()};
+  for (int part = 0; part < 3; ++part)
+    NBKIT_CUDA_CHECK(cudaMemcpyAsync(host + static_cast<std::size_t>(part) * s.n, parts[part], s.n * sizeof(V3),
+                                     cudaMemcpyDeviceToHost, s.stream));
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  auto get = [&](int part, std::vector<double>& x, std::vector<double>& y, std::vector<double>& z) {
+    const V3* const from = host + static_cast<std::size_t>(part) * s.n;
+    x.resize(s.n), y.resize(s.n), z.resize(s.n);
+    for (int i = 0; i < s.n; ++i) x[i] = from[i].x, y[i] = from[i].y, z[i] = from[i].z;
+  };
+  get(0, system.x, system.y, system.z);
+  get(1, system.vx, system.vy, system.vz);
+  get(2, forces.fx, forces.fy, forces.fz);
+  return energies_and_virial(constraint_virial, forces, terms);
+}
+
+// What download checks before it copies: a force not finite, a constraint the device could not
+// satisfy; the constraint forces' virial halves (position, velocity) if there are constraints.
+std::array<double, 2> MolecularGpuDynamics::checked_constraint_virial() {
+  State& s = *state_;
   const int nonfinite = s.forces->first_nonfinite_force();
   if (nonfinite >= 0)
     throw Error("the force on atom " + std::to_string(nonfinite + 1) + " is not finite: do two atoms overlap?");
   std::array<double, 2> constraint_virial{0, 0};
   if (s.constraints) constraint_virial = s.constraints->virials_and_check();
-  auto get = [&](const V3* from, std::vector<double>& x, std::vector<double>& y, std::vector<double>& z) {
-    s.host.resize(s.n);
-    NBKIT_CUDA_CHECK(cudaMemcpyAsync(s.host.data(), from, s.n * sizeof(V3), cudaMemcpyDeviceToHost, s.stream));
-    NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-    x.resize(s.n), y.resize(s.n), z.resize(s.n);
-    for (int i = 0; i < s.n; ++i) x[i] = s.host[i].x, y[i] = s.host[i].y, z[i] = s.host[i].z;
-  };
-  get(s.forces->positions(), system.x, system.y, system.z);
-  get(s.v.data(), system.vx, system.vy, system.vz);
-  get(s.forces->forces(), forces.fx, forces.fy, forces.fz);
+  return constraint_virial;
+}
+
+// The last evaluation's energies and virial into `forces` and `terms`, the constraint forces'
+// virial added (returned), as the host engine adds it.
+double MolecularGpuDynamics::energies_and_virial(const std::array<double, 2>& constraint_virial, Forces& forces,
+                                                 EnergyTerms& terms) {
+  State& s = *state_;
   const MolecularForces sums = s.forces->device_sums();
   if (!std::isfinite(sums.energy.total())) throw Error("the energy is not finite: do two atoms overlap?");
   terms = sums.energy;
@@ -265,6 +339,31 @@ double MolecularGpuDynamics::download(System& system, Forces& forces, EnergyTerm
     constraints = (constraint_virial[0] / (s.dt * s.dt) + constraint_virial[1] / s.dt) / s.force_to_acceleration;
   forces.virial += constraints;
   return constraints;
+}
+
+bool MolecularGpuDynamics::thermo_on_device() const { return state_->thermo_on_device; }
+
+double MolecularGpuDynamics::sums(Forces& forces, EnergyTerms& terms, double& mass_velocity2) {
+  State& s = *state_;
+  NBKIT_CUDA_CHECK(cudaSetDevice(s.device));
+  const std::array<double, 2> constraint_virial = checked_constraint_virial();
+  // Slices of atoms, slices of those, then the total: kinetic_sum.hpp's order.
+  const int first = (s.n + kKineticSlice - 1) / kKineticSlice;
+  const int second = (first + kKineticSlice - 1) / kKineticSlice;
+  if (s.kinetic.size() < static_cast<std::size_t>(first + second + 1))
+    s.kinetic = cuda::DeviceBuffer<double>(static_cast<std::size_t>(first + second + 1));
+  double* const level1 = s.kinetic.data();
+  double* const level2 = level1 + first;
+  kinetic_slices<<<blocks(first), kThreads, 0, s.stream>>>(s.n, s.v.data(), s.mass.data(), level1);
+  NBKIT_CUDA_CHECK_LAUNCH();
+  slice_sums<<<blocks(second), kThreads, 0, s.stream>>>(first, level1, level2);
+  NBKIT_CUDA_CHECK_LAUNCH();
+  total_of<<<1, 1, 0, s.stream>>>(second, level2, level2 + second);
+  NBKIT_CUDA_CHECK_LAUNCH();
+  NBKIT_CUDA_CHECK(cudaMemcpyAsync(&mass_velocity2, level2 + second, sizeof(double), cudaMemcpyDeviceToHost, s.stream));
+  NBKIT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  if (!std::isfinite(mass_velocity2)) throw Error("the kinetic energy is not finite: a velocity is not finite");
+  return energies_and_virial(constraint_virial, forces, terms);
 }
 
 void MolecularGpuDynamics::kick(double scale) {
