@@ -713,6 +713,10 @@ __global__ void __launch_bounds__(32 * kGroupWarps)
         const int rest = stage[32 + lane];
         __syncwarp();
         stage[lane] = rest;
+        // Every lane's move done before any lane stages into those slots in a later round (the
+        // next round's ballots converge the warp, but only __syncwarp orders shared memory
+        // between lanes: compute-sanitizer's racecheck flagged the write after write, session 42).
+        __syncwarp();
       }
     };
     // Queued: rounds of the queue's units head .. head + taken - 1, lane l taking atom l % Unit of
