@@ -21,10 +21,20 @@ using nbkit::test::run_nbkit;
 
 #ifdef NBKIT_MPIEXEC
 // mpirun in front of the nbkit binary: shared memory between the ranks of this one machine.
+// Open MPI 4's launcher now and then loses a finished process under load and ends the job with
+// "process rank 0 with PID 0 ... exiting improperly" (open-mpi/ompi#7833: a one-process hello
+// world fails so once in 1,000-2,000 runs; PID 0: the launcher never recorded the process). It
+// happened here once, to a 1-rank run whose map and summary were complete, in CI's test run on 2
+// busy cores (session 42). That message with PID 0 is the launcher's, not nbkit's: such a run is
+// made once more (a rank that fails has a PID and its own message, and is not retried).
 Result run_ranks(int ranks, const std::string& arguments, const std::string& environment = "") {
   const std::string launcher = std::string(NBKIT_MPIEXEC) + " --oversubscribe --mca btl self,vader -np " +
                                std::to_string(ranks) + " ";
-  return run_nbkit(arguments, "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + environment + " " + launcher);
+  const std::string prefix = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + environment + " " + launcher;
+  Result run = run_nbkit(arguments, prefix);
+  if (run.status != 0 && contains(run.output, "with PID 0 on") && contains(run.output, "exiting improperly"))
+    run = run_nbkit(arguments, prefix);
+  return run;
 }
 #endif
 
