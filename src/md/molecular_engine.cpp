@@ -23,12 +23,12 @@
 #include "md/engine.hpp"
 #include "md/integrator.hpp"
 #include "md/kinetic_sum.hpp"
-#include "md/thermo_sums.hpp"
 #include "md/langevin_noise.hpp"
 #include "md/molecules.hpp"
 #include "md/molecular_cpu.hpp"
 #include "md/molecular_gpu.hpp"
 #include "md/molecular_gpu_dynamics.hpp"
+#include "md/thermo_sums.hpp"
 #include "nbkit/core/error.hpp"
 
 namespace nbkit::md {

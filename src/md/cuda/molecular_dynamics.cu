@@ -52,9 +52,9 @@ __global__ void langevin_middle_kernel(int n, V3* x, V3* v, const double* mass, 
   langevin_middle_atom(i, x, v, mass, half, a, b, kt, seed, call, copies);
 }
 
-// The sum of m v^2 in kinetic_sum.hpp's order: `slice_sums` writes slice k's sum of
-// [k kKineticSlice, (k + 1) kKineticSlice) of `values` (atoms' terms at the first level, the
-// level below's sums after), a thread a slice, in order; `total_of` adds the last level's.
+// The sum of m v^2 in kinetic_sum.hpp's order, a thread a slice of kKineticSlice, each in
+// order: `kinetic_slices` writes slice k's sum of the atoms' terms, `slice_sums` slice k's sum of
+// the level below's sums, and `total_of` adds the last level's in order (one thread).
 __global__ void kinetic_slices(int n, const V3* v, const double* mass, double* out) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   const int first = k * kKineticSlice;
