@@ -711,20 +711,25 @@ TEST(MolecularGpu, PairListBuildsByGroupRowAndCellGiveTheSameBits) {
 // The list's entries carry their cell offsets (by default; NBKIT_PAIR_LIST_OFFSETS=0: not) and the pair sums form
 // r_i - r_j from them (molecular_pair_list.cu, offset_code): the same bits as without, for both
 // builds and precisions, on the protein (every axis 3 cells or more: the offsets are used) and
-// the chains (2 cells an edge: the kernel's cell arithmetic, as without).
+// the chains (2 cells an edge: the kernel's cell arithmetic, as without); with the fast law's
+// lean entries (NBKIT_PAIR_LEAN_ENTRIES, on by default: shifts from a table, entries found from one
+// pointer) and without.
 TEST(MolecularGpu, PairListOffsetsGiveTheSameBits) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
   const GpuSystems g = gpu_systems();
   NonbondedSettings s;
   s.method = Method::pme, s.cutoff = 9;
+  // lean: NBKIT_PAIR_LEAN_ENTRIES (listed_pairs' Lean).
   auto with = [&](const char* offsets, const char* build, const Topology& t, const std::vector<Vec3>& x,
-                  const PeriodicBox& box, Precision precision) {
+                  const PeriodicBox& box, Precision precision, const char* lean = "1") {
     setenv("NBKIT_PAIR_LIST_OFFSETS", offsets, 1);
     setenv("NBKIT_PAIR_LIST_BUILD", build, 1);
+    setenv("NBKIT_PAIR_LEAN_ENTRIES", lean, 1);
     auto forces = md::molecular_forces(t, x, box, s, Backend::cuda, 0, {}, precision);
     unsetenv("NBKIT_PAIR_LIST_OFFSETS");
     unsetenv("NBKIT_PAIR_LIST_BUILD");
+    unsetenv("NBKIT_PAIR_LEAN_ENTRIES");
     return forces;
   };
   using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
@@ -733,15 +738,19 @@ TEST(MolecularGpu, PairListOffsetsGiveTheSameBits) {
     for (const char* build : {"group", "row", "cell"})
       for (const Precision precision : {Precision::single, Precision::double_}) {
         const auto plain = with("0", build, *t, *x, box, precision);
-        const auto coded = with("1", build, *t, *x, box, precision);
-        EXPECT_EQ(plain.energy.total(), coded.energy.total()) << name << " " << build;
-        EXPECT_EQ(plain.virial, coded.virial) << name << " " << build;
-        for (std::size_t i = 0; i < x->size(); ++i)
-          ASSERT_EQ(plain.force[i], coded.force[i]) << name << " " << build << " atom " << i;
+        for (const char* lean : {"1", "0"}) {
+          const auto coded = with("1", build, *t, *x, box, precision, lean);
+          EXPECT_EQ(plain.energy.total(), coded.energy.total()) << name << " " << build << " lean " << lean;
+          EXPECT_EQ(plain.virial, coded.virial) << name << " " << build << " lean " << lean;
+          for (std::size_t i = 0; i < x->size(); ++i)
+            ASSERT_EQ(plain.force[i], coded.force[i]) << name << " " << build << " lean " << lean << " atom " << i;
+        }
       }
   EXPECT_THROW(with("yes", "row", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
+  EXPECT_THROW(with("1", "row", g.chain, g.chain_x, g.chain_box, Precision::single, "on"), Error);
   unsetenv("NBKIT_PAIR_LIST_OFFSETS");
   unsetenv("NBKIT_PAIR_LIST_BUILD");
+  unsetenv("NBKIT_PAIR_LEAN_ENTRIES");
 }
 
 // The pair sums' lanes an atom (NBKIT_PAIR_LANES, for A/B runs; by default from the atom count):

@@ -41,11 +41,41 @@ struct PairLaw {
 //
 // `Fast` (float32 PME, the default; NBKIT_PAIR_FAST_LAW=0 turns it off): the law through
 // FastFloatPairMath.
-template <class Real, PairSwitch Switch, PairCoulomb Coulomb, bool Energies, int Ahead, bool Fast = false>
+//
+// `Lean` (NBKIT_PAIR_LEAN_ENTRIES, the fast law's kernels of 2 or more lanes only): fewer
+// instructions an entry. At a million atoms the pairs go through ~2e11 entries a second (H200,
+// session 42), at ~135 instructions an entry (session 35's count) near the issue rate, so
+// instructions are time there. Two cuts, both the same bits by construction:
+// - an entry's cell offsets become its shift (offset * width an axis) by one shared-memory load
+//   from a table the block makes of the 64 codes, instead of decoding each axis's two bits
+//   (shift, mask, the float trick of cell_offset, the multiply-add); the table holds the very
+//   products the decoding forms (exact: -width, 0 or width), and a fused multiply-add of an
+//   exact product rounds as the addition of it;
+// - a round's Ahead entries are found from one pointer that steps a whole number of chunks a
+//   round (Ahead * lanes is a multiple of kChunk), at offsets made once, instead of list_index's
+//   signed division and 64-bit arithmetic for each (14 of the loop's PTX instructions an entry).
+// The PTX of the production kernel's loop (float, 4 ahead, no energies): 757 instructions a
+// round of 4 entries with neither, 723 with the table.
+template <class Real>
+struct alignas(4 * sizeof(Real)) CellShift {
+  Real x, y, z, unused;
+};
+template <class Real, PairSwitch Switch, PairCoulomb Coulomb, bool Energies, int Ahead, bool Fast = false,
+          bool Lean = false>
 __global__ void __launch_bounds__(kThreads)
     listed_pairs(int n, int lanes, const PositionCharge<Real>* __restrict__ packed,
                  const TypeCell* __restrict__ attributes, const int* __restrict__ order, const int* __restrict__ list,
                  const int* __restrict__ row_length, PairLaw<Real> law, PairSums out) {
+  __shared__ CellShift<Real> shift_of[Lean ? 64 : 1];
+  if constexpr (Lean) {
+    if (law.offsets)
+      for (int c = static_cast<int>(threadIdx.x); c < 64; c += static_cast<int>(blockDim.x)) {
+        const unsigned code = static_cast<unsigned>(c) << kIndexBits;
+        shift_of[c] = {Real(cell_offset(code, 0)) * law.frame.width[0], Real(cell_offset(code, 1)) * law.frame.width[1],
+                       Real(cell_offset(code, 2)) * law.frame.width[2], Real(0)};
+      }
+    __syncthreads();
+  }
   const int thread = blockIdx.x * blockDim.x + threadIdx.x;
   const int t = thread / lanes, lane = thread % lanes;
   if (t >= n) return;  // whole groups: lanes divides the block
@@ -59,9 +89,14 @@ __global__ void __launch_bounds__(kThreads)
   auto add = [&](unsigned entry, const PositionCharge<Real>& pj, int cell_j, Real c12_ij, Real c6_ij) {
     Real dx, dy, dz;
     if (law.offsets) {
-      dx = (pi.x - pj.x) + Real(cell_offset(entry, 0)) * law.frame.width[0];
-      dy = (pi.y - pj.y) + Real(cell_offset(entry, 1)) * law.frame.width[1];
-      dz = (pi.z - pj.z) + Real(cell_offset(entry, 2)) * law.frame.width[2];
+      if constexpr (Lean) {
+        const CellShift<Real> shift = shift_of[entry >> kIndexBits];
+        dx = (pi.x - pj.x) + shift.x, dy = (pi.y - pj.y) + shift.y, dz = (pi.z - pj.z) + shift.z;
+      } else {
+        dx = (pi.x - pj.x) + Real(cell_offset(entry, 0)) * law.frame.width[0];
+        dy = (pi.y - pj.y) + Real(cell_offset(entry, 1)) * law.frame.width[1];
+        dz = (pi.z - pj.z) + Real(cell_offset(entry, 2)) * law.frame.width[2];
+      }
     } else {
       dx = axis_separation(law.frame, 0, pi.x, pj.x, ai.cell, cell_j);
       dy = axis_separation(law.frame, 1, pi.y, pj.y, ai.cell, cell_j);
@@ -85,12 +120,13 @@ __global__ void __launch_bounds__(kThreads)
   // type and cell, then its Lennard-Jones pair) are issued together, so that a lane waits once
   // for Ahead pairs' memory. The pairs still add in the row's order: the same bits as one at a
   // time.
-  for (; k + (Ahead - 1) * lanes < listed; k += Ahead * lanes) {
+  // entry_at(u): where the lane's u-th entry of the round is.
+  auto sum_round = [&](auto entry_at) {
     unsigned entry[Ahead];
     int j[Ahead];
 #pragma unroll
     for (int u = 0; u < Ahead; ++u) {
-      entry[u] = static_cast<unsigned>(__ldg(list + list_index(k + u * lanes, t, n)));
+      entry[u] = static_cast<unsigned>(__ldg(entry_at(u)));
       j[u] = static_cast<int>(entry[u] & kIndexMask);
     }
     PositionCharge<Real> pj[Ahead];
@@ -102,7 +138,24 @@ __global__ void __launch_bounds__(kThreads)
     for (int u = 0; u < Ahead; ++u) c12_ij[u] = __ldg(c12 + aj[u].type), c6_ij[u] = __ldg(c6 + aj[u].type);
 #pragma unroll
     for (int u = 0; u < Ahead; ++u) add(entry[u], pj[u], aj[u].cell, c12_ij[u], c6_ij[u]);
+  };
+  if constexpr (Lean) {
+    if ((Ahead * lanes) % kChunk == 0) {
+      // A round starts at k = lane + a multiple of kChunk, so its u-th entry (k + u lanes, with
+      // lane + (u lanes mod kChunk) < kChunk as lanes divides kChunk) lies u lanes / kChunk
+      // chunks further, u lanes mod kChunk along. Every offset < 2^31: n < 2^kIndexBits.
+      const int chunk = n * kChunk;  // from a chunk of a row to the row's next chunk
+      int step[Ahead];
+#pragma unroll
+      for (int u = 0; u < Ahead; ++u) step[u] = u * lanes / kChunk * chunk + u * lanes % kChunk;
+      const int advance = Ahead * lanes / kChunk * chunk;
+      const int* at = list + list_index(k, t, n);
+      for (; k + (Ahead - 1) * lanes < listed; k += Ahead * lanes, at += advance)
+        sum_round([&](int u) { return at + step[u]; });
+    }
   }
+  for (; k + (Ahead - 1) * lanes < listed; k += Ahead * lanes)
+    sum_round([&](int u) { return list + list_index(k + u * lanes, t, n); });
   for (; k < listed; k += lanes) {
     const unsigned entry = static_cast<unsigned>(__ldg(list + list_index(k, t, n)));
     const int j = static_cast<int>(entry & kIndexMask);
