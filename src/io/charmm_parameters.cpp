@@ -21,12 +21,6 @@ Key4 canonical(Key4 k) { return std::min(k, Key4{k[3], k[2], k[1], k[0]}); }
 
 namespace {
 
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 enum class Section { none, atoms, bonds, angles, dihedrals, impropers, cmap, nonbonded, nbfix, hbond };
 
 // The section a keyword starts, or none when the word is not one.

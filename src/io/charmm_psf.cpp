@@ -21,12 +21,6 @@ bool integer(std::string_view token, std::int64_t& value) {
   return !token.empty() && std::from_chars(token.data(), token.data() + token.size(), value).ptr == token.data() + token.size();
 }
 
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 class PsfReader {
  public:
   PsfReader(std::string_view text, const std::string& source) : lines_(text), source_(source) {}

@@ -19,7 +19,21 @@ namespace nbkit::io {
 
 namespace {
 
-using namespace charmm;
+// The CHARMM readers' types by name (declarations, not `using namespace`: in a unity batch a
+// directive would carry charmm's helpers into the files compiled after this one).
+using charmm::canonical;
+using charmm::DihedralTerm;
+using charmm::ImproperParameter;
+using charmm::Key2;
+using charmm::Key3;
+using charmm::Key4;
+using charmm::Key8;
+using charmm::LennardJones;
+using charmm::Parameters;
+using charmm::parse_parameters;
+using charmm::parse_psf;
+using charmm::PsfAtom;
+using charmm::PsfFile;
 constexpr double kDegree = std::numbers::pi / 180;
 
 class Builder {

@@ -21,8 +21,8 @@ constexpr int kTerms = 12;
 // magic, version, byte order, atoms, step, time step, box (6), flags (2 x u32), thermostat
 // calls, potential, virial, terms; then (version 2) the barostat: flag and padding (2 x u32),
 // calls, volume scales (3), moves tried and kept since it adapted (3 + 3)
-constexpr std::uint64_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8 + 6 * 8 + 2 * 4 + 8 + 8 + 8 + kTerms * 8 + 2 * 4 + 8 +
-                                       3 * 8 + 6 * 8;
+constexpr std::uint64_t kCheckpointHeaderBytes =
+    8 + 4 + 4 + 8 + 8 + 8 + 6 * 8 + 2 * 4 + 8 + 8 + 8 + kTerms * 8 + 2 * 4 + 8 + 3 * 8 + 6 * 8;
 
 std::uint64_t fnv1a(const char* data, std::size_t size) {
   std::uint64_t h = 14695981039346656037ull;
@@ -58,7 +58,7 @@ class Reader {
 
 }  // namespace
 
-std::uint64_t checkpoint_file_bytes(std::uint64_t atoms) { return kHeaderBytes + 9 * 8 * atoms + 8; }
+std::uint64_t checkpoint_file_bytes(std::uint64_t atoms) { return kCheckpointHeaderBytes + 9 * 8 * atoms + 8; }
 
 void write_checkpoint(const std::string& path, const md::Checkpoint& c) {
   const std::uint64_t n = c.x.size();
@@ -94,7 +94,7 @@ md::Checkpoint read_checkpoint(const std::string& path) {
   if (!file) throw Error(fmt::format("{}: cannot open the checkpoint", path));
   const std::string data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   auto refuse = [&](const std::string& why) { return Error(fmt::format("{}: not a usable nbkit checkpoint: {}", path, why)); };
-  if (data.size() < kHeaderBytes + 8) throw refuse(fmt::format("{} bytes, shorter than any checkpoint", data.size()));
+  if (data.size() < kCheckpointHeaderBytes + 8) throw refuse(fmt::format("{} bytes, shorter than any checkpoint", data.size()));
   if (std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) throw refuse("it does not start with NBKITCHK");
   Reader r(data);
   r.get<std::array<char, 8>>();

@@ -166,7 +166,7 @@ bool DcdReader::skip() {
 
 namespace {
 
-constexpr std::int64_t kHeaderBytes = 4 + 84 + 4 + 4 + 84 + 4 + 4 + 4 + 4;  // CORD, titles, atom count
+constexpr std::int64_t kDcdHeaderBytes = 4 + 84 + 4 + 4 + 84 + 4 + 4 + 4 + 4;  // CORD, titles, atom count
 constexpr std::int64_t kFrameCountOffset = 8;  // control word 0 (NSET) after the marker and "CORD"
 constexpr std::int64_t kLastStepOffset = 8 + 12;  // control word 3 (NSTEP)
 
@@ -181,7 +181,7 @@ void append_record(std::vector<char>& out, const void* data, std::int32_t bytes)
 
 std::uint64_t dcd_file_bytes(std::int64_t atoms, std::int64_t frames, bool with_cell) {
   const std::uint64_t frame = (with_cell ? 56 : 0) + 3 * (4 * static_cast<std::uint64_t>(atoms) + 8);
-  return static_cast<std::uint64_t>(kHeaderBytes) + static_cast<std::uint64_t>(frames) * frame;
+  return static_cast<std::uint64_t>(kDcdHeaderBytes) + static_cast<std::uint64_t>(frames) * frame;
 }
 
 DcdWriter::DcdWriter(const std::string& path, std::int64_t atoms, double timestep, bool with_cell)

@@ -1,5 +1,6 @@
 #pragma once
-// Small text helpers shared by the hand-written readers (PQR, OpenDX).
+// Small text helpers shared by the hand-written readers (PQR, OpenDX, CHARMM's files).
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -61,6 +62,13 @@ inline std::optional<double> parse_number(std::string_view token) {
   const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), value);
   if (error != std::errc() || end != token.data() + token.size()) return std::nullopt;
   return value;
+}
+
+// The text in capitals (CHARMM's names and keywords are case-insensitive).
+inline std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
 }
 
 // Quote a token for an error message, cut short if long.
