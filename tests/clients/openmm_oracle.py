@@ -8,6 +8,7 @@ ParmEd or numpy is missing, before importing this.
 import json
 import os
 import subprocess
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import openmm
@@ -62,17 +63,25 @@ def nonbonded_parts(system, nonbonded, custom_lj=None):
     `custom_lj`: a CustomNonbondedForce that carries the ordinary pairs' Lennard-Jones (CHARMM's
     NBFIX tables), added to the ordinary pairs' parts."""
 
+    serialized = openmm.XmlSerializer.serialize(nonbonded)
+
     def variant(particles, exceptions, charges, exception_charges, tail=False):
-        f = copy(nonbonded)
-        f.setUseDispersionCorrection(tail and nonbonded.getUseDispersionCorrection())
-        for i in range(f.getNumParticles()):
-            q, sigma, epsilon = f.getParticleParameters(i)
-            f.setParticleParameters(i, q if (particles and charges) else 0 * q, sigma, epsilon if particles else 0 * epsilon)
-        for n in range(f.getNumExceptions()):
-            i, j, qq, sigma, epsilon = f.getExceptionParameters(n)
-            f.setExceptionParameters(n, i, j, qq if (exceptions and exception_charges) else 0 * qq, sigma,
-                                     epsilon if exceptions else 0 * epsilon)
-        return f
+        # Edited in the serialized form (as copy() makes a copy): the values kept are the same
+        # bits, the zeros exact. Through the Python API's unit-carrying getters and setters, one
+        # call an atom or pair, this took ~40 s of the two OpenMM comparisons (CI's 30 minutes).
+        root = ET.fromstring(serialized)
+        root.set("dispersionCorrection", "1" if tail and nonbonded.getUseDispersionCorrection() else "0")
+        for p in root.find("Particles"):
+            if not (particles and charges):
+                p.set("q", "0")
+            if not particles:
+                p.set("eps", "0")
+        for e in root.find("Exceptions"):
+            if not (exceptions and exception_charges):
+                e.set("q", "0")
+            if not exceptions:
+                e.set("eps", "0")
+        return openmm.XmlSerializer.deserialize(ET.tostring(root, encoding="unicode"))
 
     extra = [copy(custom_lj)] if custom_lj is not None else []
     extra2 = [copy(custom_lj)] if custom_lj is not None else []
