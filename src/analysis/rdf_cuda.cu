@@ -11,7 +11,8 @@
 // once). Integer counts, so the result does not depend on the order threads finish in, nor on
 // how A is split among GPUs. The frame's counts come back into page-locked memory; the host
 // collects them while the next frame is read.
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>

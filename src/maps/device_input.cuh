@@ -6,7 +6,7 @@
 // lattice's origin, the law's coefficient) and split into lattice units (split_atom) in float64
 // with no fused operations; a few kernels and a scan, where the host took tens of milliseconds
 // a million atoms. The cutoff sum's binning is in cutoff/cuda.cu. CUDA code only.
-#include <cub/cub.cuh>
+#include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // Atoms from GPU arrays read, checked and imaged on their GPU (device_input.cuh), and
 // check_device_atoms (maps.hpp).
-#include <cub/cub.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 
 #include <climits>

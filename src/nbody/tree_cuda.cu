@@ -19,7 +19,10 @@
 //            bounded on the device (device_bodies.cuh), the results written back there.
 // The stack's bound: its levels never decrease from bottom to top, and a level holds at most
 // one batch's children (8 x 128), so 22 levels need 22,528 entries.
-#include <cub/cub.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>

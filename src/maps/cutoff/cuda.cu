@@ -32,6 +32,7 @@
 //   checked pass. The list order depends only on the input, so the bits do not depend on
 //   slabs, devices or the GPU model.
 // (No fmt here: its compile-time format strings do not pass through nvcc.)
+#include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>

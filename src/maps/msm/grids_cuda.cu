@@ -11,7 +11,7 @@
 // - the lattice cutoff of every level and the top level's all-pairs sum: lattice_cutoff.cuh.
 // 1.5 million atoms on a 128^3 finest grid take the host's 16 cores 0.1 s for these stages; here
 // the grids never leave the device until the finest potential does.
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>
