@@ -57,8 +57,8 @@ except ImportError as error:
     print(f"{error.name} not installed: skipped (scripts/setup installs python3-simtk and python3-parmed)")
     sys.exit(77)
 
-from openmm_oracle import (NONBONDED_TERMS, PQR, compare, copy, copy_system, energies, heavy_atom_pdb,
-                           nbkit_terms, nonbonded_parts, system_with)
+from openmm_oracle import (NONBONDED_TERMS, PQR, compare, copy, copy_system, elements, energies,
+                           heavy_atom_pdb, nbkit_terms, nonbonded_parts, system_with)
 
 TERMS = ["bond", "angle", "dihedral", "improper"] + NONBONDED_TERMS
 
@@ -90,8 +90,7 @@ def split_system(system):
     # The bonds and torsions read from the serialized forces, not one unit-carrying Python call
     # each (seconds of CI's time at 20,000 atoms).
     bonded = set()
-    for attributes in re.findall(r"<Bond\b([^>]*)/>", openmm.XmlSerializer.serialize(bonds)):
-        a = dict(re.findall(r'(\w+)="([^"]*)"', attributes))
+    for a in elements(openmm.XmlSerializer.serialize(bonds), "Bond"):
         i, j = int(a["p1"]), int(a["p2"])
         bonded.add((min(i, j), max(i, j)))
 
@@ -102,7 +101,7 @@ def split_system(system):
     torsions = openmm.XmlSerializer.serialize(forces["PeriodicTorsionForce"])
     for term, proper in (("dihedral", True), ("improper", False)):
         def kept(match):  # the torsion's element where its atoms are (not) a bonded chain, else nothing
-            a = dict(re.findall(r'(\w+)="([^"]*)"', match.group(1)))
+            a = elements(match.group(0), "Torsion")[0]
             return match.group(0) if chain(*(int(a[f"p{n}"]) for n in range(1, 5))) == proper else ""
         parts[term] = system_with(system, openmm.XmlSerializer.deserialize(re.sub(r"<Torsion\b([^>]*)/>", kept, torsions)))
     parts.update(nonbonded_parts(system, forces["NonbondedForce"]))

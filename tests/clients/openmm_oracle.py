@@ -62,6 +62,11 @@ def system_with(system, *forces):
     return s
 
 
+def elements(text, element):
+    """The attributes (a dict of strings) of every <element .../> of a serialized force."""
+    return [dict(re.findall(r'(\w+)="([^"]*)"', m.group(1))) for m in re.finditer(rf"<{element}\b([^>]*)/>", text)]
+
+
 def zeroed(text, element, attribute):
     """A serialized force with `attribute` set to 0 in every <element .../> (e.g. each Particle's q)."""
     return re.sub(rf'(<{element}\b[^>]*?\b{attribute}=")[^"]*(")', r"\g<1>0\2", text)
