@@ -177,12 +177,34 @@ def make_water_rigid(system, prmtop):
         system.addConstraint(h1.idx, h2.idx, 2 * oh * np.sin(np.radians(theta) / 2) * unit.angstrom)
 
 
-def constrained_trajectories(nbkit, tmp, prmtop, inpcrd, steps=6):
+def constrained_md(nbkit, tmp, prmtop, coordinates, name, body, steps, extra=""):
+    """`nbkit md` of the solvated protein with h-bonds and rigid water constrained to 1e-10, PME 9 A
+    (tolerance 5e-4), 2 fs steps; its last state's rst7 (positions and velocities)."""
+    path = os.path.join(tmp, name + ".toml")
+    with open(path, "w") as f:
+        f.write(f'[system]\nprmtop = "{prmtop}"\ncoordinates = "{coordinates}"\n{extra}'
+                '[constraints]\nbonds = "h-bonds"\nrigid_water = true\ntolerance = 1e-10\n'
+                '[nonbonded]\nelectrostatics = "pme"\ncutoff = 9.0\newald_tolerance = 5e-4\n'
+                f'[run]\ntimestep = 2.0\nsteps = {steps}\nthermo = 1\n{body}'
+                f'[output]\ndata = "{name}.rst7"\n')
+    out = os.path.join(tmp, name)
+    subprocess.run([nbkit, "md", path, "--backend", "cpu", "-q", "-o", out], check=True)
+    return os.path.join(out, name + ".rst7")
+
+
+def minimised_start(nbkit, tmp, prmtop, inpcrd):
+    """The start of the dynamics below: minimised (40 iterations only: CI time), velocities drawn
+    at 300 K, on the constraints; an rst7 both programs read."""
+    return constrained_md(nbkit, tmp, prmtop, inpcrd, "start", "[minimize]\ntolerance = 5.0\nmax_iterations = 40\n",
+                          0, "temperature = 300\nseed = 5\n")
+
+
+def constrained_trajectories(nbkit, tmp, prmtop, start, steps=6):
     """Constrained dynamics against OpenMM's Reference platform from the same state.
 
-    nbkit writes a start (minimised, velocities at 300 K, on the constraints) to an rst7 file; both
-    programs read it, put it on the constraints again at tolerance 1e-10, and take `steps` steps
-    of 2 fs with h-bonds and rigid water (SHAKE/SETTLE in nbkit, CCMA/SETTLE in OpenMM), PME 9 A:
+    Both programs read the start (minimised_start), put it on the constraints again at tolerance
+    1e-10, and take `steps` steps of 2 fs with h-bonds and rigid water (SHAKE/SETTLE in nbkit,
+    CCMA/SETTLE in OpenMM), PME 9 A:
       verlet:   velocity Verlet with RATTLE (OpenMM: a CustomIntegrator with the same steps),
                 hydrogens at 1.5 g/mol (hydrogen mass repartitioning, water left alone);
       middle:   the Langevin-middle integrator at 0 K with friction 5/ps (no noise, so both are
@@ -195,25 +217,11 @@ def constrained_trajectories(nbkit, tmp, prmtop, inpcrd, steps=6):
     constraint force, a missing velocity constraint, a flexible water angle or a different
     splitting moved atoms by 6e-3 to 5e-2 A in the same test while it was being written.
     """
-    def toml(name, body, coordinates, steps_here, extra=""):
-        path = os.path.join(tmp, name + ".toml")
-        with open(path, "w") as f:
-            f.write(f'[system]\nprmtop = "{prmtop}"\ncoordinates = "{coordinates}"\n{extra}'
-                    '[constraints]\nbonds = "h-bonds"\nrigid_water = true\ntolerance = 1e-10\n'
-                    '[nonbonded]\nelectrostatics = "pme"\ncutoff = 9.0\newald_tolerance = 5e-4\n'
-                    f'[run]\ntimestep = 2.0\nsteps = {steps_here}\nthermo = 1\n{body}'
-                    f'[output]\ndata = "{name}.rst7"\n')
-        out = os.path.join(tmp, name)
-        subprocess.run([nbkit, "md", path, "--backend", "cpu", "-q", "-o", out], check=True)
-        return os.path.join(out, name + ".rst7")
-
-    start = toml("start", "[minimize]\ntolerance = 5.0\nmax_iterations = 40\n", inpcrd, 0,
-                 "temperature = 300\nseed = 5\n")
     failures = []
     for label, body, hmr in (("verlet", "", 1.5),
                              ("middle", 'ensemble = "nvt"\ntemperature = 0.0\nfriction = 5.0\n', None)):
         extra = f"hydrogen_mass = {hmr}\n" if hmr else ""
-        ours = app.AmberInpcrdFile(toml(label, body, start, steps, extra))
+        ours = app.AmberInpcrdFile(constrained_md(nbkit, tmp, prmtop, start, label, body, steps, extra))
         state = app.AmberInpcrdFile(start, loadVelocities=True)
         system = app.AmberPrmtopFile(prmtop).createSystem(
             nonbondedMethod=app.PME, nonbondedCutoff=9 * unit.angstrom, ewaldErrorTolerance=5e-4,
@@ -259,13 +267,14 @@ def constrained_trajectories(nbkit, tmp, prmtop, inpcrd, steps=6):
     return failures
 
 
-def constrained_nve_drift(nbkit, tmp, prmtop, inpcrd, steps=400):
+def constrained_nve_drift(nbkit, tmp, prmtop, start, steps=400):
     """NVE of the solvated protein with constraints at 2 fs, as production runs it: the drift.
 
     h-bonds (SHAKE/RATTLE) and rigid water (SETTLE) at the default tolerance 1e-5, PME 5e-4 with a
-    9 A cutoff, minimised, 300 K. The drift is the least-squares slope of the total energy after
-    the first 0.1 ps, per nanosecond per degree of freedom, in kT (the unit OpenMM's and NAMD's
-    users quote). The first 0.1 ps is left out: after minimisation half the kinetic energy goes
+    9 A cutoff, from minimised_start (300 K; a minimisation of its own, 200 iterations, took 29 of
+    this script's 210 s on CI's 2 cores). The drift is the least-squares slope of the total energy
+    after the first 0.1 ps, per nanosecond per degree of freedom, in kT (the unit OpenMM's and
+    NAMD's users quote). The first 0.1 ps is left out: after minimisation half the kinetic energy goes
     into the potential within ~20 fs, and velocity Verlet's O(dt^2) offset between the reported
     energy and the one it conserves settles from ~0 at the minimum (no forces) to its thermal
     value, a one-time step of ~60 kcal/mol here (then flat to +-3). Over 1.2 ps (600 steps) its
@@ -279,10 +288,9 @@ def constrained_nve_drift(nbkit, tmp, prmtop, inpcrd, steps=400):
     """
     path = os.path.join(tmp, "drift.toml")
     with open(path, "w") as f:
-        f.write(f'[system]\nprmtop = "{prmtop}"\ncoordinates = "{inpcrd}"\ntemperature = 300\nseed = 11\n'
+        f.write(f'[system]\nprmtop = "{prmtop}"\ncoordinates = "{start}"\n'
                 '[constraints]\nbonds = "h-bonds"\nrigid_water = true\n'
                 '[nonbonded]\nelectrostatics = "pme"\ncutoff = 9.0\newald_tolerance = 5e-4\n'
-                '[minimize]\ntolerance = 5.0\nmax_iterations = 200\n'
                 f'[run]\ntimestep = 2.0\nsteps = {steps}\nthermo = 10\n')
     out = os.path.join(tmp, "drift")
     report = os.path.join(tmp, "drift.json")
@@ -335,8 +343,9 @@ def main():
                 ours = dict(ours, coulomb=ours["coulomb"] + ours["coulomb_reciprocal"])
                 failures += compare(f"{label} ({backend})", ours, our_forces, theirs, their_forces, TERMS,
                                     ("urey_bradley", "cmap"))
-        failures += constrained_trajectories(nbkit, tmp, *water)
-        failures += constrained_nve_drift(nbkit, tmp, *water)
+        start = minimised_start(nbkit, tmp, *water)
+        failures += constrained_trajectories(nbkit, tmp, water[0], start)
+        failures += constrained_nve_drift(nbkit, tmp, water[0], start)
         worst = nve_run(nbkit, tmp, *water, 1.0, 50)
         half = nve_run(nbkit, tmp, *water, 0.5, 100)
         print(f"  NVE: halving the step cut the energy's swing {worst / half:.2f} times (O(dt^2): ~4)")
