@@ -11,8 +11,6 @@
 // once). Integer counts, so the result does not depend on the order threads finish in, nor on
 // how A is split among GPUs. The frame's counts come back into page-locked memory; the host
 // collects them while the next frame is read.
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -24,6 +22,7 @@
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/pinned_buffer.hpp"
+#include "cuda/primitives.hpp"
 #include "cuda/stream.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
@@ -287,16 +286,16 @@ void sort_group(SortedGroup& g, const PairGrid& grid, cuda::DeviceBuffer<unsigne
   int bits = 1;
   while ((1 << bits) < cells) ++bits;
   std::size_t sort_bytes = 0, scan_bytes = 0;
-  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, g.key.data(), g.sorted_key.data(),
+  NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, sort_bytes, g.key.data(), g.sorted_key.data(),
                                                    g.order.data(), g.sorted_order.data(), g.n, 0, bits, stream));
-  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, g.count.data(), g.start.data(), cells + 1, stream));
+  NBKIT_CUDA_CHECK(cuda::exclusive_sum(nullptr, scan_bytes, g.count.data(), g.start.data(), cells + 1, stream));
   ensure(scratch, std::max(sort_bytes, scan_bytes));
   sort_bytes = scan_bytes = scratch.size();
   // Stable: atoms of one cell keep the group's order, as the host's counting sort keeps it.
-  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.data(), sort_bytes, g.key.data(), g.sorted_key.data(),
+  NBKIT_CUDA_CHECK(cuda::sort_pairs(scratch.data(), sort_bytes, g.key.data(), g.sorted_key.data(),
                                                    g.order.data(), g.sorted_order.data(), g.n, 0, bits, stream));
   NBKIT_CUDA_CHECK(
-      cub::DeviceScan::ExclusiveSum(scratch.data(), scan_bytes, g.count.data(), g.start.data(), cells + 1, stream));
+      cuda::exclusive_sum(scratch.data(), scan_bytes, g.count.data(), g.start.data(), cells + 1, stream));
   gather_sorted<<<blocks_for(g.n), 256, 0, stream>>>(
       g.n, g.sorted_order.data(), g.sorted_key.data(), g.wrapped.data(), g.atom_list.data(),
       g.group_list.size() ? g.group_list.data() : nullptr, g.x.data(), g.y.data(), g.z.data(), g.cell.data(),

@@ -5,8 +5,9 @@
 // imaged in a periodic box (periodic_images' law), prepared (prepare_atoms: relative to the
 // lattice's origin, the law's coefficient) and split into lattice units (split_atom) in float64
 // with no fused operations; a few kernels and a scan, where the host took tens of milliseconds
-// a million atoms. The cutoff sum's binning is in cutoff/cuda.cu. CUDA code only.
-#include <cub/device/device_scan.cuh>
+// a million atoms. The cutoff sum's binning is in cutoff/cuda.cu. CUDA code only. The split's
+// scan is in device_input_cuda.cu, so that the files including this one compile without CUB's
+// headers (half of direct/cuda.cu's host code, which CI compiles on 2 cores).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -85,58 +86,9 @@ struct SplitAtoms {
   Source<Quad<Real>> on_lattice_source() const { return {quads.data() + 2 * regular, 2 * on_lattice, device}; }
 };
 
+// The prepared atoms split on their GPU (split_atom's law; an exclusive scan places the atoms on
+// the lattice after the others); float and double (device_input_cuda.cu).
 template <class Real>
-__global__ void split_kernel(long long count, double spacing, const double* __restrict__ x,
-                             const double* __restrict__ y, const double* __restrict__ z,
-                             const double* __restrict__ coefficient, Quad<Real>* __restrict__ quads,
-                             int* __restrict__ on_lattice) {
-  const long long n = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (n >= count) return;
-  bool singular = false;
-  split_atom(x[n], y[n], z[n], coefficient[n], spacing, quads[2 * n], quads[2 * n + 1], singular);
-  on_lattice[n] = singular ? 1 : 0;
-}
-
-// Atom n to its place: the regular atoms first, in order, then those on the lattice.
-template <class Real>
-__global__ void place_split_kernel(long long count, long long regular_total, const Quad<Real>* __restrict__ quads,
-                                   const int* __restrict__ on_lattice, const int* __restrict__ on_lattice_before,
-                                   Quad<Real>* __restrict__ out) {
-  const long long n = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (n >= count) return;
-  const long long place = on_lattice[n] ? regular_total + on_lattice_before[n] : n - on_lattice_before[n];
-  out[2 * place] = quads[2 * n];
-  out[2 * place + 1] = quads[2 * n + 1];
-}
-
-template <class Real>
-SplitAtoms<Real> split_on_device(const AtomColumns& prepared, double spacing) {
-  SplitAtoms<Real> out;
-  out.device = prepared.device;
-  const std::int64_t n = prepared.count;
-  if (n > (std::int64_t{1} << 30)) throw Error("more than 2^30 atoms are not supported on the GPU");
-  cuda::DeviceBuffer<Quad<Real>> quads(2 * static_cast<std::size_t>(n));
-  cuda::DeviceBuffer<int> flags(static_cast<std::size_t>(n) + 1), before(static_cast<std::size_t>(n) + 1);
-  out.quads = cuda::DeviceBuffer<Quad<Real>>(2 * static_cast<std::size_t>(n));
-  if (n == 0) return out;
-  split_kernel<Real><<<blocks_for(n), kPrepareThreads>>>(n, spacing, prepared.x.data(), prepared.y.data(),
-                                                         prepared.z.data(), prepared.charge.data(), quads.data(),
-                                                         flags.data());
-  NBKIT_CUDA_CHECK_LAUNCH();
-  NBKIT_CUDA_CHECK(cudaMemsetAsync(flags.data() + n, 0, sizeof(int)));
-  std::size_t scratch_bytes = 0;  // before[n] = atoms on the lattice among the first n; before[count]: all
-  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scratch_bytes, flags.data(), before.data(), n + 1));
-  cuda::DeviceBuffer<unsigned char> scratch(scratch_bytes);
-  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch.data(), scratch_bytes, flags.data(), before.data(), n + 1));
-  int on_lattice = 0;
-  NBKIT_CUDA_CHECK(cudaMemcpy(&on_lattice, before.data() + n, sizeof(int), cudaMemcpyDeviceToHost));
-  out.on_lattice = static_cast<std::size_t>(on_lattice);
-  out.regular = static_cast<std::size_t>(n) - out.on_lattice;
-  place_split_kernel<Real><<<blocks_for(n), kPrepareThreads>>>(n, static_cast<long long>(out.regular), quads.data(),
-                                                               flags.data(), before.data(), out.quads.data());
-  NBKIT_CUDA_CHECK_LAUNCH();
-  NBKIT_CUDA_CHECK(cudaDeviceSynchronize());  // the other GPUs copy from it next
-  return out;
-}
+SplitAtoms<Real> split_on_device(const AtomColumns& prepared, double spacing);
 
 }  // namespace nbkit::maps::gpu

@@ -1,13 +1,12 @@
 // Atoms from GPU arrays read, checked and imaged on their GPU (device_input.cuh), and
 // check_device_atoms (maps.hpp).
-#include <cub/device/device_reduce.cuh>
-#include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 
 #include <climits>
 #include <string>
 
 #include "cuda/check.hpp"
+#include "cuda/primitives.hpp"
 #include "maps/device_input.cuh"
 #include "maps/periodic_images-inl.hpp"
 #include "nbkit/core/atoms.hpp"
@@ -129,9 +128,9 @@ AtomColumns periodic_images_on_device(const AtomColumns& atoms, Vec3 box, const 
     NBKIT_CUDA_CHECK_LAUNCH();
   }
   std::size_t scratch_bytes = 0;  // first[n]: the images of the atoms before n; first[count]: all
-  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scratch_bytes, images.data(), first.data(), n + 1));
+  NBKIT_CUDA_CHECK(cuda::exclusive_sum(nullptr, scratch_bytes, images.data(), first.data(), n + 1));
   cuda::DeviceBuffer<unsigned char> scratch(scratch_bytes);
-  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch.data(), scratch_bytes, images.data(), first.data(), n + 1));
+  NBKIT_CUDA_CHECK(cuda::exclusive_sum(scratch.data(), scratch_bytes, images.data(), first.data(), n + 1));
   const long long total = download_one(first.data() + n);
   AtomColumns out(atoms.device, total);
   if (n > 0 && total > 0) {
@@ -142,6 +141,63 @@ AtomColumns periodic_images_on_device(const AtomColumns& atoms, Vec3 box, const 
   }
   return out;
 }
+
+template <class Real>
+__global__ void split_kernel(long long count, double spacing, const double* __restrict__ x,
+                             const double* __restrict__ y, const double* __restrict__ z,
+                             const double* __restrict__ coefficient, Quad<Real>* __restrict__ quads,
+                             int* __restrict__ on_lattice) {
+  const long long n = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (n >= count) return;
+  bool singular = false;
+  split_atom(x[n], y[n], z[n], coefficient[n], spacing, quads[2 * n], quads[2 * n + 1], singular);
+  on_lattice[n] = singular ? 1 : 0;
+}
+
+// Atom n to its place: the regular atoms first, in order, then those on the lattice.
+template <class Real>
+__global__ void place_split_kernel(long long count, long long regular_total, const Quad<Real>* __restrict__ quads,
+                                   const int* __restrict__ on_lattice, const int* __restrict__ on_lattice_before,
+                                   Quad<Real>* __restrict__ out) {
+  const long long n = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (n >= count) return;
+  const long long place = on_lattice[n] ? regular_total + on_lattice_before[n] : n - on_lattice_before[n];
+  out[2 * place] = quads[2 * n];
+  out[2 * place + 1] = quads[2 * n + 1];
+}
+
+template <class Real>
+SplitAtoms<Real> split_on_device(const AtomColumns& prepared, double spacing) {
+  SplitAtoms<Real> out;
+  out.device = prepared.device;
+  const std::int64_t n = prepared.count;
+  if (n > (std::int64_t{1} << 30)) throw Error("more than 2^30 atoms are not supported on the GPU");
+  cuda::DeviceBuffer<Quad<Real>> quads(2 * static_cast<std::size_t>(n));
+  cuda::DeviceBuffer<int> flags(static_cast<std::size_t>(n) + 1), before(static_cast<std::size_t>(n) + 1);
+  out.quads = cuda::DeviceBuffer<Quad<Real>>(2 * static_cast<std::size_t>(n));
+  if (n == 0) return out;
+  split_kernel<Real><<<blocks_for(n), kPrepareThreads>>>(n, spacing, prepared.x.data(), prepared.y.data(),
+                                                         prepared.z.data(), prepared.charge.data(), quads.data(),
+                                                         flags.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(flags.data() + n, 0, sizeof(int)));
+  std::size_t scratch_bytes = 0;  // before[n] = atoms on the lattice among the first n; before[count]: all
+  NBKIT_CUDA_CHECK(cuda::exclusive_sum(nullptr, scratch_bytes, flags.data(), before.data(), n + 1));
+  cuda::DeviceBuffer<unsigned char> scratch(scratch_bytes);
+  NBKIT_CUDA_CHECK(cuda::exclusive_sum(scratch.data(), scratch_bytes, flags.data(), before.data(), n + 1));
+  int on_lattice = 0;
+  NBKIT_CUDA_CHECK(cudaMemcpy(&on_lattice, before.data() + n, sizeof(int), cudaMemcpyDeviceToHost));
+  out.on_lattice = static_cast<std::size_t>(on_lattice);
+  out.regular = static_cast<std::size_t>(n) - out.on_lattice;
+  place_split_kernel<Real><<<blocks_for(n), kPrepareThreads>>>(n, static_cast<long long>(out.regular), quads.data(),
+                                                               flags.data(), before.data(), out.quads.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  NBKIT_CUDA_CHECK(cudaDeviceSynchronize());  // the other GPUs copy from it next
+  return out;
+}
+
+template SplitAtoms<float> split_on_device<float>(const AtomColumns&, double);
+template SplitAtoms<double> split_on_device<double>(const AtomColumns&, double);
 
 }  // namespace nbkit::maps::gpu
 
@@ -157,22 +213,22 @@ DeviceAtomSummary check_device_atoms(const DeviceAtomArrays& arrays) {
   std::size_t bytes = 0, most = 0;
   const int n = static_cast<int>(std::min<std::int64_t>(atoms.count, INT_MAX));
   if (atoms.count > INT_MAX) throw Error("more than 2^31 atoms in GPU memory are not supported");
-  NBKIT_CUDA_CHECK(cub::DeviceReduce::Min(nullptr, bytes, atoms.x.data(), result.data(), n));
+  NBKIT_CUDA_CHECK(cuda::reduce_min(nullptr, bytes, atoms.x.data(), result.data(), n));
   most = bytes;
-  NBKIT_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, bytes, atoms.x.data(), result.data(), n));
+  NBKIT_CUDA_CHECK(cuda::reduce_max(nullptr, bytes, atoms.x.data(), result.data(), n));
   most = std::max(most, bytes);
-  NBKIT_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, atoms.charge.data(), result.data(), n));
+  NBKIT_CUDA_CHECK(cuda::reduce_sum(nullptr, bytes, atoms.charge.data(), result.data(), n));
   most = std::max(most, bytes);
   cuda::DeviceBuffer<unsigned char> scratch(std::max<std::size_t>(most, 1));
   const double* column[3] = {atoms.x.data(), atoms.y.data(), atoms.z.data()};
   for (int axis = 0; axis < 3; ++axis) {
     bytes = most;
-    NBKIT_CUDA_CHECK(cub::DeviceReduce::Min(scratch.data(), bytes, column[axis], result.data() + axis, n));
+    NBKIT_CUDA_CHECK(cuda::reduce_min(scratch.data(), bytes, column[axis], result.data() + axis, n));
     bytes = most;
-    NBKIT_CUDA_CHECK(cub::DeviceReduce::Max(scratch.data(), bytes, column[axis], result.data() + 3 + axis, n));
+    NBKIT_CUDA_CHECK(cuda::reduce_max(scratch.data(), bytes, column[axis], result.data() + 3 + axis, n));
   }
   bytes = most;
-  NBKIT_CUDA_CHECK(cub::DeviceReduce::Sum(scratch.data(), bytes, atoms.charge.data(), result.data() + 6, n));
+  NBKIT_CUDA_CHECK(cuda::reduce_sum(scratch.data(), bytes, atoms.charge.data(), result.data() + 6, n));
   double host[7];
   result.download(host, 7);
   NBKIT_CUDA_CHECK(cudaDeviceSynchronize());

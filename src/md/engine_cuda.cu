@@ -26,8 +26,6 @@
 // Determinism: the cell sort is CUB's stable radix sort on (cell, current index); each row's
 // neighbours come in a fixed cell-stencil order; each force is summed by one thread in row
 // order; the energy, virial and kinetic sums are CUB reductions (run-to-run deterministic).
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
 #include <climits>
@@ -40,6 +38,7 @@
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/pinned_buffer.hpp"
+#include "cuda/primitives.hpp"
 #include "cuda/stream.hpp"
 #include "md/exclusions.hpp"
 #include "md/force_field.hpp"
@@ -228,9 +227,9 @@ class Engine final : public EngineBase {
     std::size_t sort_bytes = 0, reduce_bytes = 0;
     key_bits_ = 1;
     while ((1ll << key_bits_) < cells_) ++key_bits_;
-    NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, cell_.data(), sorted_cell_.data(),
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, sort_bytes, cell_.data(), sorted_cell_.data(),
                                                      index_.data(), order_.data(), n_, 0, key_bits_, stream_));
-    NBKIT_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, reduce_bytes, energy_.data(), sums_.data(), n_, stream_));
+    NBKIT_CUDA_CHECK(cuda::reduce_sum(nullptr, reduce_bytes, energy_.data(), sums_.data(), n_, stream_));
     cub_scratch_ = DeviceBuffer<unsigned char>(std::max(sort_bytes, reduce_bytes));
 
     // The atoms, in the system's order; their tags are those indices.
@@ -411,7 +410,7 @@ class Engine final : public EngineBase {
     wrap_and_bin<<<blocks, kThreads, 0, stream_>>>(n_, atoms(), geometry_, cell_.data(), index_.data());
     NBKIT_CUDA_CHECK_LAUNCH();
     std::size_t bytes = cub_scratch_.size();
-    NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(cub_scratch_.data(), bytes, cell_.data(), sorted_cell_.data(),
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(cub_scratch_.data(), bytes, cell_.data(), sorted_cell_.data(),
                                                      index_.data(), order_.data(), n_, 0, key_bits_, stream_));
     reorder(x_, x2_), reorder(y_, y2_), reorder(z_, z2_);
     reorder(vx_, vx2_), reorder(vy_, vy2_), reorder(vz_, vz2_);
@@ -655,7 +654,7 @@ class Engine final : public EngineBase {
 
   void sum(const DeviceBuffer<double>& values, int slot) {
     std::size_t bytes = cub_scratch_.size();
-    NBKIT_CUDA_CHECK(cub::DeviceReduce::Sum(cub_scratch_.data(), bytes, values.data(), sums_.data() + slot, n_, stream_));
+    NBKIT_CUDA_CHECK(cuda::reduce_sum(cub_scratch_.data(), bytes, values.data(), sums_.data() + slot, n_, stream_));
   }
 
   // Checks the index and makes the device current, before stream_ (declared next) is created

@@ -20,9 +20,6 @@
 // The stack's bound: its levels never decrease from bottom to top, and a level holds at most
 // one batch's children (8 x 128), so 22 levels need 22,528 entries.
 #include <cub/block/block_scan.cuh>
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_reduce.cuh>
-#include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -37,6 +34,7 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/fast_math.cuh"
 #include "cuda/pinned_buffer.hpp"
+#include "cuda/primitives.hpp"
 #include "cuda/stream.hpp"
 #include "nbkit/core/backend.hpp"
 #include "nbkit/core/error.hpp"
@@ -561,8 +559,8 @@ int exclusive_sum(GpuTree::State& s, cuda::DeviceBuffer<int>& counts, cuda::Devi
   const cudaStream_t stream = *s.stream;
   NBKIT_CUDA_CHECK(cudaMemsetAsync(counts.data() + count, 0, sizeof(int), stream));
   std::size_t bytes = 0;
-  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, counts.data(), offsets.data(), count + 1, stream));
-  NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_for(s, bytes), bytes, counts.data(), offsets.data(),
+  NBKIT_CUDA_CHECK(cuda::exclusive_sum(nullptr, bytes, counts.data(), offsets.data(), count + 1, stream));
+  NBKIT_CUDA_CHECK(cuda::exclusive_sum(scratch_for(s, bytes), bytes, counts.data(), offsets.data(),
                                                  count + 1, stream));
   int total = 0;
   NBKIT_CUDA_CHECK(cudaMemcpyAsync(&total, offsets.data() + count, sizeof(int), cudaMemcpyDeviceToHost, stream));
@@ -580,9 +578,9 @@ int build(GpuTree::State& s, int n, const double lo[3], double side) {
                                                   s.keys.data(), s.index.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   std::size_t bytes = 0;
-  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, s.keys.data(), s.sorted_keys.data(), s.index.data(),
+  NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, bytes, s.keys.data(), s.sorted_keys.data(), s.index.data(),
                                                    s.order.data(), n, 0, 3 * kTreeLevels, stream));
-  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch_for(s, bytes), bytes, s.keys.data(), s.sorted_keys.data(),
+  NBKIT_CUDA_CHECK(cuda::sort_pairs(scratch_for(s, bytes), bytes, s.keys.data(), s.sorted_keys.data(),
                                                    s.index.data(), s.order.data(), n, 0, 3 * kTreeLevels, stream));
   gather_sorted<<<blocks_for(n), 256, 0, stream>>>(n, s.order.data(), s.x.data(), s.y.data(), s.z.data(), s.m.data(),
                                                     s.sx.data(), s.sy.data(), s.sz.data(), s.sm.data());
@@ -767,11 +765,11 @@ void GpuTree::compute_on_device(const DeviceBodies& b) {
   const double* axes[3] = {s.x.data(), s.y.data(), s.z.data()};
   for (int a = 0; a < 3; ++a) {
     std::size_t bytes = 0;
-    NBKIT_CUDA_CHECK(cub::DeviceReduce::Min(nullptr, bytes, axes[a], s.bounds_out.data() + a, n, stream));
-    NBKIT_CUDA_CHECK(cub::DeviceReduce::Min(scratch_for(s, bytes), bytes, axes[a], s.bounds_out.data() + a, n, stream));
-    NBKIT_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, bytes, axes[a], s.bounds_out.data() + 3 + a, n, stream));
+    NBKIT_CUDA_CHECK(cuda::reduce_min(nullptr, bytes, axes[a], s.bounds_out.data() + a, n, stream));
+    NBKIT_CUDA_CHECK(cuda::reduce_min(scratch_for(s, bytes), bytes, axes[a], s.bounds_out.data() + a, n, stream));
+    NBKIT_CUDA_CHECK(cuda::reduce_max(nullptr, bytes, axes[a], s.bounds_out.data() + 3 + a, n, stream));
     NBKIT_CUDA_CHECK(
-        cub::DeviceReduce::Max(scratch_for(s, bytes), bytes, axes[a], s.bounds_out.data() + 3 + a, n, stream));
+        cuda::reduce_max(scratch_for(s, bytes), bytes, axes[a], s.bounds_out.data() + 3 + a, n, stream));
   }
   double bounds[6];
   int bad = INT_MAX;

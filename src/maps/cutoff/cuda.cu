@@ -32,7 +32,6 @@
 //   checked pass. The list order depends only on the input, so the bits do not depend on
 //   slabs, devices or the GPU model.
 // (No fmt here: its compile-time format strings do not pass through nvcc.)
-#include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -47,10 +46,11 @@
 
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/primitives.hpp"
 #include "maps/device_atoms.cuh"
 #include "maps/device_input.cuh"
-#include "maps/kernels.hpp"
 #include "maps/gpu_slabs.cuh"
+#include "maps/kernels.hpp"
 #include "nbkit/core/error.hpp"
 #include "nbkit/core/memory.hpp"
 #include "nbkit/maps.hpp"
@@ -422,10 +422,10 @@ DeviceBinned<Real> bin_on_device(const gpu::AtomColumns& prepared, const Lattice
     int end_bit = 1;
     while (end_bit < 32 && (std::uint64_t{1} << end_bit) <= 2 * static_cast<std::uint64_t>(bin_count)) ++end_bit;
     std::size_t bytes = 0;
-    NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, key.data(), sorted_key.data(), atom.data(),
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, bytes, key.data(), sorted_key.data(), atom.data(),
                                                      sorted_atom.data(), count, 0, end_bit));
     cuda::DeviceBuffer<unsigned char> scratch(bytes);
-    NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.data(), bytes, key.data(), sorted_key.data(), atom.data(),
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(scratch.data(), bytes, key.data(), sorted_key.data(), atom.data(),
                                                      sorted_atom.data(), count, 0, end_bit));
   }
   out.regular_start = cuda::DeviceBuffer<int>(static_cast<std::size_t>(bins) + 1);

@@ -11,7 +11,6 @@
 // - the lattice cutoff of every level and the top level's all-pairs sum: lattice_cutoff.cuh.
 // 1.5 million atoms on a 128^3 finest grid take the host's 16 cores 0.1 s for these stages; here
 // the grids never leave the device until the finest potential does.
-#include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -23,6 +22,7 @@
 #include "core/clock.hpp"
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/primitives.hpp"
 #include "cuda/stream.hpp"
 #include "maps/msm/basis.hpp"
 #include "maps/msm/lattice_cutoff.cuh"
@@ -218,10 +218,10 @@ std::vector<double> finest_potential_cuda(const PreparedAtoms& atoms, const Devi
     int end_bit = 1;
     while (end_bit < 64 && (1ULL << end_bit) < static_cast<unsigned long long>(cells)) ++end_bit;
     std::size_t scratch_bytes = 0;
-    NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, scratch_bytes, key.data(), sorted_key.data(), index.data(),
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, scratch_bytes, key.data(), sorted_key.data(), index.data(),
                                                      order.data(), n, 0, end_bit, stream));
     cuda::DeviceBuffer<unsigned char> scratch(std::max<std::size_t>(scratch_bytes, 1), stream);
-    NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.data(), scratch_bytes, key.data(), sorted_key.data(),
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(scratch.data(), scratch_bytes, key.data(), sorted_key.data(),
                                                      index.data(), order.data(), n, 0, end_bit, stream));
     cuda::DeviceBuffer<double> ux(n, stream), uy(n, stream), uz(n, stream), q(n, stream);
     sorted_atoms<<<blocks_for(n), kThreads, 0, stream>>>(n, order.data(), x.data(), y.data(), z.data(),

@@ -3,8 +3,6 @@
 // shared data), pair_list_build.cuh (the build) and pair_list_sums.cuh (the sums).
 #include "md/cuda/molecular_pair_list.cuh"
 
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <array>
@@ -18,6 +16,7 @@
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/pinned_buffer.hpp"
+#include "cuda/primitives.hpp"
 #include "cuda/stream.hpp"
 #include "md/cuda/cell_starts.cuh"
 #include "md/cuda/pair_list_build.cuh"
@@ -349,7 +348,7 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   if (single) s.packed_f = DeviceBuffer<PositionCharge<float>>(n);
   else s.packed_d = DeviceBuffer<PositionCharge<double>>(n);
   std::size_t bytes = 0;
-  NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, s.key.data(), s.sorted_key.data(), s.index.data(),
+  NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, bytes, s.key.data(), s.sorted_key.data(), s.index.data(),
                                                    s.order.data(), s.n, 0, 32, stream));
   s.sort_scratch = DeviceBuffer<unsigned char>(std::max<std::size_t>(bytes, 1));
 }
@@ -497,7 +496,7 @@ void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
     if (key_rank.size() < static_cast<std::size_t>(n)) key_rank = DeviceBuffer<int>(n);
     std::size_t bytes = 0;
     NBKIT_CUDA_CHECK(
-        cub::DeviceScan::ExclusiveSum(nullptr, bytes, key_count.data(), key_start.data(), keys + 1, stream));
+        cuda::exclusive_sum(nullptr, bytes, key_count.data(), key_start.data(), keys + 1, stream));
     if (scan_scratch.size() < bytes) scan_scratch = DeviceBuffer<unsigned char>(bytes);
   }
   groups = sub_bits != 0 && build == Build::group && stencil_everywhere;
@@ -583,7 +582,7 @@ void MolecularPairListGpu::State::queue_sort_and_pack(const V3* x) {
                                                       key_rank.data());
     NBKIT_CUDA_CHECK_LAUNCH();
     std::size_t bytes = scan_scratch.size();
-    NBKIT_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scan_scratch.data(), bytes, key_count.data(), key_start.data(),
+    NBKIT_CUDA_CHECK(cuda::exclusive_sum(scan_scratch.data(), bytes, key_count.data(), key_start.data(),
                                                    keys + 1, stream));
     place_by_key<<<blocks(n), kThreads, 0, stream>>>(n, key.data(), key_start.data(), key_rank.data(), order.data(),
                                                      sorted_key.data());
@@ -596,7 +595,7 @@ void MolecularPairListGpu::State::queue_sort_and_pack(const V3* x) {
     bin_atoms<<<blocks(n), kThreads, 0, stream>>>(n, x, cells, sub_bits, key.data(), index.data());
     NBKIT_CUDA_CHECK_LAUNCH();
     std::size_t bytes = sort_scratch.size();
-    NBKIT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_scratch.data(), bytes, key.data(), sorted_key.data(),
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(sort_scratch.data(), bytes, key.data(), sorted_key.data(),
                                                      index.data(), order.data(), n, 0, sort_bits, stream));
     cell_starts<<<blocks(total + 1), kThreads, 0, stream>>>(n, total, sorted_key.data(), cell_start.data(), sub_bits);
     NBKIT_CUDA_CHECK_LAUNCH();
