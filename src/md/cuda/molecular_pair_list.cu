@@ -270,12 +270,15 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   else s.c12d = upload(t.c12), s.c6d = upload(t.c6);
   const ExcludedRows rows = excluded_rows(t);
   s.excluded_first = upload(rows.first), s.excluded = upload(rows.partner);
-  // Lanes per atom: enough threads for ~2^18 in all (an H100 holds 270,336 resident), at least 2
-  // and at most 8. At least 2 (session 41; a lane an atom from 2^18 atoms before, which also
+  // Lanes per atom: enough threads for ~2^18 in all (an H100 holds 270,336 resident), at least 4
+  // and at most 8. At least 2 from session 41 (a lane an atom from 2^18 atoms before, which also
   // loaded one entry at a time, listed_pairs' Ahead = 1): at 1,073,485 atoms on an H200 (nvt-4fs,
   // 300 steps, one binary, the build by group) 2 lanes gave 44.8 ns/day against 39.1 with 1, the
-  // pairs 2.871 against 3.662 ms a step. 4 lanes were not measured there.
-  s.lanes = 2;
+  // pairs 2.871 against 3.662 ms a step. At least 4 from session 44 (H200, nvt-4fs, 300 steps, one
+  // binary, lean entries): 1,073,905 atoms 55.1 and 55.1 ns/day against 54.1, 54.4 and 54.2 with
+  // 2 (the pairs 2.737 against 2.751 ms a step); 368,196 atoms 157.7 against 155.2 (0.977 against
+  // 0.999 ms). Below 131,072 atoms the rule gave 4 or 8 already.
+  s.lanes = 4;
   while (s.lanes < 8 && static_cast<std::int64_t>(s.n) * s.lanes < (std::int64_t{1} << 18)) s.lanes *= 2;
   // NBKIT_PAIR_LANES=1|2|4|8 (A/B runs): fewer lanes leave SMs to PME's mesh beside the pairs,
   // whose small kernels waited ~50 us a step for the pairs' blocks at 30,671 atoms on an H200
