@@ -753,50 +753,6 @@ TEST(MolecularGpu, PairListOffsetsGiveTheSameBits) {
   unsetenv("NBKIT_PAIR_LEAN_ENTRIES");
 }
 
-// PME's charges spread by mesh point (the default: atoms binned by brick of 4^3 points, a thread
-// a point summing its atoms' fixed-point terms) and by atom (NBKIT_PME_SPREAD=atoms: 125 atomic
-// adds an atom): the same terms summed as integers, so the same bits. The protein (a mesh of
-// OpenMM's sizes: edges that are no multiple of 4, so short last bricks) and the chains (a small
-// box), both precisions, B-spline orders 4 to 6, and explicit meshes with edges of 5 to 7 points
-// (an atom's support reaches into a third brick, and all of them around a 5-point edge); a value
-// other than points or atoms is refused.
-TEST(MolecularGpu, PmeSpreadByPointAndByAtomGiveTheSameBits) {
-  std::string why;
-  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
-  const GpuSystems g = gpu_systems();
-  struct Env {
-    explicit Env(const char* spread) { setenv("NBKIT_PME_SPREAD", spread, 1); }
-    ~Env() { unsetenv("NBKIT_PME_SPREAD"); }
-  };
-  auto with = [&](const char* spread, const NonbondedSettings& s, const Topology& t, const std::vector<Vec3>& x,
-                  const PeriodicBox& box, Precision precision) {
-    const Env env(spread);
-    return md::molecular_forces(t, x, box, s, Backend::cuda, 0, {}, precision);
-  };
-  using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
-  for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
-                                        Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
-    for (const int order : {4, 5, 6})
-      for (const std::optional<std::array<int, 3>> mesh :
-           {std::optional<std::array<int, 3>>{}, std::optional<std::array<int, 3>>{{7, 6, 5}}})
-        for (const Precision precision : {Precision::single, Precision::double_}) {
-          if (mesh && (*mesh)[2] < order) continue;  // a mesh edge at least the order
-          NonbondedSettings s;
-          s.method = Method::pme, s.cutoff = 9, s.pme_order = order, s.pme_mesh = mesh;
-          const auto atoms = with("atoms", s, *t, *x, box, precision);
-          const auto points = with("points", s, *t, *x, box, precision);
-          const std::string what = std::string(name) + " order " + std::to_string(order) + (mesh ? " 7x6x5" : "");
-          EXPECT_NE(points.energy.coulomb_reciprocal, 0.0) << what;
-          EXPECT_EQ(atoms.energy.coulomb_reciprocal, points.energy.coulomb_reciprocal) << what;
-          EXPECT_EQ(atoms.energy.total(), points.energy.total()) << what;
-          EXPECT_EQ(atoms.virial, points.virial) << what;
-          for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(atoms.force[i], points.force[i]) << what << " atom " << i;
-        }
-  NonbondedSettings s;
-  s.method = Method::pme, s.cutoff = 9;
-  EXPECT_THROW(with("sideways", s, g.chain, g.chain_x, g.chain_box, Precision::single), Error);
-}
-
 // The pair sums' lanes an atom (NBKIT_PAIR_LANES, for A/B runs; by default from the atom count):
 // each count sums a row in its own order, so the forces differ in their last bits, but every
 // count stays within the bounds of MixedPrecisionIsWithinFloat32sRoundingOfTheReference in mixed

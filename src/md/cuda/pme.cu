@@ -3,28 +3,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <numbers>
 #include <string>
 
 #include "cuda/check.hpp"
-#include "cuda/primitives.hpp"
 #include "md/bspline.hpp"
 #include "md/pme.hpp"
 #include "nbkit/core/error.hpp"
 
 namespace nbkit::md {
 
-// The mesh's size and placement, as the kernels take it.
-struct PmeMesh {
-  int k[3];
-  double scale[3], lo[3];  // mesh points per A, the box's low corner
-};
-
 namespace {
 
 using V3 = Vector3<double>;
-using Mesh = PmeMesh;
 constexpr int kThreads = 128;
 constexpr int kReduceThreads = 256;
 
@@ -33,8 +24,13 @@ void check_cufft(cufftResult status, const char* what) {
     throw Error(std::string("PME on the GPU: ") + what + " failed (cuFFT error " + std::to_string(static_cast<int>(status)) + ")");
 }
 
-// An atom's coordinate along axis a in mesh points, reduced to [0, K).
-__device__ double mesh_coordinate(const Mesh& m, int a, double x) {
+struct Mesh {
+  int k[3];
+  double scale[3], lo[3];  // mesh points per A, the box's low corner
+};
+
+// An atom's first mesh point along axis a (floor(u), u in [0, K)) and its B-splines.
+__device__ int splines(const Mesh& m, int order, int a, double x, double* value, double* derivative) {
   double u = (x - m.lo[a]) * m.scale[a];
   u -= m.k[a] * floor(u / m.k[a]);
   // A position not finite, or so far out (a run blowing up) that the reduction above loses it
@@ -43,12 +39,6 @@ __device__ double mesh_coordinate(const Mesh& m, int a, double x) {
   // out of bounds (compute-sanitizer, Constraints.RefusesWhatItCannotRun). u = K from rounding
   // gives the same points and weights as u = 0.
   if (!(u >= 0 && u < m.k[a])) u = 0;
-  return u;
-}
-
-// An atom's first mesh point along axis a (floor(u), u in [0, K)) and its B-splines.
-__device__ int splines(const Mesh& m, int order, int a, double x, double* value, double* derivative) {
-  const double u = mesh_coordinate(m, a, x);
   const double cell = floor(u);
   bspline_weights(order, u - cell, value, derivative);
   return static_cast<int>(cell);
@@ -91,123 +81,6 @@ __global__ void spread(int n, const V3* x, const double* q, Mesh m, double fixed
                 static_cast<unsigned long long>(__double2ll_rn(w * weight2)));
     }
   }
-}
-
-// Spreading by mesh point (the default; NBKIT_PME_SPREAD=atoms for the atomic adds above): the
-// atoms binned by their first mesh point into bricks of kBrick^3 points (a counting sort), then a
-// block a brick and a thread a point, each thread summing in a register the terms of the atoms
-// in the bricks whose supports reach its brick. Each term is spread's (the same products, the
-// same rounding to 64-bit fixed point) and an integer sum does not depend on its order, so the
-// mesh has the atomic adds' bits; what goes is 125 atomic adds an atom to global memory (the
-// spread was ~0.9 of the mesh's 1.6 ms a step at a million atoms, session 42) and the conversion
-// pass (the sum is converted where it is made). A brick of 4 reads the atoms of 2 bricks an axis
-// (3 where the mesh's last, short brick is among them), of which (5/8)^3 of the (point, atom)
-// pairs are within an atom's support at order 5.
-constexpr int kBrick = 4;
-constexpr int kBrickPoints = kBrick * kBrick * kBrick;  // the threads of a block
-constexpr int kStagedAtoms = kBrickPoints;              // atoms in shared memory at a time
-
-struct Bricks {
-  int count[3];  // ceil(K / kBrick) along each axis
-};
-
-__device__ inline int brick_size(const Mesh& m, int a, int brick) { return min(kBrick, m.k[a] - brick * kBrick); }
-
-// Each atom's brick (of its first mesh points) and its rank among the atoms counted there.
-__global__ void bin_by_brick(int n, const V3* x, Mesh m, Bricks b, int* __restrict__ key, int* __restrict__ rank,
-                             int* __restrict__ count) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const V3 p = x[i];
-  const int c0 = static_cast<int>(floor(mesh_coordinate(m, 0, p.x))) / kBrick;
-  const int c1 = static_cast<int>(floor(mesh_coordinate(m, 1, p.y))) / kBrick;
-  const int c2 = static_cast<int>(floor(mesh_coordinate(m, 2, p.z))) / kBrick;
-  const int k = (c0 * b.count[1] + c1) * b.count[2] + c2;
-  key[i] = k;
-  rank[i] = atomicAdd(count + k, 1);
-}
-
-__global__ void place_by_brick(int n, const int* __restrict__ key, const int* __restrict__ rank,
-                               const int* __restrict__ start, int* __restrict__ sorted) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) sorted[start[key[i]] + rank[i]] = i;
-}
-
-template <int Order>
-__global__ void __launch_bounds__(kBrickPoints)
-    spread_by_point(const V3* __restrict__ x, const double* __restrict__ q, Mesh m, Bricks b,
-                    const int* __restrict__ start, const int* __restrict__ sorted, double fixed_scale,
-                    double inverse_scale, double* __restrict__ mesh) {
-  __shared__ double weight[3][Order][kStagedAtoms];  // an atom's t[a][j] at [a][j][slot]
-  __shared__ double charge[kStagedAtoms];
-  __shared__ int first[3][kStagedAtoms];
-  const int brick[3] = {static_cast<int>(blockIdx.x / (static_cast<unsigned>(b.count[1]) * b.count[2])),
-                        static_cast<int>((blockIdx.x / b.count[2]) % b.count[1]),
-                        static_cast<int>(blockIdx.x % b.count[2])};
-  const int l = threadIdx.x;
-  const int point[3] = {brick[0] * kBrick + l / (kBrick * kBrick), brick[1] * kBrick + (l / kBrick) % kBrick,
-                        brick[2] * kBrick + l % kBrick};
-  const bool inside = point[0] < m.k[0] && point[1] < m.k[1] && point[2] < m.k[2];
-  // The bricks whose atoms reach this brick's points along each axis: an atom at first point c
-  // reaches c - Order + 1 .. c, so the brick's points p .. p + size - 1 take the atoms whose c is
-  // in p .. p + size + Order - 2 (mod K): this brick and the next ones until that many are covered.
-  int source[3][4], sources[3];
-  for (int a = 0; a < 3; ++a) {
-    const int need = min(m.k[a], brick_size(m, a, brick[a]) + Order - 1);
-    int covered = 0, s = brick[a];
-    sources[a] = 0;
-    while (covered < need && sources[a] < b.count[a] && sources[a] < 4) {
-      source[a][sources[a]++] = s;
-      covered += brick_size(m, a, s);
-      s = s + 1 == b.count[a] ? 0 : s + 1;
-    }
-  }
-  unsigned long long sum = 0;  // fixed point, two's complement (as spread's atomic adds)
-  int staged = 0;
-  auto add_staged = [&] {
-    __syncthreads();
-    if (inside)
-      for (int s = 0; s < staged; ++s) {
-        int j0 = first[0][s] - point[0], j1 = first[1][s] - point[1], j2 = first[2][s] - point[2];
-        if (j0 < 0) j0 += m.k[0];
-        if (j1 < 0) j1 += m.k[1];
-        if (j2 < 0) j2 += m.k[2];
-        if (j0 < Order && j1 < Order && j2 < Order) {
-          const double w = charge[s] * weight[0][j0][s] * weight[1][j1][s];
-          sum += static_cast<unsigned long long>(__double2ll_rn(w * weight[2][j2][s]));
-        }
-      }
-    __syncthreads();
-    staged = 0;
-  };
-  for (int s0 = 0; s0 < sources[0]; ++s0)
-    for (int s1 = 0; s1 < sources[1]; ++s1)
-      for (int s2 = 0; s2 < sources[2]; ++s2) {
-        const int k = (source[0][s0] * b.count[1] + source[1][s1]) * b.count[2] + source[2][s2];
-        int from = start[k];
-        const int to = start[k + 1];
-        while (from < to) {  // the same bounds in every thread: the block's barriers agree
-          const int take = min(to - from, kStagedAtoms - staged);
-          if (l < take) {
-            const int i = sorted[from + l];
-            const V3 p = x[i];
-            double t[3][Order], d[3][Order];
-            first[0][staged + l] = splines(m, Order, 0, p.x, t[0], d[0]);
-            first[1][staged + l] = splines(m, Order, 1, p.y, t[1], d[1]);
-            first[2][staged + l] = splines(m, Order, 2, p.z, t[2], d[2]);
-            for (int a = 0; a < 3; ++a)
-              for (int j = 0; j < Order; ++j) weight[a][j][staged + l] = t[a][j];
-            charge[staged + l] = q[i] * fixed_scale;
-          }
-          staged += take;
-          from += take;
-          if (staged == kStagedAtoms) add_staged();
-        }
-      }
-  if (staged > 0) add_staged();
-  if (inside)
-    mesh[(static_cast<std::int64_t>(point[0]) * m.k[1] + point[1]) * m.k[2] + point[2]] =
-        static_cast<double>(static_cast<long long>(sum)) * inverse_scale;
 }
 
 // The fixed-point mesh to float64, each point zeroed once read: the next spreading finds the mesh
@@ -374,27 +247,7 @@ PmeGpu::PmeGpu(std::array<int, 3> grid, int order, double alpha, const std::vect
   scale_ = std::ldexp(1.0, bits);
   const std::int64_t reals = static_cast<std::int64_t>(grid[0]) * grid[1] * grid[2];
   const std::int64_t complexes = static_cast<std::int64_t>(grid[0]) * grid[1] * (grid[2] / 2 + 1);
-  if (const char* pick = std::getenv("NBKIT_PME_SPREAD"); pick && *pick) {
-    const std::string p = pick;
-    if (p != "points" && p != "atoms")
-      throw Error("NBKIT_PME_SPREAD is \"" + p + "\": expected points (the default) or atoms");
-    spread_by_atoms_ = p == "atoms";
-  }
-  if (spread_by_atoms_) {
-    fixed_ = cuda::DeviceBuffer<unsigned long long>(static_cast<std::size_t>(reals));
-  } else {
-    atoms_ = static_cast<int>(q.size());
-    for (int a = 0; a < 3; ++a) bricks_[a] = (grid[a] + kBrick - 1) / kBrick;
-    const std::int64_t bricks = static_cast<std::int64_t>(bricks_[0]) * bricks_[1] * bricks_[2];
-    brick_count_ = cuda::DeviceBuffer<int>(static_cast<std::size_t>(bricks) + 1);
-    brick_start_ = cuda::DeviceBuffer<int>(static_cast<std::size_t>(bricks) + 1);
-    const auto n = static_cast<std::size_t>(std::max(atoms_, 1));
-    atom_brick_ = cuda::DeviceBuffer<int>(n), atom_rank_ = cuda::DeviceBuffer<int>(n), by_brick_ = cuda::DeviceBuffer<int>(n);
-    std::size_t bytes = 0;
-    NBKIT_CUDA_CHECK(cuda::exclusive_sum(nullptr, bytes, brick_count_.data(), brick_start_.data(),
-                                         static_cast<int>(bricks + 1), stream_));
-    scan_scratch_ = cuda::DeviceBuffer<unsigned char>(std::max<std::size_t>(bytes, 1));
-  }
+  fixed_ = cuda::DeviceBuffer<unsigned long long>(static_cast<std::size_t>(reals));
   mesh_ = cuda::DeviceBuffer<double>(static_cast<std::size_t>(reals));
   spectrum_ = cuda::DeviceBuffer<cufftDoubleComplex>(static_cast<std::size_t>(complexes));
   convolution_blocks_ = blocks(complexes, kReduceThreads);
@@ -443,17 +296,9 @@ void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& bo
   const std::int64_t reals = static_cast<std::int64_t>(grid_[0]) * grid_[1] * grid_[2];
   const std::int64_t complexes = static_cast<std::int64_t>(grid_[0]) * grid_[1] * (grid_[2] / 2 + 1);
   mark(0);
-  if (!spread_by_atoms_) {
-    spread_by_points(x, q, n, m);
-  } else {
-    // The fixed-point mesh is cleared once; after that each conversion clears what it reads.
-    if (!cleared_) NBKIT_CUDA_CHECK(cudaMemsetAsync(fixed_.data(), 0, reals * sizeof(unsigned long long), stream_));
-    cleared_ = true;
-    spread_by_atoms(x, q, n, m);
-  }
-  mark(1);
-  check_cufft(cufftExecD2Z(forward_, mesh_.data(), spectrum_.data()), "the forward FFT");
-  mark(2);
+  // The fixed-point mesh is cleared once; after that each conversion clears what it reads.
+  if (!cleared_) NBKIT_CUDA_CHECK(cudaMemsetAsync(fixed_.data(), 0, reals * sizeof(unsigned long long), stream_));
+  cleared_ = true;
   auto by_order = [&](auto kernel4, auto kernel5, auto kernel6, auto&&... args) {
     if (n == 0) return;
     if (order_ == 4) kernel4<<<blocks(n), kThreads, 0, stream_>>>(args...);
@@ -461,6 +306,20 @@ void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& bo
     else kernel6<<<blocks(n), kThreads, 0, stream_>>>(args...);
     NBKIT_CUDA_CHECK_LAUNCH();
   };
+  // Spreading: Order lanes an atom, 32 / Order atoms a warp.
+  if (n > 0) {
+    const std::int64_t warps = (n + 32 / order_ - 1) / (32 / order_);
+    const int grid = blocks(warps * 32);
+    if (order_ == 4) spread<4><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
+    else if (order_ == 5) spread<5><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
+    else spread<6><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
+  fixed_to_real<<<blocks(reals), kThreads, 0, stream_>>>(reals, fixed_.data(), 1 / scale_, mesh_.data());
+  NBKIT_CUDA_CHECK_LAUNCH();
+  mark(1);
+  check_cufft(cufftExecD2Z(forward_, mesh_.data(), spectrum_.data()), "the forward FFT");
+  mark(2);
   const double pi = std::numbers::pi;
   Kernel g{{grid_[0], grid_[1], grid_[2]},
            {box.length(0), box.length(1), box.length(2)},
@@ -490,51 +349,6 @@ void PmeGpu::evaluate(const V3* x, const double* q, int n, const PeriodicBox& bo
   mark(4);
   by_order(gather<4>, gather<5>, gather<6>, n, x, q, m, static_cast<const double*>(mesh_.data()), force);
   mark(5);
-}
-
-void PmeGpu::spread_by_atoms(const V3* x, const double* q, int n, const Mesh& m) {
-  // Order lanes an atom, 32 / Order atoms a warp.
-  const std::int64_t reals = static_cast<std::int64_t>(grid_[0]) * grid_[1] * grid_[2];
-  if (n > 0) {
-    const std::int64_t warps = (n + 32 / order_ - 1) / (32 / order_);
-    const int grid = blocks(warps * 32);
-    if (order_ == 4) spread<4><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
-    else if (order_ == 5) spread<5><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
-    else spread<6><<<grid, kThreads, 0, stream_>>>(n, x, q, m, scale_, fixed_.data());
-    NBKIT_CUDA_CHECK_LAUNCH();
-  }
-  fixed_to_real<<<blocks(reals), kThreads, 0, stream_>>>(reals, fixed_.data(), 1 / scale_, mesh_.data());
-  NBKIT_CUDA_CHECK_LAUNCH();
-}
-
-void PmeGpu::spread_by_points(const V3* x, const double* q, int n, const Mesh& m) {
-  if (n > atoms_)
-    throw Error("PME on the GPU: " + std::to_string(n) + " atoms, the mesh was made for " + std::to_string(atoms_));
-  const Bricks b{{bricks_[0], bricks_[1], bricks_[2]}};
-  const std::int64_t bricks = static_cast<std::int64_t>(b.count[0]) * b.count[1] * b.count[2];
-  NBKIT_CUDA_CHECK(cudaMemsetAsync(brick_count_.data(), 0, (bricks + 1) * sizeof(int), stream_));
-  if (n > 0) {
-    bin_by_brick<<<blocks(n), kThreads, 0, stream_>>>(n, x, m, b, atom_brick_.data(), atom_rank_.data(),
-                                                      brick_count_.data());
-    NBKIT_CUDA_CHECK_LAUNCH();
-  }
-  std::size_t bytes = scan_scratch_.size();
-  NBKIT_CUDA_CHECK(cuda::exclusive_sum(scan_scratch_.data(), bytes, brick_count_.data(), brick_start_.data(),
-                                       static_cast<int>(bricks + 1), stream_));
-  if (n > 0) {
-    place_by_brick<<<blocks(n), kThreads, 0, stream_>>>(n, atom_brick_.data(), atom_rank_.data(),
-                                                        brick_start_.data(), by_brick_.data());
-    NBKIT_CUDA_CHECK_LAUNCH();
-  }
-  const auto launch = [&](auto kernel) {
-    kernel<<<static_cast<unsigned>(bricks), kBrickPoints, 0, stream_>>>(x, q, m, b, brick_start_.data(),
-                                                                        by_brick_.data(), scale_, 1 / scale_,
-                                                                        mesh_.data());
-    NBKIT_CUDA_CHECK_LAUNCH();
-  };
-  if (order_ == 4) launch(spread_by_point<4>);
-  else if (order_ == 5) launch(spread_by_point<5>);
-  else launch(spread_by_point<6>);
 }
 
 std::array<double, 5> PmeGpu::phase_seconds() const {

@@ -1,12 +1,10 @@
 #pragma once
 // Smooth particle-mesh Ewald's reciprocal sum on one GPU (cuda/pme.cu), in float64: the CPU's
 // method (md/pme.hpp) with cuFFT's real-to-complex transforms. Deterministic: charges are spread
-// as 64-bit fixed-point integers (integer addition is associative, so the order the atoms arrive
-// in changes no bit; OpenMM's CUDA platform does the same), each mesh point summing its atoms'
-// terms in a register (by point, the default) or the atoms adding theirs by atomic adds
-// (NBKIT_PME_SPREAD=atoms; the same bits), the energy and virial are reduced by fixed trees, and
-// each atom gathers its own force; cuFFT's plans are fixed for the mesh, and the tests check that
-// two evaluations give the same bits.
+// into a mesh of 64-bit fixed-point integers by atomic adds (integer addition is associative,
+// so the order the atoms arrive in changes no bit; OpenMM's CUDA platform does the same), the
+// energy and virial are reduced by fixed trees, and each atom gathers its own force; cuFFT's
+// plans are fixed for the mesh, and the tests check that two evaluations give the same bits.
 // Internal to the CUDA build (the molecular GPU forces own one).
 #include <cufft.h>
 
@@ -21,8 +19,6 @@
 #include "md/bonded_law.hpp"  // Vector3
 
 namespace nbkit::md {
-
-struct PmeMesh;  // cuda/pme.cu
 
 class PmeGpu {
  public:
@@ -59,13 +55,7 @@ class PmeGpu {
   cudaStream_t stream_;
   cufftHandle forward_ = 0, backward_ = 0;
   bool planned_forward_ = false, planned_backward_ = false;
-  bool spread_by_atoms_ = false;             // NBKIT_PME_SPREAD=atoms
-  cuda::DeviceBuffer<unsigned long long> fixed_;  // the atomic adds' mesh (by atoms only)
-  // By point: the atoms binned by brick of mesh points each evaluation (counting sort).
-  int atoms_ = 0;                  // the atoms the buffers hold (the charges given at construction)
-  std::array<int, 3> bricks_{};    // bricks along each axis
-  cuda::DeviceBuffer<int> brick_count_, brick_start_, atom_brick_, atom_rank_, by_brick_;
-  cuda::DeviceBuffer<unsigned char> scan_scratch_;
+  cuda::DeviceBuffer<unsigned long long> fixed_;
   cuda::DeviceBuffer<double> mesh_, moduli_, partial_;
   // G(m) times the moduli for each element of the half spectrum, for the box edges and Coulomb
   // constant in tabulated_for_ (made again when they change: NPT's moves).
@@ -78,8 +68,6 @@ class PmeGpu {
   cudaEvent_t ahead_ = nullptr;  // this evaluation's (evaluate)
   int ahead_phase_ = 0;
   void mark(int phase);
-  void spread_by_atoms(const Vector3<double>* x, const double* q, int n, const PmeMesh& m);
-  void spread_by_points(const Vector3<double>* x, const double* q, int n, const PmeMesh& m);
 };
 
 }  // namespace nbkit::md
