@@ -286,14 +286,14 @@ void sort_group(SortedGroup& g, const PairGrid& grid, cuda::DeviceBuffer<unsigne
   int bits = 1;
   while ((1 << bits) < cells) ++bits;
   std::size_t sort_bytes = 0, scan_bytes = 0;
-  NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, sort_bytes, g.key.data(), g.sorted_key.data(),
-                                                   g.order.data(), g.sorted_order.data(), g.n, 0, bits, stream));
+  NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, sort_bytes, g.key.data(), g.sorted_key.data(), g.order.data(),
+                                    g.sorted_order.data(), g.n, 0, bits, stream));
   NBKIT_CUDA_CHECK(cuda::exclusive_sum(nullptr, scan_bytes, g.count.data(), g.start.data(), cells + 1, stream));
   ensure(scratch, std::max(sort_bytes, scan_bytes));
   sort_bytes = scan_bytes = scratch.size();
   // Stable: atoms of one cell keep the group's order, as the host's counting sort keeps it.
-  NBKIT_CUDA_CHECK(cuda::sort_pairs(scratch.data(), sort_bytes, g.key.data(), g.sorted_key.data(),
-                                                   g.order.data(), g.sorted_order.data(), g.n, 0, bits, stream));
+  NBKIT_CUDA_CHECK(cuda::sort_pairs(scratch.data(), sort_bytes, g.key.data(), g.sorted_key.data(), g.order.data(),
+                                    g.sorted_order.data(), g.n, 0, bits, stream));
   NBKIT_CUDA_CHECK(
       cuda::exclusive_sum(scratch.data(), scan_bytes, g.count.data(), g.start.data(), cells + 1, stream));
   gather_sorted<<<blocks_for(g.n), 256, 0, stream>>>(

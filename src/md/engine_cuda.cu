@@ -227,8 +227,8 @@ class Engine final : public EngineBase {
     std::size_t sort_bytes = 0, reduce_bytes = 0;
     key_bits_ = 1;
     while ((1ll << key_bits_) < cells_) ++key_bits_;
-    NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, sort_bytes, cell_.data(), sorted_cell_.data(),
-                                                     index_.data(), order_.data(), n_, 0, key_bits_, stream_));
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, sort_bytes, cell_.data(), sorted_cell_.data(), index_.data(),
+                                      order_.data(), n_, 0, key_bits_, stream_));
     NBKIT_CUDA_CHECK(cuda::reduce_sum(nullptr, reduce_bytes, energy_.data(), sums_.data(), n_, stream_));
     cub_scratch_ = DeviceBuffer<unsigned char>(std::max(sort_bytes, reduce_bytes));
 
@@ -410,8 +410,8 @@ class Engine final : public EngineBase {
     wrap_and_bin<<<blocks, kThreads, 0, stream_>>>(n_, atoms(), geometry_, cell_.data(), index_.data());
     NBKIT_CUDA_CHECK_LAUNCH();
     std::size_t bytes = cub_scratch_.size();
-    NBKIT_CUDA_CHECK(cuda::sort_pairs(cub_scratch_.data(), bytes, cell_.data(), sorted_cell_.data(),
-                                                     index_.data(), order_.data(), n_, 0, key_bits_, stream_));
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(cub_scratch_.data(), bytes, cell_.data(), sorted_cell_.data(), index_.data(),
+                                      order_.data(), n_, 0, key_bits_, stream_));
     reorder(x_, x2_), reorder(y_, y2_), reorder(z_, z2_);
     reorder(vx_, vx2_), reorder(vy_, vy2_), reorder(vz_, vz2_);
     reorder(type_, type2_), reorder(tag_, tag2_);

@@ -560,8 +560,7 @@ int exclusive_sum(GpuTree::State& s, cuda::DeviceBuffer<int>& counts, cuda::Devi
   NBKIT_CUDA_CHECK(cudaMemsetAsync(counts.data() + count, 0, sizeof(int), stream));
   std::size_t bytes = 0;
   NBKIT_CUDA_CHECK(cuda::exclusive_sum(nullptr, bytes, counts.data(), offsets.data(), count + 1, stream));
-  NBKIT_CUDA_CHECK(cuda::exclusive_sum(scratch_for(s, bytes), bytes, counts.data(), offsets.data(),
-                                                 count + 1, stream));
+  NBKIT_CUDA_CHECK(cuda::exclusive_sum(scratch_for(s, bytes), bytes, counts.data(), offsets.data(), count + 1, stream));
   int total = 0;
   NBKIT_CUDA_CHECK(cudaMemcpyAsync(&total, offsets.data() + count, sizeof(int), cudaMemcpyDeviceToHost, stream));
   NBKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -578,10 +577,10 @@ int build(GpuTree::State& s, int n, const double lo[3], double side) {
                                                   s.keys.data(), s.index.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   std::size_t bytes = 0;
-  NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, bytes, s.keys.data(), s.sorted_keys.data(), s.index.data(),
-                                                   s.order.data(), n, 0, 3 * kTreeLevels, stream));
-  NBKIT_CUDA_CHECK(cuda::sort_pairs(scratch_for(s, bytes), bytes, s.keys.data(), s.sorted_keys.data(),
-                                                   s.index.data(), s.order.data(), n, 0, 3 * kTreeLevels, stream));
+  NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, bytes, s.keys.data(), s.sorted_keys.data(), s.index.data(), s.order.data(),
+                                    n, 0, 3 * kTreeLevels, stream));
+  NBKIT_CUDA_CHECK(cuda::sort_pairs(scratch_for(s, bytes), bytes, s.keys.data(), s.sorted_keys.data(), s.index.data(),
+                                    s.order.data(), n, 0, 3 * kTreeLevels, stream));
   gather_sorted<<<blocks_for(n), 256, 0, stream>>>(n, s.order.data(), s.x.data(), s.y.data(), s.z.data(), s.m.data(),
                                                     s.sx.data(), s.sy.data(), s.sz.data(), s.sm.data());
   NBKIT_CUDA_CHECK_LAUNCH();

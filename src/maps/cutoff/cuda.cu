@@ -422,11 +422,11 @@ DeviceBinned<Real> bin_on_device(const gpu::AtomColumns& prepared, const Lattice
     int end_bit = 1;
     while (end_bit < 32 && (std::uint64_t{1} << end_bit) <= 2 * static_cast<std::uint64_t>(bin_count)) ++end_bit;
     std::size_t bytes = 0;
-    NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, bytes, key.data(), sorted_key.data(), atom.data(),
-                                                     sorted_atom.data(), count, 0, end_bit));
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, bytes, key.data(), sorted_key.data(), atom.data(), sorted_atom.data(),
+                                      count, 0, end_bit));
     cuda::DeviceBuffer<unsigned char> scratch(bytes);
     NBKIT_CUDA_CHECK(cuda::sort_pairs(scratch.data(), bytes, key.data(), sorted_key.data(), atom.data(),
-                                                     sorted_atom.data(), count, 0, end_bit));
+                                      sorted_atom.data(), count, 0, end_bit));
   }
   out.regular_start = cuda::DeviceBuffer<int>(static_cast<std::size_t>(bins) + 1);
   out.on_lattice_start = cuda::DeviceBuffer<int>(static_cast<std::size_t>(bins) + 1);

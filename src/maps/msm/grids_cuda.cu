@@ -218,11 +218,11 @@ std::vector<double> finest_potential_cuda(const PreparedAtoms& atoms, const Devi
     int end_bit = 1;
     while (end_bit < 64 && (1ULL << end_bit) < static_cast<unsigned long long>(cells)) ++end_bit;
     std::size_t scratch_bytes = 0;
-    NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, scratch_bytes, key.data(), sorted_key.data(), index.data(),
-                                                     order.data(), n, 0, end_bit, stream));
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, scratch_bytes, key.data(), sorted_key.data(), index.data(), order.data(),
+                                      n, 0, end_bit, stream));
     cuda::DeviceBuffer<unsigned char> scratch(std::max<std::size_t>(scratch_bytes, 1), stream);
-    NBKIT_CUDA_CHECK(cuda::sort_pairs(scratch.data(), scratch_bytes, key.data(), sorted_key.data(),
-                                                     index.data(), order.data(), n, 0, end_bit, stream));
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(scratch.data(), scratch_bytes, key.data(), sorted_key.data(), index.data(),
+                                      order.data(), n, 0, end_bit, stream));
     cuda::DeviceBuffer<double> ux(n, stream), uy(n, stream), uz(n, stream), q(n, stream);
     sorted_atoms<<<blocks_for(n), kThreads, 0, stream>>>(n, order.data(), x.data(), y.data(), z.data(),
                                                          coefficient.data(), plan.spacing, ux.data(), uy.data(),

@@ -351,8 +351,8 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   if (single) s.packed_f = DeviceBuffer<PositionCharge<float>>(n);
   else s.packed_d = DeviceBuffer<PositionCharge<double>>(n);
   std::size_t bytes = 0;
-  NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, bytes, s.key.data(), s.sorted_key.data(), s.index.data(),
-                                                   s.order.data(), s.n, 0, 32, stream));
+  NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, bytes, s.key.data(), s.sorted_key.data(), s.index.data(), s.order.data(),
+                                    s.n, 0, 32, stream));
   s.sort_scratch = DeviceBuffer<unsigned char>(std::max<std::size_t>(bytes, 1));
 }
 
@@ -585,8 +585,8 @@ void MolecularPairListGpu::State::queue_sort_and_pack(const V3* x) {
                                                       key_rank.data());
     NBKIT_CUDA_CHECK_LAUNCH();
     std::size_t bytes = scan_scratch.size();
-    NBKIT_CUDA_CHECK(cuda::exclusive_sum(scan_scratch.data(), bytes, key_count.data(), key_start.data(),
-                                                   keys + 1, stream));
+    NBKIT_CUDA_CHECK(cuda::exclusive_sum(scan_scratch.data(), bytes, key_count.data(), key_start.data(), keys + 1,
+                                         stream));
     place_by_key<<<blocks(n), kThreads, 0, stream>>>(n, key.data(), key_start.data(), key_rank.data(), order.data(),
                                                      sorted_key.data());
     NBKIT_CUDA_CHECK_LAUNCH();
@@ -598,8 +598,8 @@ void MolecularPairListGpu::State::queue_sort_and_pack(const V3* x) {
     bin_atoms<<<blocks(n), kThreads, 0, stream>>>(n, x, cells, sub_bits, key.data(), index.data());
     NBKIT_CUDA_CHECK_LAUNCH();
     std::size_t bytes = sort_scratch.size();
-    NBKIT_CUDA_CHECK(cuda::sort_pairs(sort_scratch.data(), bytes, key.data(), sorted_key.data(),
-                                                     index.data(), order.data(), n, 0, sort_bits, stream));
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(sort_scratch.data(), bytes, key.data(), sorted_key.data(), index.data(),
+                                      order.data(), n, 0, sort_bits, stream));
     cell_starts<<<blocks(total + 1), kThreads, 0, stream>>>(n, total, sorted_key.data(), cell_start.data(), sub_bits);
     NBKIT_CUDA_CHECK_LAUNCH();
     sorted_attributes<<<blocks(n), kThreads, 0, stream>>>(n, order.data(), type.data(), sorted_key.data(), sub_bits,
