@@ -274,8 +274,8 @@ def constrained_nve_drift(nbkit, tmp, prmtop, start, steps=400):
     9 A cutoff, from minimised_start (300 K; a minimisation of its own, 200 iterations, took 29 of
     this script's 210 s on CI's 2 cores). The drift is the least-squares slope of the total energy
     after the first 0.1 ps, per nanosecond per degree of freedom, in kT (the unit OpenMM's and
-    NAMD's users quote). The first 0.1 ps is left out: after minimisation half the kinetic energy goes
-    into the potential within ~20 fs, and velocity Verlet's O(dt^2) offset between the reported
+    NAMD's users quote). The first 0.1 ps is left out: after minimisation half the kinetic energy
+    goes into the potential within ~20 fs, and velocity Verlet's O(dt^2) offset between the reported
     energy and the one it conserves settles from ~0 at the minimum (no forces) to its thermal
     value, a one-time step of ~60 kcal/mol here (then flat to +-3). Over 1.2 ps (600 steps) its
     estimate had a statistical error of ~0.1 kT/dof/ns (the total energy's ~1 kcal/mol
