@@ -230,16 +230,26 @@ struct AtomSpan {
 // is summed exactly, in float64, afterwards.
 constexpr double kFarAway = 1e30;
 
-// The cutoff laws that read r^2 only against the cutoff (none, and cutcp's 1 - r^2/c^2) take it
-// in lattice units, their cutoff scaled to lattice units once: kLawUnit is a power of two, so the
-// products and the comparison are the same to the bit, and the multiply that takes r^2 to law
-// units leaves the inner loop (one of its 13 vector operations a vector of points on AVX2).
+// The laws that can take r^2 in lattice units, with the law rescaled once (`of`), so that the
+// multiply taking r^2 to law units leaves the inner loop; kLawUnit is a power of two, so every
+// product and comparison is the same to the bit:
+// - the cutoff laws that read r^2 only against the cutoff (none, and cutcp's 1 - r^2/c^2), their
+//   cutoff in lattice units (one of the loop's 13 vector operations a vector of points on AVX2);
+// - Debye-Hueckel, whose distance r^2 (1/r) is then kLawUnit^2 times the law's and its kappa a
+//   kLawUnit^2-th: the exponent's argument, kappa log2(e) r, is the same product of two
+//   power-of-two multiples (one of ~25 operations a vector; maps byte-identical, checked with cmp
+//   on hca's and 1a63's mdh maps at two spacings).
 template <class Law>
 struct ReadsLatticeR2 : std::false_type {};
+template <Smoothing S>
+  requires(S == Smoothing::none || S == Smoothing::cutcp)
+struct ReadsLatticeR2<CutoffLaw<S>> : std::true_type {
+  static CutoffLaw<S> of(const CutoffLaw<S>& law) { return CutoffLaw<S>{law.cutoff * kLawUnit}; }
+};
 template <>
-struct ReadsLatticeR2<CutoffLaw<Smoothing::none>> : std::true_type {};
-template <>
-struct ReadsLatticeR2<CutoffLaw<Smoothing::cutcp>> : std::true_type {};
+struct ReadsLatticeR2<DebyeHuckelLaw> : std::true_type {
+  static DebyeHuckelLaw of(const DebyeHuckelLaw& law) { return DebyeHuckelLaw{law.kappa / (kLawUnit * kLawUnit)}; }
+};
 static_assert(kLawUnit == 2.0, "ReadsLatticeR2's exactness needs a power of two");
 static_assert(kCutoffBundle == 4, "select_block_atoms is instantiated for 1 to 4 rows");
 
@@ -269,7 +279,7 @@ HWY_INLINE void accumulate_block(const Law& law, RowScratch<Real>& s, std::vecto
       const auto r2 = hn::MulAdd(dz, dz, atom_dxy2);  // lattice units
       const auto rinv = two_over_sqrt(d, r2);            // law units
       if constexpr (ReadsLatticeR2<Law>::value) {
-        const Law lattice_law{law.cutoff * kLawUnit};
+        const Law lattice_law = ReadsLatticeR2<Law>::of(law);
         acc[u] = hn::Add(acc[u], HWY_NAMESPACE::law_term(lattice_law, math, atom_coefficient, r2, rinv));
       } else {
         const auto law_r2 = hn::Mul(r2, hn::Set(d, static_cast<Real>(1.0 / (kLawUnit * kLawUnit))));
