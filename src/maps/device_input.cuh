@@ -15,6 +15,7 @@
 #include "cuda/check.hpp"
 #include "cuda/current_device.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/scratch_buffer.hpp"
 #include "maps/device_atoms.cuh"
 #include "maps/kernels.hpp"
 #include "nbkit/core/lattice.hpp"
@@ -77,14 +78,28 @@ void prepare_on_device(AtomColumns& atoms, const Lattice& lattice, const Law& la
 // Prepared atoms split into lattice units (direct summation): those that may sit on a lattice
 // point after the others, each part in the input's order, two quads an atom
 // (atoms_in_lattice_units in direct/cuda.cu, on the host).
+// The quads live in a scratch buffer (cuda/scratch_buffer.hpp; the maps synchronise their streams
+// before it goes): mapping and unmapping device memory for each call's few small buffers cost a
+// small map ~0.1 ms at its start and its end (CUPTI trace, session 45).
 template <class Real>
 struct SplitAtoms {
   int device = 0;
-  cuda::DeviceBuffer<Quad<Real>> quads;
+  cuda::ScratchBuffer storage;  // 2 (regular + on_lattice) quads
   std::size_t regular = 0, on_lattice = 0;  // atoms
-  Source<Quad<Real>> regular_source() const { return {quads.data(), 2 * regular, device}; }
-  Source<Quad<Real>> on_lattice_source() const { return {quads.data() + 2 * regular, 2 * on_lattice, device}; }
+  const Quad<Real>* quads() const { return reinterpret_cast<const Quad<Real>*>(storage.data()); }
+  Source<Quad<Real>> regular_source() const { return {quads(), 2 * regular, device}; }
+  Source<Quad<Real>> on_lattice_source() const { return {quads() + 2 * regular, 2 * on_lattice, device}; }
 };
+
+// A scratch buffer (kept between calls) holding `count` values of T (cudaMalloc's alignment).
+template <class T>
+cuda::ScratchBuffer scratch_of(std::size_t count) {
+  return cuda::ScratchBuffer((count * sizeof(T) + sizeof(double) - 1) / sizeof(double));
+}
+template <class T>
+T* scratch_as(cuda::ScratchBuffer& buffer) {
+  return reinterpret_cast<T*>(buffer.data());
+}
 
 // The prepared atoms split on their GPU (split_atom's law; an exclusive scan places the atoms on
 // the lattice after the others); float and double (device_input_cuda.cu).

@@ -172,25 +172,30 @@ SplitAtoms<Real> split_on_device(const AtomColumns& prepared, double spacing) {
   out.device = prepared.device;
   const std::int64_t n = prepared.count;
   if (n > (std::int64_t{1} << 30)) throw Error("more than 2^30 atoms are not supported on the GPU");
-  cuda::DeviceBuffer<Quad<Real>> quads(2 * static_cast<std::size_t>(n));
-  cuda::DeviceBuffer<int> flags(static_cast<std::size_t>(n) + 1), before(static_cast<std::size_t>(n) + 1);
-  out.quads = cuda::DeviceBuffer<Quad<Real>>(2 * static_cast<std::size_t>(n));
+  // Scratch buffers: the maps' calls repeat, and each of these is done with at the synchronisation
+  // below (out.storage when the map's slabs are).
+  const auto count = static_cast<std::size_t>(n);
+  cuda::ScratchBuffer unplaced = scratch_of<Quad<Real>>(2 * count), flag_storage = scratch_of<int>(count + 1),
+                      before_storage = scratch_of<int>(count + 1);
+  out.storage = scratch_of<Quad<Real>>(2 * count);
   if (n == 0) return out;
+  Quad<Real>* quads = scratch_as<Quad<Real>>(unplaced);
+  int* flags = scratch_as<int>(flag_storage);
+  int* before = scratch_as<int>(before_storage);
   split_kernel<Real><<<blocks_for(n), kPrepareThreads>>>(n, spacing, prepared.x.data(), prepared.y.data(),
-                                                         prepared.z.data(), prepared.charge.data(), quads.data(),
-                                                         flags.data());
+                                                         prepared.z.data(), prepared.charge.data(), quads, flags);
   NBKIT_CUDA_CHECK_LAUNCH();
-  NBKIT_CUDA_CHECK(cudaMemsetAsync(flags.data() + n, 0, sizeof(int)));
+  NBKIT_CUDA_CHECK(cudaMemsetAsync(flags + n, 0, sizeof(int)));
   std::size_t scratch_bytes = 0;  // before[n] = atoms on the lattice among the first n; before[count]: all
-  NBKIT_CUDA_CHECK(cuda::exclusive_sum(nullptr, scratch_bytes, flags.data(), before.data(), n + 1));
-  cuda::DeviceBuffer<unsigned char> scratch(scratch_bytes);
-  NBKIT_CUDA_CHECK(cuda::exclusive_sum(scratch.data(), scratch_bytes, flags.data(), before.data(), n + 1));
+  NBKIT_CUDA_CHECK(cuda::exclusive_sum(nullptr, scratch_bytes, flags, before, n + 1));
+  cuda::ScratchBuffer scratch = scratch_of<unsigned char>(scratch_bytes);
+  NBKIT_CUDA_CHECK(cuda::exclusive_sum(scratch_as<unsigned char>(scratch), scratch_bytes, flags, before, n + 1));
   int on_lattice = 0;
-  NBKIT_CUDA_CHECK(cudaMemcpy(&on_lattice, before.data() + n, sizeof(int), cudaMemcpyDeviceToHost));
+  NBKIT_CUDA_CHECK(cudaMemcpy(&on_lattice, before + n, sizeof(int), cudaMemcpyDeviceToHost));
   out.on_lattice = static_cast<std::size_t>(on_lattice);
-  out.regular = static_cast<std::size_t>(n) - out.on_lattice;
-  place_split_kernel<Real><<<blocks_for(n), kPrepareThreads>>>(n, static_cast<long long>(out.regular), quads.data(),
-                                                               flags.data(), before.data(), out.quads.data());
+  out.regular = count - out.on_lattice;
+  place_split_kernel<Real><<<blocks_for(n), kPrepareThreads>>>(n, static_cast<long long>(out.regular), quads, flags,
+                                                               before, scratch_as<Quad<Real>>(out.storage));
   NBKIT_CUDA_CHECK_LAUNCH();
   NBKIT_CUDA_CHECK(cudaDeviceSynchronize());  // the other GPUs copy from it next
   return out;

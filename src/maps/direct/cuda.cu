@@ -221,25 +221,25 @@ void launch(const Plan& plan, int segments, const Quad<Real>* atoms, int natoms,
 }
 
 template <class Real, class Law, int P, bool kFp32Pipe>
-void run_slab(const Plan& plan, const cuda::DeviceBuffer<Quad<Real>>& regular,
-              const cuda::DeviceBuffer<Quad<Real>>& on_lattice, const Law& law, Real singular_r2, std::int64_t first,
+void run_slab(const Plan& plan, const typename gpu::Source<Quad<Real>>::View& regular,
+              const typename gpu::Source<Quad<Real>>::View& on_lattice, const Law& law, Real singular_r2, std::int64_t first,
               std::int64_t last, const Lattice& lattice, double prefactor, cuda::ScratchBuffer& partial,
               double* out, cudaStream_t stream) {
-  const int regular_atoms = static_cast<int>(regular.size() / 2);
+  const int regular_atoms = static_cast<int>(regular.size / 2);
   const long long points = static_cast<long long>(last - first) * lattice.dims[2];
   if (plan.segments == 1) {
-    launch<Real, Law, P, kFp32Pipe, false, false>(plan, 1, regular.data(), regular_atoms, law, singular_r2, first,
+    launch<Real, Law, P, kFp32Pipe, false, false>(plan, 1, regular.data, regular_atoms, law, singular_r2, first,
                                                   last, lattice, prefactor, out, 0, stream);
   } else {
-    launch<Real, Law, P, kFp32Pipe, false, false>(plan, plan.segments, regular.data(), regular_atoms, law,
+    launch<Real, Law, P, kFp32Pipe, false, false>(plan, plan.segments, regular.data, regular_atoms, law,
                                                   singular_r2, first, last, lattice, 1.0, partial.data(), points,
                                                   stream);
     const int blocks = static_cast<int>(std::min<long long>((points + 255) / 256, 65535));
     reduce_segments_kernel<<<blocks, 256, 0, stream>>>(partial.data(), plan.segments, points, prefactor, out);
     NBKIT_CUDA_CHECK_LAUNCH();
   }
-  if (on_lattice.size() > 0)
-    launch<Real, Law, P, false, true, true>(plan, 1, on_lattice.data(), static_cast<int>(on_lattice.size() / 2),
+  if (on_lattice.size > 0)
+    launch<Real, Law, P, false, true, true>(plan, 1, on_lattice.data, static_cast<int>(on_lattice.size / 2),
                                             law, singular_r2, first, last, lattice, prefactor, out, 0, stream);
 }
 
@@ -272,8 +272,8 @@ double run_device(const gpu::Worker& worker, const gpu::Source<Quad<Real>>& regu
   const RowRange& rows = shared.rows();
   const Lattice& lattice = *rows.lattice;
   const std::int64_t nz = lattice.dims[2];
-  const cuda::DeviceBuffer<Quad<Real>> regular = regular_atoms.copy_to(device),
-                                       on_lattice = on_lattice_atoms.copy_to(device);
+  const typename gpu::Source<Quad<Real>>::View regular = regular_atoms.on(device),
+                                               on_lattice = on_lattice_atoms.on(device);
 
   int sms = 0, blocks_per_sm = 0;
   NBKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -285,7 +285,7 @@ double run_device(const gpu::Worker& worker, const gpu::Source<Quad<Real>>& regu
   std::size_t free_bytes = 0, total_bytes = 0;
   NBKIT_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::int64_t slab_rows =
-      plan_slab_rows(plan, shared.total(), nz, static_cast<std::int64_t>(regular.size() / 2),
+      plan_slab_rows(plan, shared.total(), nz, static_cast<std::int64_t>(regular.size / 2),
                      shared.device_count(), sms * std::max(blocks_per_sm, 1), free_bytes);
   const std::size_t slab_points = static_cast<std::size_t>(slab_rows * nz);
   if (slab_points * sizeof(double) * (plan.segments + 2) > free_bytes)
