@@ -321,14 +321,14 @@ struct BinsSource {
   int size = 0;
 };
 
-// One binned set of atoms on a device.
+// One binned set of atoms as a device reads it: where they were binned, or a copy.
 template <class Real>
 struct DeviceBins {
-  cuda::DeviceBuffer<Quad<Real>> atoms;
-  cuda::DeviceBuffer<int> bin_start;
+  typename gpu::Source<Quad<Real>>::View atoms;
+  typename gpu::Source<int>::View bin_start;
   int size = 0;
   DeviceBins(const BinsSource<Real>& source, int device)
-      : atoms(source.atoms.copy_to(device)), bin_start(source.bin_start.copy_to(device)), size(source.size) {}
+      : atoms(source.atoms.on(device)), bin_start(source.bin_start.on(device)), size(source.size) {}
 };
 
 // Atoms binned on one GPU: a key per atom (its bin, or bin_count + bin for those that may sit
@@ -412,26 +412,34 @@ DeviceBinned<Real> bin_on_device(const gpu::AtomColumns& prepared, const Lattice
     throw Error("cutoff summation on the GPU: " + std::to_string(bins) + " bins are too many");
   const auto bin_count = static_cast<unsigned>(bins);
   const auto count = static_cast<int>(n);
-  cuda::DeviceBuffer<unsigned> key(static_cast<std::size_t>(n)), sorted_key(static_cast<std::size_t>(n));
-  cuda::DeviceBuffer<int> atom(static_cast<std::size_t>(n)), sorted_atom(static_cast<std::size_t>(n));
+  // The sort's buffers from the scratch cache (done with at the synchronisation below): a map's
+  // calls repeat, and mapping and unmapping device memory for them cost each call ~0.1 ms.
+  const auto atoms_count = static_cast<std::size_t>(n);
+  cuda::ScratchBuffer key_storage = gpu::scratch_of<unsigned>(atoms_count),
+                      sorted_key_storage = gpu::scratch_of<unsigned>(atoms_count),
+                      atom_storage = gpu::scratch_of<int>(atoms_count),
+                      sorted_atom_storage = gpu::scratch_of<int>(atoms_count);
+  auto* key = gpu::scratch_as<unsigned>(key_storage);
+  auto* sorted_key = gpu::scratch_as<unsigned>(sorted_key_storage);
+  auto* atom = gpu::scratch_as<int>(atom_storage);
+  auto* sorted_atom = gpu::scratch_as<int>(sorted_atom_storage);
   if (n > 0) {
     bin_key_kernel<Real><<<gpu::blocks_for(n), gpu::kPrepareThreads>>>(
         n, lattice.spacing, layout.grid, layout.reach * layout.reach, bin_count, prepared.x.data(), prepared.y.data(),
-        prepared.z.data(), prepared.charge.data(), key.data(), atom.data());
+        prepared.z.data(), prepared.charge.data(), key, atom);
     NBKIT_CUDA_CHECK_LAUNCH();
     int end_bit = 1;
     while (end_bit < 32 && (std::uint64_t{1} << end_bit) <= 2 * static_cast<std::uint64_t>(bin_count)) ++end_bit;
     std::size_t bytes = 0;
-    NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, bytes, key.data(), sorted_key.data(), atom.data(), sorted_atom.data(),
-                                      count, 0, end_bit));
-    cuda::DeviceBuffer<unsigned char> scratch(bytes);
-    NBKIT_CUDA_CHECK(cuda::sort_pairs(scratch.data(), bytes, key.data(), sorted_key.data(), atom.data(),
-                                      sorted_atom.data(), count, 0, end_bit));
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, bytes, key, sorted_key, atom, sorted_atom, count, 0, end_bit));
+    cuda::ScratchBuffer scratch = gpu::scratch_of<unsigned char>(bytes);
+    NBKIT_CUDA_CHECK(cuda::sort_pairs(gpu::scratch_as<unsigned char>(scratch), bytes, key, sorted_key, atom,
+                                      sorted_atom, count, 0, end_bit));
   }
   out.regular_start = cuda::DeviceBuffer<int>(static_cast<std::size_t>(bins) + 1);
   out.on_lattice_start = cuda::DeviceBuffer<int>(static_cast<std::size_t>(bins) + 1);
   bin_start_kernel<<<gpu::blocks_for(bins + 1), gpu::kPrepareThreads>>>(
-      count, bin_count, sorted_key.data(), out.regular_start.data(), out.on_lattice_start.data());
+      count, bin_count, sorted_key, out.regular_start.data(), out.on_lattice_start.data());
   NBKIT_CUDA_CHECK_LAUNCH();
   NBKIT_CUDA_CHECK(cudaMemcpy(&out.regular, out.regular_start.data() + bins, sizeof(int), cudaMemcpyDeviceToHost));
   NBKIT_CUDA_CHECK(
@@ -440,7 +448,7 @@ DeviceBinned<Real> bin_on_device(const gpu::AtomColumns& prepared, const Lattice
   out.atoms = cuda::DeviceBuffer<Quad<Real>>(2 * static_cast<std::size_t>(kept));
   if (kept > 0) {
     binned_split_kernel<Real><<<gpu::blocks_for(kept), gpu::kPrepareThreads>>>(
-        kept, lattice.spacing, sorted_atom.data(), prepared.x.data(), prepared.y.data(), prepared.z.data(),
+        kept, lattice.spacing, sorted_atom, prepared.x.data(), prepared.y.data(), prepared.z.data(),
         prepared.charge.data(), out.atoms.data());
     NBKIT_CUDA_CHECK_LAUNCH();
   }
@@ -460,7 +468,7 @@ void launch(const CutoffLayout& layout, const DeviceBins<Real>& bins, const cuda
   if (blocks > 0x7fffffffLL) throw Error("cutoff summation on the GPU: too many regions in one slab");
   const Real filter_r2 = static_cast<Real>(layout.reach * layout.reach);
   cutoff_sum_kernel<Real, Law, kCheckSingular, kAccumulate><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      grid, bins.atoms.data(), bins.bin_start.data(), runs.data(), static_cast<int>(runs.size()), law, singular_r2,
+      grid, bins.atoms.data, bins.bin_start.data, runs.data(), static_cast<int>(runs.size()), law, singular_r2,
       filter_r2, region_x_first, first, last, scale, out);
   NBKIT_CUDA_CHECK_LAUNCH();
 }
