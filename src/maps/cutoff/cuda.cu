@@ -428,6 +428,7 @@ DeviceBinned<Real> bin_on_device(const gpu::AtomColumns& prepared, const Lattice
   auto* sorted_key = gpu::scratch_as<unsigned>(sorted_key_storage);
   auto* atom = gpu::scratch_as<int>(atom_storage);
   auto* sorted_atom = gpu::scratch_as<int>(sorted_atom_storage);
+  cuda::ScratchBuffer scratch;  // the sort's; here, so that it goes back only after the synchronisation
   if (n > 0) {
     bin_key_kernel<Real><<<gpu::blocks_for(n), gpu::kPrepareThreads>>>(
         n, lattice.spacing, layout.grid, layout.reach * layout.reach, bin_count, prepared.x.data(), prepared.y.data(),
@@ -437,7 +438,7 @@ DeviceBinned<Real> bin_on_device(const gpu::AtomColumns& prepared, const Lattice
     while (end_bit < 32 && (std::uint64_t{1} << end_bit) <= 2 * static_cast<std::uint64_t>(bin_count)) ++end_bit;
     std::size_t bytes = 0;
     NBKIT_CUDA_CHECK(cuda::sort_pairs(nullptr, bytes, key, sorted_key, atom, sorted_atom, count, 0, end_bit));
-    cuda::ScratchBuffer scratch = gpu::scratch_of<unsigned char>(bytes);
+    scratch = gpu::scratch_of<unsigned char>(bytes);
     NBKIT_CUDA_CHECK(cuda::sort_pairs(gpu::scratch_as<unsigned char>(scratch), bytes, key, sorted_key, atom,
                                       sorted_atom, count, 0, end_bit));
   }
