@@ -6,8 +6,9 @@
 // <TAB> correlation"), and the host's runtime calls ("api <TAB> start <TAB> end <TAB> thread <TAB>
 // call <TAB> correlation": a kernel's launch call has its correlation, so the two lines say how
 // far ahead of the GPU the host queued it).
-// scripts/timeline-md builds and uses it:
-//   g++ -std=c++17 -O2 -shared -fPIC scripts/cupti_trace.cpp -I$CUDA/include -L$CUPTI_LIB -lcupti
+// scripts/cupti-trace-lib builds it (g++ against the toolkit's CUPTI); scripts/timeline-md and
+// scripts/trace-map use it:
+//   scripts/cupti-trace-lib libtrace.so
 //   CUDA_INJECTION64_PATH=libtrace.so NBKIT_TRACE=trace.tsv nbkit md ...
 #include <cupti.h>
 #include <cxxabi.h>
