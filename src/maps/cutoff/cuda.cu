@@ -450,10 +450,8 @@ DeviceBinned<Real> bin_on_device(const gpu::AtomColumns& prepared, const Lattice
   bin_start_kernel<<<gpu::blocks_for(bins + 1), gpu::kPrepareThreads>>>(count, bin_count, sorted_key, regular_start,
                                                                          on_lattice_start);
   NBKIT_CUDA_CHECK_LAUNCH();
-  int counts[2] = {0, 0};
-  NBKIT_CUDA_CHECK(cudaMemcpy(&counts[0], regular_start + bins, sizeof(int), cudaMemcpyDeviceToHost));
-  NBKIT_CUDA_CHECK(cudaMemcpy(&counts[1], on_lattice_start + bins, sizeof(int), cudaMemcpyDeviceToHost));
-  out.regular = counts[0], out.on_lattice = counts[1];
+  NBKIT_CUDA_CHECK(cudaMemcpy(&out.regular, regular_start + bins, sizeof(int), cudaMemcpyDeviceToHost));
+  NBKIT_CUDA_CHECK(cudaMemcpy(&out.on_lattice, on_lattice_start + bins, sizeof(int), cudaMemcpyDeviceToHost));
   const int kept = out.regular + out.on_lattice;
   out.atoms = gpu::scratch_of<Quad<Real>>(2 * static_cast<std::size_t>(kept));
   if (kept > 0) {
