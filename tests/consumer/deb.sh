@@ -16,6 +16,9 @@ owners() {
 owner_of() {  # owner_of PATH: from $known (owners' lines)
   awk -F '\t' -v p="$1" '$1 == p {print $2; exit}' <<<"$known"
 }
+spellings() {  # the names dpkg may know a loaded library by, one a line: as found, resolved, merged-/usr
+  printf '%s\n' "$1" "$(readlink -f "$1")" "/usr$1" "${1#/usr}"
+}
 # A build that links libraries from outside the package system (a vendored Highway or FFTW, as
 # the GPU machine's .deps/) cannot name them as dependencies: no .deb to check there (skip, 77).
 mapfile -t linked < <(ldd "$build/bin/nbkit" | awk '$2 == "=>" && $3 ~ /^\// {print $3}')
@@ -64,17 +67,16 @@ while IFS= read -r binary; do
 done < <(find "$work/root" -type f \( -name nbkit -o -name '*.so*' \))
 candidates=()
 for entry in "${needed[@]}"; do
-  path=${entry##*$'\t'}
-  candidates+=("$path" "$(readlink -f "$path")" "/usr$path" "${path#/usr}")
+  mapfile -t -O "${#candidates[@]}" candidates < <(spellings "${entry##*$'\t'}")
 done
 known=$(owners "${candidates[@]}")
 status=0
 for entry in "${needed[@]}"; do
   IFS=$'\t' read -r binary soname path <<<"$entry"
   owner=""
-  for candidate in "$path" "$(readlink -f "$path")" "/usr$path" "${path#/usr}"; do
+  while IFS= read -r candidate; do
     owner=$(owner_of "$candidate") && [ -n "$owner" ] && break
-  done
+  done < <(spellings "$path")
   if [ -n "$owner" ]; then
     case "$owner" in libc6 | libgcc-s1 | libstdc++6) ;;  # essential, named anyway by shlibdeps
       *) [[ "$depends_names" == *" $owner "* ]] || { echo "$binary needs $soname ($owner), not in Depends" >&2; status=1; } ;;
