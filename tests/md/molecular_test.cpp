@@ -713,27 +713,23 @@ TEST(MolecularGpu, PairListBuildsByGroupRowAndCellGiveTheSameBits) {
 // builds and precisions, on the protein (every axis 3 cells or more: the offsets are used) and
 // the chains (2 cells an edge: the kernel's cell arithmetic, as without); with the fast law's
 // lean entries (NBKIT_PAIR_LEAN_ENTRIES, on by default: shifts from a table, entries found from one
-// pointer) and without, and the lean entries' pairs through compacted_pairs (NBKIT_PAIR_COMPACT, on
-// by default: each lane's pairs within the cutoff queued, the law run where most lanes hold one)
-// and through listed_pairs.
+// pointer) and without.
 TEST(MolecularGpu, PairListOffsetsGiveTheSameBits) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
   const GpuSystems g = gpu_systems();
   NonbondedSettings s;
   s.method = Method::pme, s.cutoff = 9;
-  // lean: NBKIT_PAIR_LEAN_ENTRIES (listed_pairs' Lean); compact: NBKIT_PAIR_COMPACT.
+  // lean: NBKIT_PAIR_LEAN_ENTRIES (listed_pairs' Lean).
   auto with = [&](const char* offsets, const char* build, const Topology& t, const std::vector<Vec3>& x,
-                  const PeriodicBox& box, Precision precision, const char* lean = "1", const char* compact = "1") {
+                  const PeriodicBox& box, Precision precision, const char* lean = "1") {
     setenv("NBKIT_PAIR_LIST_OFFSETS", offsets, 1);
     setenv("NBKIT_PAIR_LIST_BUILD", build, 1);
     setenv("NBKIT_PAIR_LEAN_ENTRIES", lean, 1);
-    setenv("NBKIT_PAIR_COMPACT", compact, 1);
     auto forces = md::molecular_forces(t, x, box, s, Backend::cuda, 0, {}, precision);
     unsetenv("NBKIT_PAIR_LIST_OFFSETS");
     unsetenv("NBKIT_PAIR_LIST_BUILD");
     unsetenv("NBKIT_PAIR_LEAN_ENTRIES");
-    unsetenv("NBKIT_PAIR_COMPACT");
     return forces;
   };
   using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
@@ -742,22 +738,19 @@ TEST(MolecularGpu, PairListOffsetsGiveTheSameBits) {
     for (const char* build : {"group", "row", "cell"})
       for (const Precision precision : {Precision::single, Precision::double_}) {
         const auto plain = with("0", build, *t, *x, box, precision);
-        using Way = std::pair<const char*, const char*>;  // lean, compact
-        for (const auto& [lean, compact] : {Way{"1", "1"}, Way{"1", "0"}, Way{"0", "0"}}) {
-          const auto coded = with("1", build, *t, *x, box, precision, lean, compact);
-          const std::string what = std::string(name) + " " + build + " lean " + lean + " compact " + compact;
-          EXPECT_EQ(plain.energy.total(), coded.energy.total()) << what;
-          EXPECT_EQ(plain.virial, coded.virial) << what;
-          for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(plain.force[i], coded.force[i]) << what << " atom " << i;
+        for (const char* lean : {"1", "0"}) {
+          const auto coded = with("1", build, *t, *x, box, precision, lean);
+          EXPECT_EQ(plain.energy.total(), coded.energy.total()) << name << " " << build << " lean " << lean;
+          EXPECT_EQ(plain.virial, coded.virial) << name << " " << build << " lean " << lean;
+          for (std::size_t i = 0; i < x->size(); ++i)
+            ASSERT_EQ(plain.force[i], coded.force[i]) << name << " " << build << " lean " << lean << " atom " << i;
         }
       }
   EXPECT_THROW(with("yes", "row", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
   EXPECT_THROW(with("1", "row", g.chain, g.chain_x, g.chain_box, Precision::single, "on"), Error);
-  EXPECT_THROW(with("1", "row", g.chain, g.chain_x, g.chain_box, Precision::single, "1", "yes"), Error);
   unsetenv("NBKIT_PAIR_LIST_OFFSETS");
   unsetenv("NBKIT_PAIR_LIST_BUILD");
   unsetenv("NBKIT_PAIR_LEAN_ENTRIES");
-  unsetenv("NBKIT_PAIR_COMPACT");
 }
 
 // The pair sums' lanes an atom (NBKIT_PAIR_LANES, for A/B runs; by default from the atom count):

@@ -21,7 +21,6 @@
 #include "md/cuda/cell_starts.cuh"
 #include "md/cuda/pair_list_build.cuh"
 #include "md/cuda/pair_list_layout.cuh"
-#include "md/cuda/pair_list_compacted.cuh"
 #include "md/cuda/pair_list_sums.cuh"
 #include "md/fast_pair_math.hpp"
 #include "md/molecular_pair_constants.hpp"
@@ -119,9 +118,6 @@ struct MolecularPairListGpu::State {
   bool offsets = false;        // the list's entries have them (wanted, and 3 or more cells an axis)
   bool fast_law = true;        // mixed precision's PME pairs by FastFloatPairMath; NBKIT_PAIR_FAST_LAW=0: not
   bool lean_entries = true;    // listed_pairs' Lean (fewer instructions an entry); NBKIT_PAIR_LEAN_ENTRIES=0: not
-  // Lean's pairs through compacted_pairs (the law's idle lanes taken out; the same bits);
-  // NBKIT_PAIR_COMPACT=0: listed_pairs.
-  bool compact = true;
   // Atoms sorted by sub-cell within each cell (bin_atoms), which the build by group needs;
   // NBKIT_PAIR_LIST_GROUPS=0: not, and the build by group falls back to a warp a row (session 34's
   // order, list and bits).
@@ -317,7 +313,6 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.offsets_wanted = env_switch("NBKIT_PAIR_LIST_OFFSETS", true);
   s.fast_law = env_switch("NBKIT_PAIR_FAST_LAW", true);
   s.lean_entries = env_switch("NBKIT_PAIR_LEAN_ENTRIES", true);
-  s.compact = env_switch("NBKIT_PAIR_COMPACT", true);
   s.groups_wanted = env_switch("NBKIT_PAIR_LIST_GROUPS", true);
   s.group_queue = env_switch("NBKIT_PAIR_LIST_GROUP_QUEUE", true);
   if (const char* unit = std::getenv("NBKIT_PAIR_LIST_UNIT"); unit && *unit) {
@@ -773,7 +768,6 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out, bo
     if constexpr (sizeof(Real) == 4 && C == PairCoulomb::ewald) {
       if (fast) {
         if (lanes == 1) launch(listed_pairs<Real, S, C, Energies, 1, true>);
-        else if (lean_entries && compact) launch(compacted_pairs<S, C, Energies>);
         else if (lean_entries) launch(listed_pairs<Real, S, C, Energies, 4, true, true>);
         else launch(listed_pairs<Real, S, C, Energies, 4, true>);
         return;

@@ -29,102 +29,6 @@ struct PairLaw {
   const int *cell_start, *excluded_first, *excluded;
 };
 
-template <class Real>
-struct alignas(4 * sizeof(Real)) CellShift {
-  Real x, y, z, unused;
-};
-
-// The block's table of the 64 offset codes' shifts (Lean, below).
-template <class Real>
-__device__ inline void fill_shifts(const PairLaw<Real>& law, CellShift<Real>* shift_of) {
-  if (law.offsets)
-    for (int c = static_cast<int>(threadIdx.x); c < 64; c += static_cast<int>(blockDim.x)) {
-      const unsigned code = static_cast<unsigned>(c) << kIndexBits;
-      shift_of[c] = {Real(cell_offset(code, 0)) * law.frame.width[0], Real(cell_offset(code, 1)) * law.frame.width[1],
-                     Real(cell_offset(code, 2)) * law.frame.width[2], Real(0)};
-    }
-  __syncthreads();
-}
-
-// r_i - r_j of a row's entry (its neighbour pj, in cell cell_j): one expression for every pair
-// kernel, so that they give the same bits.
-template <class Real, bool Lean>
-__device__ __forceinline__ void entry_separation(const PairLaw<Real>& law, const CellShift<Real>* shift_of,
-                                                 unsigned entry, const PositionCharge<Real>& pi, int cell_i,
-                                                 const PositionCharge<Real>& pj, int cell_j, Real& dx, Real& dy,
-                                                 Real& dz) {
-  if (law.offsets) {
-    if constexpr (Lean) {
-      const CellShift<Real> shift = shift_of[entry >> kIndexBits];
-      dx = (pi.x - pj.x) + shift.x, dy = (pi.y - pj.y) + shift.y, dz = (pi.z - pj.z) + shift.z;
-    } else {
-      dx = (pi.x - pj.x) + Real(cell_offset(entry, 0)) * law.frame.width[0];
-      dy = (pi.y - pj.y) + Real(cell_offset(entry, 1)) * law.frame.width[1];
-      dz = (pi.z - pj.z) + Real(cell_offset(entry, 2)) * law.frame.width[2];
-    }
-  } else {
-    dx = axis_separation(law.frame, 0, pi.x, pj.x, cell_i, cell_j);
-    dy = axis_separation(law.frame, 1, pi.y, pj.y, cell_i, cell_j);
-    dz = axis_separation(law.frame, 2, pi.z, pj.z, cell_i, cell_j);
-  }
-}
-
-template <class Real>
-__device__ __forceinline__ Real squared(Real dx, Real dy, Real dz) {
-  return dx * dx + dy * dy + dz * dz;
-}
-
-// A pair within the cutoff through the law (pair_terms-inl.hpp), its force, energy and virial
-// added to a lane's float64 sums: force x, y, z; Lennard-Jones, Coulomb; virial.
-template <PairSwitch Switch, PairCoulomb Coulomb, bool Energies, class Math, class Real>
-__device__ __forceinline__ void sum_pair(const Math& math, const MolecularPairConstants<Real>& k, Real r2, Real dx,
-                                         Real dy, Real dz, Real c12_ij, Real c6_ij, Real qq, double (&sum)[6]) {
-  Real lj, lj_f, coulomb, coulomb_f;
-  molecular_pair<Switch, Coulomb>(math, r2, c12_ij, c6_ij, qq, k, lj, lj_f, coulomb, coulomb_f);
-  const Real f = lj_f + coulomb_f;
-  sum[0] += static_cast<double>(f * dx), sum[1] += static_cast<double>(f * dy), sum[2] += static_cast<double>(f * dz);
-  if constexpr (Energies) {
-    sum[3] += static_cast<double>(lj), sum[4] += static_cast<double>(coulomb);
-    sum[5] += static_cast<double>(f * r2);
-  }
-}
-
-// A row's entry through the law if its pair lies within the cutoff (listed_pairs' and the walk's
-// of a row past the list's capacity).
-template <PairSwitch Switch, PairCoulomb Coulomb, bool Energies, bool Lean, class Math, class Real>
-__device__ __forceinline__ void sum_entry(const Math& math, const PairLaw<Real>& law, const CellShift<Real>* shift_of,
-                                          unsigned entry, const PositionCharge<Real>& pi, int cell_i, Real qi,
-                                          const PositionCharge<Real>& pj, int cell_j, Real c12_ij, Real c6_ij,
-                                          double (&sum)[6]) {
-  Real dx, dy, dz;
-  entry_separation<Real, Lean>(law, shift_of, entry, pi, cell_i, pj, cell_j, dx, dy, dz);
-  const Real r2 = squared(dx, dy, dz);
-  if (!(r2 < law.cutoff2)) return;  // in the skin
-  sum_pair<Switch, Coulomb, Energies>(math, law.k, r2, dx, dy, dz, c12_ij, c6_ij, qi * pj.q, sum);
-}
-
-// A row's lanes' sums to its atom's (sorted atom t, topology atom order[t]): the lanes meet by a
-// fixed tree of shuffles, and the first writes. Half of each pair's energy and virial: each pair
-// is in both its atoms' rows.
-template <bool Energies>
-__device__ __forceinline__ void write_row_sums(double (&sum)[6], int lanes, int lane, const int* __restrict__ order,
-                                               int t, const PairSums& out) {
-  constexpr int kSummed = Energies ? 6 : 3;
-  if (lanes > 1) {
-    const int first = (threadIdx.x % 32) / lanes * lanes;
-    const unsigned group = (lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1)) << first;
-    for (int offset = lanes / 2; offset > 0; offset /= 2)
-      for (int v = 0; v < kSummed; ++v) sum[v] += __shfl_down_sync(group, sum[v], offset, lanes);
-    if (lane != 0) return;
-  }
-  const int a = order[t];
-  out.force[a] = V3{sum[0], sum[1], sum[2]};
-  if constexpr (Energies) {
-    out.lennard_jones[a] = 0.5 * sum[3], out.coulomb[a] = 0.5 * sum[4], out.virial[a] = 0.5 * sum[5];
-    out.excluded[a] = 0;
-  }
-}
-
 // `lanes` threads (1, 2, 4 or 8, lanes of one warp) per sorted atom t: lane l sums entries l,
 // l + lanes, ... of t's row in order, pair_terms-inl.hpp's law in Real, each pair's force, energy
 // and virial added in float64 (as OpenMM's mixed precision accumulates); the lanes' sums meet by
@@ -152,6 +56,10 @@ __device__ __forceinline__ void write_row_sums(double (&sum)[6], int lanes, int 
 //   signed division and 64-bit arithmetic for each (14 of the loop's PTX instructions an entry).
 // The PTX of the production kernel's loop (float, 4 ahead, no energies): 757 instructions a
 // round of 4 entries with neither, 723 with the table.
+template <class Real>
+struct alignas(4 * sizeof(Real)) CellShift {
+  Real x, y, z, unused;
+};
 template <class Real, PairSwitch Switch, PairCoulomb Coulomb, bool Energies, int Ahead, bool Fast = false,
           bool Lean = false>
 __global__ void __launch_bounds__(kThreads)
@@ -159,7 +67,15 @@ __global__ void __launch_bounds__(kThreads)
                  const TypeCell* __restrict__ attributes, const int* __restrict__ order, const int* __restrict__ list,
                  const int* __restrict__ row_length, PairLaw<Real> law, PairSums out) {
   __shared__ CellShift<Real> shift_of[Lean ? 64 : 1];
-  if constexpr (Lean) fill_shifts(law, shift_of);
+  if constexpr (Lean) {
+    if (law.offsets)
+      for (int c = static_cast<int>(threadIdx.x); c < 64; c += static_cast<int>(blockDim.x)) {
+        const unsigned code = static_cast<unsigned>(c) << kIndexBits;
+        shift_of[c] = {Real(cell_offset(code, 0)) * law.frame.width[0], Real(cell_offset(code, 1)) * law.frame.width[1],
+                       Real(cell_offset(code, 2)) * law.frame.width[2], Real(0)};
+      }
+    __syncthreads();
+  }
   const int thread = blockIdx.x * blockDim.x + threadIdx.x;
   const int t = thread / lanes, lane = thread % lanes;
   if (t >= n) return;  // whole groups: lanes divides the block
@@ -169,10 +85,33 @@ __global__ void __launch_bounds__(kThreads)
   const Real qi = law.coulomb_k * pi.q;
   const Real* c12 = law.c12 + ai.type * law.types;
   const Real* c6 = law.c6 + ai.type * law.types;
-  double sum[6] = {0, 0, 0, 0, 0, 0};  // sum_pair's
+  double sum[6] = {0, 0, 0, 0, 0, 0};  // force x, y, z; Lennard-Jones, Coulomb; virial
   auto add = [&](unsigned entry, const PositionCharge<Real>& pj, int cell_j, Real c12_ij, Real c6_ij) {
-    sum_entry<Switch, Coulomb, Energies, Lean>(math, law, shift_of, entry, pi, ai.cell, qi, pj, cell_j, c12_ij, c6_ij,
-                                               sum);
+    Real dx, dy, dz;
+    if (law.offsets) {
+      if constexpr (Lean) {
+        const CellShift<Real> shift = shift_of[entry >> kIndexBits];
+        dx = (pi.x - pj.x) + shift.x, dy = (pi.y - pj.y) + shift.y, dz = (pi.z - pj.z) + shift.z;
+      } else {
+        dx = (pi.x - pj.x) + Real(cell_offset(entry, 0)) * law.frame.width[0];
+        dy = (pi.y - pj.y) + Real(cell_offset(entry, 1)) * law.frame.width[1];
+        dz = (pi.z - pj.z) + Real(cell_offset(entry, 2)) * law.frame.width[2];
+      }
+    } else {
+      dx = axis_separation(law.frame, 0, pi.x, pj.x, ai.cell, cell_j);
+      dy = axis_separation(law.frame, 1, pi.y, pj.y, ai.cell, cell_j);
+      dz = axis_separation(law.frame, 2, pi.z, pj.z, ai.cell, cell_j);
+    }
+    const Real r2 = dx * dx + dy * dy + dz * dz;
+    if (!(r2 < law.cutoff2)) return;  // in the skin
+    Real lj, lj_f, coulomb, coulomb_f;
+    molecular_pair<Switch, Coulomb>(math, r2, c12_ij, c6_ij, qi * pj.q, law.k, lj, lj_f, coulomb, coulomb_f);
+    const Real f = lj_f + coulomb_f;
+    sum[0] += static_cast<double>(f * dx), sum[1] += static_cast<double>(f * dy), sum[2] += static_cast<double>(f * dz);
+    if constexpr (Energies) {
+      sum[3] += static_cast<double>(lj), sum[4] += static_cast<double>(coulomb);
+      sum[5] += static_cast<double>(f * r2);
+    }
   };
   const int length = row_length[t];
   const int listed = min(length, law.capacity);  // a longer row's other entries: walk_row, below
@@ -234,7 +173,20 @@ __global__ void __launch_bounds__(kThreads)
                const TypeCell aj = attributes[j];
                add(entry, packed[j], aj.cell, __ldg(c12 + aj.type), __ldg(c6 + aj.type));
              });
-  write_row_sums<Energies>(sum, lanes, lane, order, t, out);
+  constexpr int kSummed = Energies ? 6 : 3;
+  if (lanes > 1) {
+    const int first = (threadIdx.x % 32) / lanes * lanes;
+    const unsigned group = (lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1)) << first;
+    for (int offset = lanes / 2; offset > 0; offset /= 2)
+      for (int v = 0; v < kSummed; ++v) sum[v] += __shfl_down_sync(group, sum[v], offset, lanes);
+    if (lane != 0) return;
+  }
+  const int a = order[t];
+  out.force[a] = V3{sum[0], sum[1], sum[2]};
+  if constexpr (Energies) {
+    out.lennard_jones[a] = 0.5 * sum[3], out.coulomb[a] = 0.5 * sum[4], out.virial[a] = 0.5 * sum[5];
+    out.excluded[a] = 0;
+  }
 }
 
 // With PME or MSM, each excluded pair takes away the part of its Coulomb that the mesh or the
