@@ -617,20 +617,25 @@ TEST(MolecularGpu, MixedPrecisionIsWithinFloat32sRoundingOfTheReferenceAndRepeat
   cases[2] = cases[1], cases[2].style = NonbondedSettings::CutoffStyle::charmm;
   cases[3].method = Method::msm, cases[3].cutoff = 9, cases[3].msm_spacing = 2.5;
   using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
-  // `fast`: PME's pairs with the fast float32 law (the default: md/fast_pair_math.hpp), and every
-  // law without it (NBKIT_PAIR_FAST_LAW=0: the correctly rounded one), both within float32's
-  // rounding; the list's cell offsets on (the default) throughout.
+  // `law`: PME's pairs with the fast float32 law (1, the default: md/fast_pair_math.hpp), the
+  // same with a round's pairs summed in float32 first (2: NBKIT_PAIR_ROUND_SUMS=1, a candidate),
+  // and every law without it (0, NBKIT_PAIR_FAST_LAW=0: the correctly rounded one), all within
+  // float32's rounding; the list's cell offsets on (the default) throughout.
   for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
                                         Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
-    for (const bool fast : {false, true})
+    for (const int law : {0, 1, 2})
       for (const NonbondedSettings& s : cases) {
+        const bool fast = law > 0;
         if (fast && s.method != Method::pme) continue;
         struct Env {
-          explicit Env(bool on) { setenv("NBKIT_PAIR_FAST_LAW", on ? "1" : "0", 1); }
-          ~Env() { unsetenv("NBKIT_PAIR_FAST_LAW"); }
-        } env(fast);
+          explicit Env(int law) {
+            setenv("NBKIT_PAIR_FAST_LAW", law > 0 ? "1" : "0", 1);
+            setenv("NBKIT_PAIR_ROUND_SUMS", law == 2 ? "1" : "0", 1);
+          }
+          ~Env() { unsetenv("NBKIT_PAIR_FAST_LAW"), unsetenv("NBKIT_PAIR_ROUND_SUMS"); }
+        } env(law);
         const std::string what = std::string(name) + " " + md::to_string(s.method) + " " + md::to_string(s.style) +
-                                 (fast ? " (fast law)" : "");
+                                 (law == 1 ? " (fast law)" : law == 2 ? " (fast law, round sums)" : "");
         const auto reference = md::molecular_forces(*t, *x, box, s, Backend::reference);
         const auto mixed = md::molecular_forces(*t, *x, box, s, Backend::cuda, 0, {}, Precision::single);
         const auto a = mixed.energy.named(), b = reference.energy.named();

@@ -118,6 +118,7 @@ struct MolecularPairListGpu::State {
   bool offsets = false;        // the list's entries have them (wanted, and 3 or more cells an axis)
   bool fast_law = true;        // mixed precision's PME pairs by FastFloatPairMath; NBKIT_PAIR_FAST_LAW=0: not
   bool lean_entries = true;    // listed_pairs' Lean (fewer instructions an entry); NBKIT_PAIR_LEAN_ENTRIES=0: not
+  bool round_sums = false;     // listed_pairs' RoundSums (a candidate); NBKIT_PAIR_ROUND_SUMS=1: on
   // Atoms sorted by sub-cell within each cell (bin_atoms), which the build by group needs;
   // NBKIT_PAIR_LIST_GROUPS=0: not, and the build by group falls back to a warp a row (session 34's
   // order, list and bits).
@@ -313,6 +314,7 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.offsets_wanted = env_switch("NBKIT_PAIR_LIST_OFFSETS", true);
   s.fast_law = env_switch("NBKIT_PAIR_FAST_LAW", true);
   s.lean_entries = env_switch("NBKIT_PAIR_LEAN_ENTRIES", true);
+  s.round_sums = env_switch("NBKIT_PAIR_ROUND_SUMS", false);
   s.groups_wanted = env_switch("NBKIT_PAIR_LIST_GROUPS", true);
   s.group_queue = env_switch("NBKIT_PAIR_LIST_GROUP_QUEUE", true);
   if (const char* unit = std::getenv("NBKIT_PAIR_LIST_UNIT"); unit && *unit) {
@@ -768,6 +770,7 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out, bo
     if constexpr (sizeof(Real) == 4 && C == PairCoulomb::ewald) {
       if (fast) {
         if (lanes == 1) launch(listed_pairs<Real, S, C, Energies, 1, true>);
+        else if (lean_entries && round_sums) launch(listed_pairs<Real, S, C, Energies, 4, true, true, true>);
         else if (lean_entries) launch(listed_pairs<Real, S, C, Energies, 4, true, true>);
         else launch(listed_pairs<Real, S, C, Energies, 4, true>);
         return;

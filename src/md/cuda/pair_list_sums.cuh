@@ -60,8 +60,16 @@ template <class Real>
 struct alignas(4 * sizeof(Real)) CellShift {
   Real x, y, z, unused;
 };
+
+// `RoundSums` (NBKIT_PAIR_ROUND_SUMS=1, the Lean kernels only; a candidate, off by default): a
+// round's Ahead pairs summed in Real first and added to the float64 sums once a round, as
+// OpenMM's mixed precision sums a tile's pairs in float32 before its fixed-point totals: 3
+// conversions to float64 and 3 float64 adds an entry become 3 fused multiply-adds, and the
+// conversions (a quarter-rate unit's, beside the law's rsqrt, exp and three reciprocals) and adds
+// come once a round. Other bits than without: each partial sum rounds in float32 (a few pairs,
+// relative 6e-8 of their size, against the law's own ~7e-7).
 template <class Real, PairSwitch Switch, PairCoulomb Coulomb, bool Energies, int Ahead, bool Fast = false,
-          bool Lean = false>
+          bool Lean = false, bool RoundSums = false>
 __global__ void __launch_bounds__(kThreads)
     listed_pairs(int n, int lanes, const PositionCharge<Real>* __restrict__ packed,
                  const TypeCell* __restrict__ attributes, const int* __restrict__ order, const int* __restrict__ list,
@@ -86,7 +94,10 @@ __global__ void __launch_bounds__(kThreads)
   const Real* c12 = law.c12 + ai.type * law.types;
   const Real* c6 = law.c6 + ai.type * law.types;
   double sum[6] = {0, 0, 0, 0, 0, 0};  // force x, y, z; Lennard-Jones, Coulomb; virial
-  auto add = [&](unsigned entry, const PositionCharge<Real>& pj, int cell_j, Real c12_ij, Real c6_ij) {
+  // `into`: the lane's float64 sums, or a round's Real ones (RoundSums).
+  auto add_into = [&](auto& into, unsigned entry, const PositionCharge<Real>& pj, int cell_j, Real c12_ij,
+                      Real c6_ij) {
+    using Sum = std::remove_reference_t<decltype(into[0])>;
     Real dx, dy, dz;
     if (law.offsets) {
       if constexpr (Lean) {
@@ -107,11 +118,14 @@ __global__ void __launch_bounds__(kThreads)
     Real lj, lj_f, coulomb, coulomb_f;
     molecular_pair<Switch, Coulomb>(math, r2, c12_ij, c6_ij, qi * pj.q, law.k, lj, lj_f, coulomb, coulomb_f);
     const Real f = lj_f + coulomb_f;
-    sum[0] += static_cast<double>(f * dx), sum[1] += static_cast<double>(f * dy), sum[2] += static_cast<double>(f * dz);
+    into[0] += static_cast<Sum>(f * dx), into[1] += static_cast<Sum>(f * dy), into[2] += static_cast<Sum>(f * dz);
     if constexpr (Energies) {
-      sum[3] += static_cast<double>(lj), sum[4] += static_cast<double>(coulomb);
-      sum[5] += static_cast<double>(f * r2);
+      into[3] += static_cast<Sum>(lj), into[4] += static_cast<Sum>(coulomb);
+      into[5] += static_cast<Sum>(f * r2);
     }
+  };
+  auto add = [&](unsigned entry, const PositionCharge<Real>& pj, int cell_j, Real c12_ij, Real c6_ij) {
+    add_into(sum, entry, pj, cell_j, c12_ij, c6_ij);
   };
   const int length = row_length[t];
   const int listed = min(length, law.capacity);  // a longer row's other entries: walk_row, below
@@ -136,8 +150,17 @@ __global__ void __launch_bounds__(kThreads)
     Real c12_ij[Ahead], c6_ij[Ahead];
 #pragma unroll
     for (int u = 0; u < Ahead; ++u) c12_ij[u] = __ldg(c12 + aj[u].type), c6_ij[u] = __ldg(c6 + aj[u].type);
+    if constexpr (RoundSums) {
+      constexpr int kSummed = Energies ? 6 : 3;
+      Real round[6] = {0, 0, 0, 0, 0, 0};
 #pragma unroll
-    for (int u = 0; u < Ahead; ++u) add(entry[u], pj[u], aj[u].cell, c12_ij[u], c6_ij[u]);
+      for (int u = 0; u < Ahead; ++u) add_into(round, entry[u], pj[u], aj[u].cell, c12_ij[u], c6_ij[u]);
+#pragma unroll
+      for (int v = 0; v < kSummed; ++v) sum[v] += static_cast<double>(round[v]);
+    } else {
+#pragma unroll
+      for (int u = 0; u < Ahead; ++u) add(entry[u], pj[u], aj[u].cell, c12_ij[u], c6_ij[u]);
+    }
   };
   if constexpr (Lean) {
     if ((Ahead * lanes) % kChunk == 0) {
