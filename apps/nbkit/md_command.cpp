@@ -198,6 +198,8 @@ int run_md(const MdArguments& args) {
   if (args.time_phases && !config.molecular) throw Error("--time-phases times biomolecular runs");
   md::Simulation simulation = make_simulation(config, args.run, args.time_phases);
   notice(simulation.notice(), args.run.quiet);
+  if (const md::MolecularForceField* molecular = simulation.molecular_field())
+    notice(md::pme_mesh_notice(molecular->nonbonded, simulation.state().box), args.run.quiet);
   if (!args.restart.empty()) {  // go on from a checkpoint: its atoms, box, forces, step, thermostat stream
     if (config.minimize)
       throw Error("--restart goes on from a checkpoint's state: leave [minimize] out of " + args.config);

@@ -935,6 +935,32 @@ TEST(MolecularTerms, PmeMeshRoundsUpToFftSizesWhenAsked) {
   EXPECT_EQ(md::pme_parameters(s, box).mesh, (std::array<int, 3>{61, 61, 61}));
 }
 
+// `nbkit md`'s notice of a mesh with a prime edge (pme_mesh_notice): named with its largest prime
+// above 7 and the rounded mesh, where the tolerance gives the mesh and it is not rounded already.
+TEST(MolecularTerms, PmeMeshWithPrimeEdgesIsNoticed) {
+  NonbondedSettings s;
+  s.method = NonbondedSettings::Method::pme, s.cutoff = 9;
+  const PeriodicBox prime = PeriodicBox::from_edges({68.5, 214.0, 480.0});  // 61 x 191 x 428 (2^2 107)
+  const std::string notice = md::pme_mesh_notice(s, prime);
+  EXPECT_NE(notice.find("61 x 191 x 428"), std::string::npos) << notice;
+  EXPECT_NE(notice.find("prime factor 191"), std::string::npos) << notice;
+  EXPECT_NE(notice.find("63 x 192 x 432"), std::string::npos) << notice;
+  const PeriodicBox friendly = PeriodicBox::from_edges({40, 40, 40});  // 36^3
+  for (int m : md::pme_parameters(s, friendly).mesh) ASSERT_EQ(md::fft_friendly_size(m), m);
+  EXPECT_EQ(md::pme_mesh_notice(s, friendly), "");
+  EXPECT_NE(md::pme_mesh_notice(s, PeriodicBox::from_edges({36, 36, 36})).find("prime factor 11"),
+            std::string::npos);  // 33^3
+  NonbondedSettings rounded = s;
+  rounded.pme_fft_sizes = true;
+  EXPECT_EQ(md::pme_mesh_notice(rounded, prime), "");
+  NonbondedSettings given = s;
+  given.pme_mesh = std::array<int, 3>{61, 61, 61};
+  EXPECT_EQ(md::pme_mesh_notice(given, prime), "");
+  NonbondedSettings cutoff = s;
+  cutoff.method = NonbondedSettings::Method::cutoff_periodic;
+  EXPECT_EQ(md::pme_mesh_notice(cutoff, prime), "");
+}
+
 TEST(MolecularTerms, RefusesWhatItCannotComputeRight) {
   Topology t = pair_of_atoms(0.5, -0.5);
   const std::vector<Vec3> x{{0, 0, 0}, {3, 0, 0}};
