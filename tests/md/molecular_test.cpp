@@ -718,44 +718,50 @@ TEST(MolecularGpu, PairListBuildsByGroupRowAndCellGiveTheSameBits) {
 // builds and precisions, on the protein (every axis 3 cells or more: the offsets are used) and
 // the chains (2 cells an edge: the kernel's cell arithmetic, as without); with the fast law's
 // lean entries (NBKIT_PAIR_LEAN_ENTRIES, on by default: shifts from a table, entries found from one
-// pointer) and without.
+// pointer) and without; the round sums' candidate (NBKIT_PAIR_ROUND_SUMS=1) the same way.
 TEST(MolecularGpu, PairListOffsetsGiveTheSameBits) {
   std::string why;
   if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
   const GpuSystems g = gpu_systems();
   NonbondedSettings s;
   s.method = Method::pme, s.cutoff = 9;
-  // lean: NBKIT_PAIR_LEAN_ENTRIES (listed_pairs' Lean).
+  // lean: NBKIT_PAIR_LEAN_ENTRIES (listed_pairs' Lean); round: NBKIT_PAIR_ROUND_SUMS (a candidate,
+  // each round's pairs summed in float32 first: other bits, but the same with and without Lean).
   auto with = [&](const char* offsets, const char* build, const Topology& t, const std::vector<Vec3>& x,
-                  const PeriodicBox& box, Precision precision, const char* lean = "1") {
+                  const PeriodicBox& box, Precision precision, const char* lean = "1", const char* round = "0") {
     setenv("NBKIT_PAIR_LIST_OFFSETS", offsets, 1);
     setenv("NBKIT_PAIR_LIST_BUILD", build, 1);
     setenv("NBKIT_PAIR_LEAN_ENTRIES", lean, 1);
+    setenv("NBKIT_PAIR_ROUND_SUMS", round, 1);
     auto forces = md::molecular_forces(t, x, box, s, Backend::cuda, 0, {}, precision);
     unsetenv("NBKIT_PAIR_LIST_OFFSETS");
     unsetenv("NBKIT_PAIR_LIST_BUILD");
     unsetenv("NBKIT_PAIR_LEAN_ENTRIES");
+    unsetenv("NBKIT_PAIR_ROUND_SUMS");
     return forces;
   };
   using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
   for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
                                         Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
     for (const char* build : {"group", "row", "cell"})
-      for (const Precision precision : {Precision::single, Precision::double_}) {
-        const auto plain = with("0", build, *t, *x, box, precision);
-        for (const char* lean : {"1", "0"}) {
-          const auto coded = with("1", build, *t, *x, box, precision, lean);
-          EXPECT_EQ(plain.energy.total(), coded.energy.total()) << name << " " << build << " lean " << lean;
-          EXPECT_EQ(plain.virial, coded.virial) << name << " " << build << " lean " << lean;
-          for (std::size_t i = 0; i < x->size(); ++i)
-            ASSERT_EQ(plain.force[i], coded.force[i]) << name << " " << build << " lean " << lean << " atom " << i;
+      for (const Precision precision : {Precision::single, Precision::double_})
+        for (const char* round : {"0", "1"}) {
+          if (*round == '1' && precision == Precision::double_) continue;  // float32's kernels' candidate
+          const auto plain = with("0", build, *t, *x, box, precision, "1", round);
+          for (const char* lean : {"1", "0"}) {
+            const auto coded = with("1", build, *t, *x, box, precision, lean, round);
+            const std::string what = std::string(name) + " " + build + " lean " + lean + " round sums " + round;
+            EXPECT_EQ(plain.energy.total(), coded.energy.total()) << what;
+            EXPECT_EQ(plain.virial, coded.virial) << what;
+            for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(plain.force[i], coded.force[i]) << what << " atom " << i;
+          }
         }
-      }
   EXPECT_THROW(with("yes", "row", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
   EXPECT_THROW(with("1", "row", g.chain, g.chain_x, g.chain_box, Precision::single, "on"), Error);
   unsetenv("NBKIT_PAIR_LIST_OFFSETS");
   unsetenv("NBKIT_PAIR_LIST_BUILD");
   unsetenv("NBKIT_PAIR_LEAN_ENTRIES");
+  unsetenv("NBKIT_PAIR_ROUND_SUMS");
 }
 
 // The pair sums' lanes an atom (NBKIT_PAIR_LANES, for A/B runs; by default from the atom count):

@@ -771,6 +771,7 @@ void MolecularPairListGpu::State::sum_pairs(const V3* x, const PairSums& out, bo
       if (fast) {
         if (lanes == 1) launch(listed_pairs<Real, S, C, Energies, 1, true>);
         else if (lean_entries && round_sums) launch(listed_pairs<Real, S, C, Energies, 4, true, true, true>);
+        else if (round_sums) launch(listed_pairs<Real, S, C, Energies, 4, true, false, true>);
         else if (lean_entries) launch(listed_pairs<Real, S, C, Energies, 4, true, true>);
         else launch(listed_pairs<Real, S, C, Energies, 4, true>);
         return;

@@ -61,7 +61,8 @@ struct alignas(4 * sizeof(Real)) CellShift {
   Real x, y, z, unused;
 };
 
-// `RoundSums` (NBKIT_PAIR_ROUND_SUMS=1, the Lean kernels only; a candidate, off by default): a
+// `RoundSums` (NBKIT_PAIR_ROUND_SUMS=1, the fast law's kernels of 2 or more lanes, Lean or not:
+// the same rounds, so the same bits either way; a candidate, off by default): a
 // round's Ahead pairs summed in Real first and added to the float64 sums once a round, as
 // OpenMM's mixed precision sums a tile's pairs in float32 before its fixed-point totals: 3
 // conversions to float64 and 3 float64 adds an entry become 3 fused multiply-adds, and the
