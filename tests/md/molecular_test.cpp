@@ -839,6 +839,66 @@ TEST(MolecularGpu, RowsPastTheListsCapacityGiveTheSameBits) {
   EXPECT_THROW(with("8k", g.chain, g.chain_x, g.chain_box, Precision::single), Error);
 }
 
+// The rows' near entries first (NBKIT_PAIR_LIST_NEAR_FIRST=1, a candidate: pair_list_order.cuh)
+// keep every pair: each pair's terms are the same values, summed in another order, so energies,
+// virial and forces agree with the list's order to float64's rounding of the sums (1e-12 of
+// their size; in float32 the terms are float32 values added in float64 alike); every build
+// reorders its list to the same bits, runs repeat bit for bit, and rows past the capacity (96
+// entries: the listed part reordered, the rest walked) still sum every pair.
+TEST(MolecularGpu, NearEntriesFirstKeepEveryPairAndRepeat) {
+  std::string why;
+  if (list_gpus(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+  const GpuSystems g = gpu_systems();
+  NonbondedSettings s;
+  s.method = Method::pme, s.cutoff = 9;
+  struct Env {
+    Env(const char* near_first, const char* build, const char* capacity) {
+      setenv("NBKIT_PAIR_LIST_NEAR_FIRST", near_first, 1);
+      setenv("NBKIT_PAIR_LIST_BUILD", build, 1);
+      if (capacity) setenv("NBKIT_PAIR_LIST_CAPACITY", capacity, 1);
+    }
+    ~Env() {
+      unsetenv("NBKIT_PAIR_LIST_NEAR_FIRST"), unsetenv("NBKIT_PAIR_LIST_BUILD");
+      unsetenv("NBKIT_PAIR_LIST_CAPACITY");
+    }
+  };
+  auto with = [&](const char* near_first, const char* build, const char* capacity, const Topology& t,
+                  const std::vector<Vec3>& x, const PeriodicBox& box, Precision precision) {
+    const Env env(near_first, build, capacity);
+    return md::molecular_forces(t, x, box, s, Backend::cuda, 0, {}, precision);
+  };
+  using Case = std::tuple<const Topology*, const std::vector<Vec3>*, PeriodicBox, const char*>;
+  for (const auto& [t, x, box, name] : {Case{&g.protein, &g.c.positions, g.protein_box, "protein"},
+                                        Case{&g.chain, &g.chain_x, g.chain_box, "chains"}})
+    for (const Precision precision : {Precision::single, Precision::double_}) {
+      const auto listed = with("0", "group", nullptr, *t, *x, box, precision);
+      const auto first = with("1", "group", nullptr, *t, *x, box, precision);
+      const std::string what = std::string(name) + (precision == Precision::single ? " float32" : " float64");
+      const double size = std::abs(listed.energy.coulomb) + std::abs(listed.energy.lennard_jones);
+      EXPECT_NEAR(first.energy.total(), listed.energy.total(), 1e-12 * size) << what;
+      EXPECT_NEAR(first.virial, listed.virial, 1e-12 * (size + std::abs(listed.virial))) << what;
+      double error = 0, scale = 0;
+      for (std::size_t i = 0; i < x->size(); ++i)
+        error += std::pow(norm(first.force[i] - listed.force[i]), 2), scale += std::pow(norm(listed.force[i]), 2);
+      EXPECT_LT(std::sqrt(error / scale), 1e-12) << what;
+      const auto again = with("1", "group", nullptr, *t, *x, box, precision);
+      EXPECT_EQ(again.energy.total(), first.energy.total()) << what;
+      for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(again.force[i], first.force[i]) << what << " atom " << i;
+      for (const char* build : {"row", "cell"}) {
+        const auto other = with("1", build, nullptr, *t, *x, box, precision);
+        EXPECT_EQ(other.energy.total(), first.energy.total()) << what << " " << build;
+        for (std::size_t i = 0; i < x->size(); ++i)
+          ASSERT_EQ(other.force[i], first.force[i]) << what << " " << build << " atom " << i;
+      }
+      const auto short_rows = with("1", "group", "96", *t, *x, box, precision);
+      EXPECT_NEAR(short_rows.energy.total(), listed.energy.total(), 1e-12 * size) << what << " capacity 96";
+      error = 0;
+      for (std::size_t i = 0; i < x->size(); ++i) error += std::pow(norm(short_rows.force[i] - listed.force[i]), 2);
+      EXPECT_LT(std::sqrt(error / scale), 1e-12) << what << " capacity 96";
+    }
+  EXPECT_THROW(with("on", "group", nullptr, g.chain, g.chain_x, g.chain_box, Precision::single), Error);
+}
+
 // Where the GPU's evaluation queues its work changes no bit: PME's excluded pairs' corrections
 // apart from the pair sums, on the bonded terms' stream (by default; NBKIT_CORRECTIONS_APART=0:
 // after the pairs on the main stream, added to their sums), the bonded terms on a stream of

@@ -21,6 +21,7 @@
 #include "md/cuda/cell_starts.cuh"
 #include "md/cuda/pair_list_build.cuh"
 #include "md/cuda/pair_list_layout.cuh"
+#include "md/cuda/pair_list_order.cuh"
 #include "md/cuda/pair_list_sums.cuh"
 #include "md/fast_pair_math.hpp"
 #include "md/molecular_pair_constants.hpp"
@@ -119,6 +120,7 @@ struct MolecularPairListGpu::State {
   bool fast_law = true;        // mixed precision's PME pairs by FastFloatPairMath; NBKIT_PAIR_FAST_LAW=0: not
   bool lean_entries = true;    // listed_pairs' Lean (fewer instructions an entry); NBKIT_PAIR_LEAN_ENTRIES=0: not
   bool round_sums = false;     // listed_pairs' RoundSums (a candidate); NBKIT_PAIR_ROUND_SUMS=1: on
+  bool near_first = false;     // near_entries_first after each build (a candidate); NBKIT_PAIR_LIST_NEAR_FIRST=1: on
   // Atoms sorted by sub-cell within each cell (bin_atoms), which the build by group needs;
   // NBKIT_PAIR_LIST_GROUPS=0: not, and the build by group falls back to a warp a row (session 34's
   // order, list and bits).
@@ -315,6 +317,7 @@ MolecularPairListGpu::MolecularPairListGpu(const Topology& t, const NonbondedSet
   s.fast_law = env_switch("NBKIT_PAIR_FAST_LAW", true);
   s.lean_entries = env_switch("NBKIT_PAIR_LEAN_ENTRIES", true);
   s.round_sums = env_switch("NBKIT_PAIR_ROUND_SUMS", false);
+  s.near_first = env_switch("NBKIT_PAIR_LIST_NEAR_FIRST", false);
   s.groups_wanted = env_switch("NBKIT_PAIR_LIST_GROUPS", true);
   s.group_queue = env_switch("NBKIT_PAIR_LIST_GROUP_QUEUE", true);
   if (const char* unit = std::getenv("NBKIT_PAIR_LIST_UNIT"); unit && *unit) {
@@ -471,6 +474,13 @@ void MolecularPairListGpu::State::build_list(bool zero_longest) {
         excluded_first.data(), excluded.data(), capacity, list.data(), row_length.data(), longest.data(), offsets);
   }
   NBKIT_CUDA_CHECK_LAUNCH();
+  if (near_first) {  // pair_list_order.cuh
+    const double near = settings.cutoff + kNearMargin;
+    near_entries_first<Real><<<(n + kOrderWarps - 1) / kOrderWarps, 32 * kOrderWarps, 0, stream>>>(
+        n, packed<Real>(), attributes.data(), frame_of<Real>(cells), offsets, Real(near * near), capacity,
+        row_length.data(), list.data());
+    NBKIT_CUDA_CHECK_LAUNCH();
+  }
 }
 
 void MolecularPairListGpu::State::rebuild(const V3* x, const PeriodicBox& box) {
