@@ -54,8 +54,10 @@ def morton(sub, bits):
     return m
 
 
-def clusters(x, edges, reach, size):
-    """The sorted positions and each cluster's member indices, as the GPU's list sorts them."""
+def sorted_cells(x, edges, reach):
+    """As the GPU's list sorts the atoms (cells of at least `reach`, x fastest; each cell's atoms by
+    4 x 4 x 4 sub-cells in Morton order): the sorted positions, their cells' coordinates, the cells
+    an axis, and each cell's first sorted atom (and the end)."""
     count = np.maximum((edges // reach).astype(int), 1)
     width = edges / count
     cell_of = np.minimum((x / width).astype(int), count - 1)
@@ -63,8 +65,13 @@ def clusters(x, edges, reach, size):
     sub = np.minimum((within * 4).astype(int), 3)
     cell = (cell_of[:, 2] * count[1] + cell_of[:, 1]) * count[0] + cell_of[:, 0]
     order = np.argsort(cell * 64 + morton(sub, 2), kind="stable")
-    xs, cs = x[order], cell[order]
-    starts = np.searchsorted(cs, np.arange(count.prod() + 1))
+    starts = np.searchsorted(cell[order], np.arange(count.prod() + 1))
+    return x[order], cell_of[order], count, starts
+
+
+def clusters(x, edges, reach, size):
+    """The sorted positions and each cluster's member indices, as the GPU's list sorts them."""
+    xs, _, count, starts = sorted_cells(x, edges, reach)
     members = [np.arange(g, min(g + size, starts[c + 1]))
                for c in range(count.prod()) for g in range(starts[c], starts[c + 1], size)]
     return xs, members

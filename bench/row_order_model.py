@@ -26,20 +26,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_tiles import morton, read_inpcrd  # noqa: E402
+from cluster_tiles import read_inpcrd, sorted_cells  # noqa: E402
 
 CUTOFF, SKIN = 9.0, 2.0
-
-
-def sorted_cells(x, edges, reach):
-    count = np.maximum((edges // reach).astype(int), 1)
-    width = edges / count
-    cell_of = np.minimum((x / width).astype(int), count - 1)
-    sub = np.minimum(((x / width - cell_of) * 4).astype(int), 3)
-    cell = (cell_of[:, 2] * count[1] + cell_of[:, 1]) * count[0] + cell_of[:, 0]
-    order = np.argsort(cell * 64 + morton(sub, 2), kind="stable")
-    starts = np.searchsorted(cell[order], np.arange(count.prod() + 1))
-    return x[order], cell_of[order], count, starts
 
 
 def row(t, xs, cell_of, count, starts, edges, reach):

@@ -451,13 +451,18 @@ MolecularForces MolecularCpuForces::evaluate(const std::vector<Vec3>& x, const s
   return out;
 }
 
+namespace {
+// n without its factors 2, 3, 5 and 7 (1: an FFT-friendly size).
+int beyond_seven(int n) {
+  for (int factor : {2, 3, 5, 7})
+    while (n % factor == 0) n /= factor;
+  return n;
+}
+}  // namespace
+
 int fft_friendly_size(int minimum) {
-  for (int size = std::max(1, minimum);; ++size) {
-    int rest = size;
-    for (int factor : {2, 3, 5, 7})
-      while (rest % factor == 0) rest /= factor;
-    if (rest == 1) return size;
-  }
+  for (int size = std::max(1, minimum);; ++size)
+    if (beyond_seven(size) == 1) return size;
 }
 
 std::string pme_mesh_notice(const NonbondedSettings& s, const PeriodicBox& box) {
@@ -465,9 +470,7 @@ std::string pme_mesh_notice(const NonbondedSettings& s, const PeriodicBox& box) 
   const std::array<int, 3> mesh = pme_parameters(s, box).mesh;
   int largest = 1;  // the largest prime factor above 7 of any edge
   for (int edge : mesh) {
-    int rest = edge;
-    for (int factor : {2, 3, 5, 7})
-      while (rest % factor == 0) rest /= factor;
+    int rest = beyond_seven(edge);
     for (int factor = 11; factor <= rest; factor += 2)
       while (rest % factor == 0) largest = std::max(largest, factor), rest /= factor;
   }

@@ -516,6 +516,14 @@ class MolecularBackends : public ::testing::TestWithParam<Backend> {
   }
 };
 
+// ||ours - reference|| / ||reference|| over every atom's force: the relative RMS error.
+double force_relative_rms(const MolecularForces& ours, const MolecularForces& reference) {
+  double error = 0, size = 0;
+  for (std::size_t i = 0; i < reference.force.size(); ++i)
+    error += std::pow(norm(ours.force[i] - reference.force[i]), 2), size += std::pow(norm(reference.force[i]), 2);
+  return std::sqrt(error / size);
+}
+
 void expect_same(const MolecularForces& ours, const MolecularForces& reference, const std::string& what) {
   const auto a = ours.energy.named(), b = reference.energy.named();
   for (std::size_t k = 0; k < a.size(); ++k)
@@ -645,11 +653,7 @@ TEST(MolecularGpu, MixedPrecisionIsWithinFloat32sRoundingOfTheReferenceAndRepeat
           worst_energy = std::max(worst_energy, relative);
           EXPECT_LT(relative, 1e-5) << what << " " << a[k].first;
         }
-        double error = 0, size = 0;
-        for (std::size_t i = 0; i < x->size(); ++i)
-          error += std::pow(norm(mixed.force[i] - reference.force[i]), 2),
-              size += std::pow(norm(reference.force[i]), 2);
-        const double rms = std::sqrt(error / size);
+        const double rms = force_relative_rms(mixed, reference);
         std::printf("  mixed precision, %s: forces %.2e relative RMS, energy terms %.2e relative (worst)\n",
                     what.c_str(), rms, worst_energy);
         EXPECT_LT(rms, 1e-5) << what;
@@ -788,11 +792,8 @@ TEST(MolecularGpu, PairLanesAgreeWithinTheirPrecisionsRounding) {
   for (const Precision precision : {Precision::single, Precision::double_})
     for (const char* lanes : {"1", "2", "4", "8"}) {
       const auto f = with(lanes, precision);
-      double error = 0, size = 0;
-      for (std::size_t i = 0; i < f.force.size(); ++i)
-        error += std::pow(norm(f.force[i] - reference.force[i]), 2), size += std::pow(norm(reference.force[i]), 2);
       const double bound = precision == Precision::single ? 1e-5 : 1e-9;
-      EXPECT_LT(std::sqrt(error / size), bound) << lanes << " lanes";
+      EXPECT_LT(force_relative_rms(f, reference), bound) << lanes << " lanes";
       const auto again = with(lanes, precision);
       for (std::size_t i = 0; i < f.force.size(); ++i) ASSERT_EQ(f.force[i], again.force[i]) << lanes << " lanes";
     }
@@ -877,10 +878,7 @@ TEST(MolecularGpu, NearEntriesFirstKeepEveryPairAndRepeat) {
       const double size = std::abs(listed.energy.coulomb) + std::abs(listed.energy.lennard_jones);
       EXPECT_NEAR(first.energy.total(), listed.energy.total(), 1e-12 * size) << what;
       EXPECT_NEAR(first.virial, listed.virial, 1e-12 * (size + std::abs(listed.virial))) << what;
-      double error = 0, scale = 0;
-      for (std::size_t i = 0; i < x->size(); ++i)
-        error += std::pow(norm(first.force[i] - listed.force[i]), 2), scale += std::pow(norm(listed.force[i]), 2);
-      EXPECT_LT(std::sqrt(error / scale), 1e-12) << what;
+      EXPECT_LT(force_relative_rms(first, listed), 1e-12) << what;
       const auto again = with("1", "group", nullptr, *t, *x, box, precision);
       EXPECT_EQ(again.energy.total(), first.energy.total()) << what;
       for (std::size_t i = 0; i < x->size(); ++i) ASSERT_EQ(again.force[i], first.force[i]) << what << " atom " << i;
@@ -892,9 +890,7 @@ TEST(MolecularGpu, NearEntriesFirstKeepEveryPairAndRepeat) {
       }
       const auto short_rows = with("1", "group", "96", *t, *x, box, precision);
       EXPECT_NEAR(short_rows.energy.total(), listed.energy.total(), 1e-12 * size) << what << " capacity 96";
-      error = 0;
-      for (std::size_t i = 0; i < x->size(); ++i) error += std::pow(norm(short_rows.force[i] - listed.force[i]), 2);
-      EXPECT_LT(std::sqrt(error / scale), 1e-12) << what << " capacity 96";
+      EXPECT_LT(force_relative_rms(short_rows, listed), 1e-12) << what << " capacity 96";
     }
   EXPECT_THROW(with("on", "group", nullptr, g.chain, g.chain_x, g.chain_box, Precision::single), Error);
 }
